@@ -1,0 +1,201 @@
+"""GPU timing with CUDA events, warm-up, optional cold L2 and an adaptive rep count.
+
+Why it is built this way:
+
+* One ``torch.cuda.Event`` pair per repetition, recorded on the current stream
+  directly around ``fn``: host-side timers would also count launch overhead and
+  Python noise, and a single pair around the whole loop would hide the spread.
+* Warm-up calls run first so JIT compilation, module loading and allocator growth
+  are never timed.
+* Small working sets would otherwise be served from L2 (50 MB on an H100) on every
+  rep after the first, which flatters a kernel compared with how it runs inside a
+  network.  Writing a scratch buffer of twice the L2 size before each rep (outside
+  the timed region) evicts it.
+* The median is reported: it is robust to the occasional preempted or clock-ramping
+  rep, while min/p20/p80 show the spread.
+* The device is synchronised once at the end, so the host never stalls between reps
+  and back-to-back launches keep the GPU busy.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+__all__ = ["Timing", "summarize_times", "should_flush_l2", "time_cuda", "l2_cache_bytes"]
+
+MIN_REPS = 10
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Summary statistics (milliseconds) of one timed function."""
+
+    median_ms: float
+    min_ms: float
+    p20_ms: float
+    p80_ms: float
+    reps: int
+
+    @property
+    def median_us(self) -> float:
+        return self.median_ms * 1e3
+
+    @property
+    def min_us(self) -> float:
+        return self.min_ms * 1e3
+
+    @property
+    def p20_us(self) -> float:
+        return self.p20_ms * 1e3
+
+    @property
+    def p80_us(self) -> float:
+        return self.p80_ms * 1e3
+
+    @property
+    def seconds(self) -> float:
+        """Median in seconds, the unit rates (GB/s, FLOP/s) are computed from."""
+        return self.median_ms * 1e-3
+
+
+def _percentile(sorted_vals: Sequence[float], q: float) -> float:
+    """Linear-interpolation percentile (numpy's default), q in [0, 100]."""
+    pos = (len(sorted_vals) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    frac = pos - lo
+    return sorted_vals[lo] * (1.0 - frac) + sorted_vals[hi] * frac
+
+
+def summarize_times(times_ms: Sequence[float]) -> Timing:
+    """Pure reduction of per-rep times to a :class:`Timing`; kept free of CUDA so it is testable."""
+    vals = sorted(float(t) for t in times_ms)
+    if not vals:
+        raise ValueError("summarize_times needs at least one time")
+    if any(math.isnan(v) or v < 0 for v in vals):
+        raise ValueError("times must be non-negative numbers")
+    return Timing(
+        median_ms=_percentile(vals, 50.0),
+        min_ms=vals[0],
+        p20_ms=_percentile(vals, 20.0),
+        p80_ms=_percentile(vals, 80.0),
+        reps=len(vals),
+    )
+
+
+def should_flush_l2(flush_l2: bool | None, working_set_bytes: int | None, l2_bytes: int) -> bool:
+    """The cold-L2 rule shared by :func:`time_cuda` and the copy ceiling.
+
+    An explicit ``flush_l2`` wins.  Otherwise flush when the working set could sit in
+    L2 (<= 2x its size, since L2 is not a perfect LRU and neighbours share it).  An
+    unknown working set is flushed too: a warm number for a small op would flatter it,
+    while the flush costs a large op nothing but a little wall time.
+    """
+    if flush_l2 is not None:
+        return bool(flush_l2)
+    if working_set_bytes is None:
+        return True
+    return working_set_bytes <= 2 * max(int(l2_bytes), 0)
+
+
+def plan_reps(reps: int, per_rep_ms: float | None, max_seconds: float) -> int:
+    """Cap ``reps`` so the timed loop takes about ``max_seconds``, never below MIN_REPS.
+
+    A caller asking for fewer than MIN_REPS gets what it asked for.
+    """
+    if reps <= MIN_REPS or per_rep_ms is None or per_rep_ms <= 0:
+        return max(int(reps), 1)
+    budget = int(max_seconds * 1e3 / per_rep_ms)
+    return max(MIN_REPS, min(int(reps), budget))
+
+
+def _wants_index(fn: Callable) -> bool:
+    """True when ``fn`` has exactly one required positional parameter (the rep index)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # some builtins have no signature: call them bare
+        return False
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = [
+        p for p in sig.parameters.values()
+        if p.kind in kinds and p.default is inspect.Parameter.empty
+    ]
+    if len(required) > 1:
+        raise TypeError(f"fn must take zero or one positional argument, got {sig}")
+    return len(required) == 1
+
+
+_SCRATCH: dict[int, torch.Tensor] = {}
+
+
+def l2_cache_bytes(device: int | None = None) -> int:
+    """L2 size in bytes as reported by the driver (0 if unknown)."""
+    dev = torch.cuda.current_device() if device is None else device
+    return int(getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0) or 0)
+
+
+def _scratch(device: int) -> torch.Tensor:
+    """Buffer of >= 2x L2 (at least 64 MiB if L2 is unreported), allocated once per device."""
+    buf = _SCRATCH.get(device)
+    if buf is None:
+        nbytes = max(2 * l2_cache_bytes(device), 64 << 20)
+        buf = torch.empty(nbytes, dtype=torch.uint8, device=torch.device("cuda", device))
+        _SCRATCH[device] = buf
+    return buf
+
+
+def time_cuda(
+    fn: Callable[[int], None] | Callable[[], None],
+    *,
+    warmup: int = 10,
+    reps: int = 100,
+    flush_l2: bool | None = None,
+    working_set_bytes: int | None = None,
+    max_seconds: float = 2.0,
+) -> Timing:
+    """Time ``fn`` on the current CUDA stream and return median/min/p20/p80 in ms.
+
+    ``fn`` may take one positional argument, the repetition index, so callers can
+    rotate through several input buffers.  See the module docstring for the method.
+    """
+    if not torch.cuda.is_available():
+        raise RuntimeError("time_cuda needs a CUDA device (torch.cuda.is_available() is False)")
+    if reps < 1:
+        raise ValueError("reps must be >= 1")
+    call: Callable[[int], object] = fn if _wants_index(fn) else (lambda _i: fn())  # type: ignore[misc]
+    device = torch.cuda.current_device()
+    stream = torch.cuda.current_stream(device)
+    flush = should_flush_l2(flush_l2, working_set_bytes, l2_cache_bytes(device))
+    scratch = _scratch(device) if flush else None
+
+    # Warm-up.  The first call may compile, so the estimate uses only the later ones
+    # (wall clock: it includes launch overhead and the flush, like the real loop).
+    per_rep_ms: float | None = None
+    if warmup > 0:
+        call(0)
+        torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        for i in range(1, warmup):
+            if scratch is not None:
+                scratch.zero_()
+            call(i)
+        torch.cuda.synchronize(device)
+        if warmup > 1:
+            per_rep_ms = (time.perf_counter() - t0) * 1e3 / (warmup - 1)
+    n = plan_reps(reps, per_rep_ms, max_seconds)
+
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    for i in range(n):
+        if scratch is not None:
+            scratch.zero_()  # same stream, so it finishes before the start event
+        starts[i].record(stream)
+        call(i)
+        ends[i].record(stream)
+    torch.cuda.synchronize(device)
+    return summarize_times([s.elapsed_time(e) for s, e in zip(starts, ends)])

@@ -1,0 +1,117 @@
+"""Ladders as data: every op's variants, from the naive kernel to the fastest, as records.
+
+Dispatch (``variant=``), the CLI (`kernelkit ladder`, `kernelkit inspect`), the tests and the
+benchmarks all read these records, so the list of rungs exists in one place only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One compiled instantiation of a variant, with what its SASS must show.
+
+    ``load_bits`` / ``store_bits``: the width of the main loop's global accesses (LDG/STG), or None
+    where the variant claims nothing. ``tensor_core``: the SASS mnemonic prefix the variant relies
+    on (e.g. "HMMA", "HGMMA"), or None. ``spills``: whether local-memory traffic is allowed.
+    """
+
+    source: str
+    name: str
+    load_bits: int | None = None
+    store_bits: int | None = None
+    tensor_core: str | None = None
+    spills: bool = False
+    block: int = 256
+    arch_suffix: str = ""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One rung of a ladder.
+
+    ``kernels(dtype, **params)`` lists the instantiations this rung launches for an input dtype (all of
+    them, e.g. an aligned and a misaligned form); ``bytes_moved`` and ``flops`` give its cost model
+    for an input (the least the op must move / compute, the same for every rung of an op).
+    """
+
+    name: str
+    technique: str
+    dtypes: tuple[torch.dtype, ...]
+    kernels: Callable[..., tuple[Kernel, ...]]
+    align: int = 0  # byte alignment the variant needs of every data pointer (0: none)
+    default: bool = False
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def supports(self, dtype: torch.dtype) -> bool:
+        return dtype in self.dtypes
+
+
+@dataclass(frozen=True)
+class Op:
+    """An operator: its public function, ladder and cost model."""
+
+    name: str
+    family: str
+    variants: tuple[Variant, ...]
+    bytes_moved: Callable[..., int]  # (inputs) -> bytes read + written at the least
+    flops: Callable[..., int]
+    doc: str = ""
+    example: Callable[..., tuple] | None = None  # (numel, dtype, device) -> args for benchmarks
+    call: Callable[..., Any] | None = None  # the public function
+
+    def variant(self, name: str) -> Variant:
+        for v in self.variants:
+            if v.name == name:
+                return v
+        raise ValueError(
+            f"{self.name}: unknown variant {name!r}; the ladder is {[v.name for v in self.variants]}"
+        )
+
+    @property
+    def default_variant(self) -> Variant:
+        return next(v for v in self.variants if v.default)
+
+    def variants_for(self, dtype: torch.dtype) -> tuple[Variant, ...]:
+        return tuple(v for v in self.variants if v.supports(dtype))
+
+
+_REGISTRY: dict[str, Op] = {}
+
+
+def register(op: Op) -> Op:
+    if op.name in _REGISTRY:
+        raise ValueError(f"op {op.name!r} registered twice")
+    if sum(v.default for v in op.variants) != 1:
+        raise ValueError(f"op {op.name!r} needs exactly one default variant")
+    _REGISTRY[op.name] = op
+    return op
+
+
+def _load_ops() -> None:
+    from . import ops  # noqa: F401  (importing the families registers their ladders)
+
+
+def ops() -> list[str]:
+    """Names of every op with a ladder, in registration order."""
+    _load_ops()
+    return list(_REGISTRY)
+
+
+def get_op(name: str) -> Op:
+    _load_ops()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown op {name!r}; kernelkit has {list(_REGISTRY)}") from None
+
+
+def ladder(name: str) -> tuple[Variant, ...]:
+    """The variants of op ``name`` in ladder order (naive first, the default last)."""
+    return get_op(name).variants

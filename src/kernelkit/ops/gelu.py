@@ -1,0 +1,106 @@
+"""GELU: the model element-wise op (source 000), its ladder, dispatch and torch.library op."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..ladder import FLOAT_DTYPES, Op, register
+from ._common import check_out, check_tensor, pick_variant
+from ._unary import UnarySpec, run_unary, unary_ladder
+
+APPROXIMATIONS = ("tanh", "none")
+
+
+def _functor(dtype: torch.dtype, fast: bool, approximate: str = "tanh") -> str:
+    if approximate == "none":
+        return "kk::GeluErf"
+    # the hardware tanh is below a 16-bit result's rounding; fp32 keeps the accurate tanhf
+    return "kk::GeluTanhFast" if fast and dtype != torch.float32 else "kk::GeluTanh"
+
+
+SPEC = UnarySpec(source="gelu.cu", functor=_functor)
+
+
+def _flops(x: torch.Tensor, approximate: str = "tanh") -> int:
+    # tanh form: x^3 (2), fma (2), scale (1), tanh (counted as 1), 1+t, 0.5*x, product (3) ~ 9 per element
+    return 9 * x.numel()
+
+
+def _bytes(x: torch.Tensor, approximate: str = "tanh") -> int:
+    return 2 * x.numel() * x.element_size()  # read x once, write out once
+
+
+def _launch(x: torch.Tensor, out: torch.Tensor, approximate: str, variant: Optional[str]) -> None:
+    v = pick_variant(OP, variant, x.dtype, x, out)
+    run_unary(SPEC, v, x, out, approximate=approximate)
+
+
+def _gelu_into(x: torch.Tensor, out: torch.Tensor, approximate: str, variant: Optional[str]) -> None:
+    """out <- gelu(x) for any x and out layout (non-contiguous ones go through a contiguous copy)."""
+    if x.numel() == 0:
+        return
+    xc = x.contiguous()
+    if out.is_contiguous():
+        _launch(xc, out, approximate, variant)
+    else:
+        tmp = torch.empty_like(xc)
+        _launch(xc, tmp, approximate, variant)
+        out.copy_(tmp)
+
+
+@torch.library.custom_op("kernelkit::gelu_out", mutates_args=("out",))
+def _gelu_out_op(x: torch.Tensor, out: torch.Tensor, approximate: str, variant: Optional[str]) -> None:
+    _gelu_into(x, out, approximate, variant)
+
+
+@_gelu_out_op.register_fake
+def _(x, out, approximate, variant):
+    return None
+
+
+def gelu(
+    x: torch.Tensor,
+    *,
+    approximate: str = "tanh",
+    out: Optional[torch.Tensor] = None,
+    variant: Optional[str] = None,
+) -> torch.Tensor:
+    """GELU of ``x`` as torch.nn.functional.gelu (approximate "tanh", kernelkit's default, or "none").
+
+    ``x``: float32, float16 or bfloat16 CUDA tensor of any shape and layout. ``out``: optional result
+    tensor of the same shape and dtype (may be ``x`` itself). ``variant``: a rung of
+    ``kernelkit.ladder("gelu")``; None picks the fastest rung valid for the input.
+    """
+    check_tensor(x, "x", FLOAT_DTYPES, "gelu")
+    if approximate not in APPROXIMATIONS:
+        raise ValueError(f"gelu: approximate must be 'tanh' or 'none', got {approximate!r}")
+    if out is None:
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    else:
+        check_out(out, x, "gelu")
+    if variant is not None:
+        OP.variant(variant)  # unknown names fail here, before any tracing
+    if torch.compiler.is_compiling():
+        torch.ops.kernelkit.gelu_out(x, out, approximate, variant)
+    else:  # eager: skip the dispatcher, the launch is the only work left
+        _gelu_into(x, out, approximate, variant)
+    return out
+
+
+def _example(numel: int, dtype: torch.dtype, device: str = "cuda") -> tuple:
+    return (torch.randn(numel, dtype=dtype, device=device) * 3,)
+
+
+OP = register(
+    Op(
+        name="gelu",
+        family="elementwise",
+        variants=unary_ladder(SPEC),
+        bytes_moved=_bytes,
+        flops=_flops,
+        doc="GELU, tanh or erf form (torch.nn.functional.gelu)",
+        example=_example,
+        call=gelu,
+    )
+)

@@ -1,0 +1,154 @@
+"""NVRTC compilation of kernelkit's CUDA C++ through cuda.core, with the disk and memory caches.
+
+A build is one .cu file of ``csrc/`` compiled for one arch with a set of template instantiations
+(name expressions). The cache key covers everything that changes the cubin: every csrc source (a
+header edit must invalidate its users), the options, the arch, the NVRTC version, the header mode
+and the name expressions.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from filelock import FileLock
+
+from . import cache
+from .errors import CompileError
+from .headers import header_options, nvrtc_version
+
+CSRC = Path(__file__).resolve().parent.parent / "csrc"
+CXX_STD = "c++17"
+
+
+@dataclass(frozen=True)
+class Build:
+    """A compiled cubin and the mangled name of each instantiation it was asked for."""
+
+    source: str
+    arch: str
+    cubin: bytes
+    symbols: dict[str, str]
+    log: str
+    key: str
+    from_disk: bool
+
+    def mangled(self, name_expression: str) -> str:
+        return self.symbols[name_expression]
+
+
+def lineinfo_enabled() -> bool:
+    return os.environ.get("KERNELKIT_LINEINFO", "0") not in ("", "0", "false", "no")
+
+
+@functools.cache
+def _csrc_digest() -> str:
+    h = hashlib.sha256()
+    for f in sorted(CSRC.glob("*.cu*")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _options(source: str, arch: str, extra: Sequence[str], lineinfo: bool) -> dict:
+    opts = dict(
+        name=source,  # NVRTC's log then says "gelu.cu(42): error ..."
+        arch=arch,
+        std=CXX_STD,
+        include_path=[str(CSRC)],
+        lineinfo=lineinfo or None,
+        ptxas_options=["-v"],  # register/spill report lands in the log, read by `kernelkit inspect`
+    )
+    hdr = header_options()
+    if "include_path" in hdr:
+        opts["include_path"] = opts["include_path"] + hdr["include_path"]
+    else:
+        opts.update(hdr)
+    for flag in extra:  # the few flags a kernel family may need, spelled as ProgramOptions fields
+        k, _, v = flag.partition("=")
+        opts[k] = True if v == "" else v
+    return opts
+
+
+def build_key(source: str, arch: str, names: Sequence[str], options: dict) -> str:
+    payload = json.dumps(
+        {
+            "csrc": _csrc_digest(),
+            "source": source,
+            "arch": arch,
+            "names": sorted(names),
+            "options": {k: options[k] for k in sorted(options) if k != "include_path"},
+            "include_path": options.get("include_path"),
+            "nvrtc": nvrtc_version(),
+        },
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+_memory: dict[tuple, Build] = {}
+_memory_lock = threading.Lock()
+
+
+def compile_source(
+    source: str,
+    names: Sequence[str],
+    arch: str,
+    *,
+    extra_options: Sequence[str] = (),
+    lineinfo: bool | None = None,
+) -> Build:
+    """Compile ``csrc/<source>`` for ``arch`` (e.g. "sm_90", "sm_90a"), instantiating ``names``.
+
+    Served from memory, then disk; NVRTC runs only on a miss. Raises CompileError with the log.
+    """
+    lineinfo = lineinfo_enabled() if lineinfo is None else lineinfo
+    mem_key = (source, tuple(names), arch, tuple(extra_options), lineinfo)
+    hit = _memory.get(mem_key)
+    if hit is not None:
+        return hit
+    options = _options(source, arch, extra_options, lineinfo)
+    key = build_key(source, arch, names, options)
+    entry = cache.load(key)
+    from_disk = entry is not None
+    if entry is None:
+        cache.lock_path(key).parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(cache.lock_path(key))):
+            entry = cache.load(key)  # another process may have built it while we waited
+            from_disk = entry is not None
+            if entry is None:
+                entry = _nvrtc(source, names, arch, options)
+                cache.store(key, entry)
+    build = Build(source, arch, entry.cubin, entry.symbols, entry.log, key, from_disk)
+    with _memory_lock:
+        _memory[mem_key] = build
+    return build
+
+
+def _nvrtc(source: str, names: Sequence[str], arch: str, options: dict) -> cache.CacheEntry:
+    from cuda.core import Program, ProgramOptions
+
+    path = CSRC / source
+    text = path.read_text()
+    log = io.StringIO()
+    try:
+        program = Program(text, "c++", ProgramOptions(**options))
+        obj = program.compile("cubin", name_expressions=tuple(names), logs=log)
+    except Exception as exc:  # cuda.core raises NVRTCError with the log in its message
+        raise CompileError(source, arch, log.getvalue() or str(exc)) from None
+    symbols = {}
+    for n in names:  # cuda.core gives the mangled names as bytes
+        m = obj.symbol_mapping[n]
+        symbols[n] = m.decode() if isinstance(m, bytes) else str(m)
+    return cache.CacheEntry(bytes(obj.code), symbols, log.getvalue())
+
+
+def clear_memory_cache() -> None:
+    with _memory_lock:
+        _memory.clear()

@@ -1,0 +1,70 @@
+"""Which CUDA headers NVRTC compiles against.
+
+NVRTC >= 13.3 ships the CUDA headers inside itself (``use_bundled_headers``), so a machine with only
+the pip wheels can compile. Older NVRTC needs include directories: we look in cuda.pathfinder's
+answer, $CUDA_HOME and /usr/local/cuda, each with its ``cccl`` sub-directory (libcu++ and friends).
+"""
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+from .errors import HeadersNotFoundError
+
+BUNDLED_HEADERS_SINCE = (13, 3)
+_PROBE_HEADER = "cuda_fp16.h"  # every kernelkit source needs it; cuda_runtime.h alone is not enough
+
+
+@functools.cache
+def nvrtc_version() -> tuple[int, int]:
+    from cuda.bindings import nvrtc
+
+    err, major, minor = nvrtc.nvrtcVersion()
+    if int(err) != 0:
+        raise HeadersNotFoundError(f"nvrtcVersion failed: {err}")
+    return int(major), int(minor)
+
+
+def _candidate_include_dirs() -> list[tuple[str, Path]]:
+    """(where it came from, directory) in search order; may name directories that do not exist."""
+    found: list[tuple[str, Path]] = []
+    try:
+        import cuda.pathfinder as pathfinder
+
+        d = pathfinder.find_nvidia_header_directory("cudart")
+        if d:
+            found.append(("cuda.pathfinder('cudart')", Path(d)))
+    except Exception:  # older pathfinder or nothing installed: fall through to the env and defaults
+        pass
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            found.append((f"${var}/include", Path(os.environ[var]) / "include"))
+    found.append(("/usr/local/cuda/include", Path("/usr/local/cuda/include")))
+    return found
+
+
+@functools.cache
+def include_dirs() -> tuple[str, ...]:
+    """The first candidate directory holding cuda_fp16.h, plus its cccl directory when present."""
+    searched = []
+    for origin, d in _candidate_include_dirs():
+        searched.append(f"{origin}: {d}")
+        if (d / _PROBE_HEADER).is_file():
+            dirs = [str(d)]
+            if (d / "cccl").is_dir():
+                dirs.append(str(d / "cccl"))
+            return tuple(dirs)
+    raise HeadersNotFoundError(
+        f"NVRTC {'.'.join(map(str, nvrtc_version()))} has no bundled headers (they come with NVRTC "
+        f">= {'.'.join(map(str, BUNDLED_HEADERS_SINCE))}) and no CUDA include directory holding "
+        f"{_PROBE_HEADER} was found. Searched:\n  " + "\n  ".join(searched)
+        + "\nSet CUDA_HOME to a CUDA toolkit, or `pip install -U nvidia-cuda-nvrtc` for bundled headers."
+    )
+
+
+def header_options() -> dict:
+    """Keyword arguments for cuda.core's ProgramOptions that make the CUDA headers visible."""
+    if nvrtc_version() >= BUNDLED_HEADERS_SINCE:
+        return {"use_bundled_headers": True}
+    return {"include_path": list(include_dirs())}

@@ -1,0 +1,31 @@
+"""Shared pieces of the GPU tests: random inputs, poisoned outputs, offset views, the check."""
+from __future__ import annotations
+
+import torch
+
+from kernelkit.reference import TOLERANCE, relative_error
+
+SIZES = (0, 1, 3, 4097, 2**20 + 3, 2**24)
+
+
+def random_input(n: int, dtype: torch.dtype, offset: int = 0, scale: float = 3.0) -> torch.Tensor:
+    """n random values as a view starting ``offset`` elements into a fresh buffer (misaligned if odd)."""
+    base = torch.randn(n + offset, device="cuda", dtype=torch.float32).mul_(scale).to(dtype)
+    return base[offset:]
+
+
+def poisoned_like(x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    """An output buffer of x's shape filled with NaN (so an unwritten element fails the check)."""
+    buf = torch.full((x.numel() + offset,), float("nan"), device=x.device, dtype=x.dtype)
+    return buf[offset:].view(x.shape)
+
+
+def assert_close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, what: str = "") -> None:
+    err = relative_error(out, ref)
+    if not err <= TOLERANCE[dtype]:
+        diff = (out.double() - ref).abs()
+        bad = torch.nonzero(~(diff <= TOLERANCE[dtype] * ref.abs().clamp_min(1)))[:8].flatten().tolist()
+        raise AssertionError(
+            f"{what}: relative error {err:.3g} > {TOLERANCE[dtype]:.1g}; first mismatches at {bad}: "
+            f"out={[float(out.flatten()[i]) for i in bad]} ref={[float(ref.flatten()[i]) for i in bad]}"
+        )

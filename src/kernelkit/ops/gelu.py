@@ -9,6 +9,8 @@ from ..ladder import FLOAT_DTYPES, Op, register
 from ._common import check_out, check_tensor, pick_variant
 from ._unary import UnarySpec, run_unary, unary_ladder
 
+__all__ = ["gelu"]
+
 APPROXIMATIONS = ("tanh", "none")
 
 

@@ -14,6 +14,7 @@ from .compiler import compile_source
 from .errors import KernelLaunchError
 
 _kernels: dict[tuple, object] = {}
+_tls = threading.local()
 _streams: dict[int, object] = {}
 _devices_ready: set[int] = set()
 _lock = threading.Lock()
@@ -39,8 +40,6 @@ def _ensure_context(device_index: int) -> None:
     _devices_ready.add(device_index)
 
 
-_tls = threading.local()
-
 
 def get_kernel(
     source: str,
@@ -65,8 +64,8 @@ def get_kernel(
     _ensure_context(device_index)
     arch = device_arch(device_index) + arch_suffix
     build = compile_source(source, tuple(names or (name,)), arch, extra_options=extra_options)
-    obj = ObjectCode.from_cubin(build.cubin, name=source, symbol_mapping=build.symbols)
-    kern = obj.get_kernel(name)
+    obj = ObjectCode.from_cubin(build.cubin, name=source)
+    kern = obj.get_kernel(build.mangled(name))  # by mangled name: no symbol map needed
     with _lock:
         _kernels[key] = kern
     return kern

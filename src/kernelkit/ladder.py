@@ -55,16 +55,35 @@ class Variant:
 
 @dataclass(frozen=True)
 class Op:
-    """An operator: its public function, ladder and cost model."""
+    """An operator: its public function, ladder, cost model and how to benchmark it.
+
+    ``bytes_moved(*args, **kwargs)`` / ``flops(*args, **kwargs)`` take the arguments of ``call`` and give
+    the least bytes (read + written) and operations any implementation needs. ``example(shape,
+    dtype)`` builds benchmark arguments ``(args, kwargs)`` on the current CUDA device; ``torch_fn``
+    is the torch expression users write today (the baseline). ``param_space`` lists the values of
+    every keyword that changes which kernels a rung instantiates (e.g. {"approximate": ("tanh",
+    "none")}), so tests can compile all of them.
+    """
 
     name: str
     family: str
     variants: tuple[Variant, ...]
-    bytes_moved: Callable[..., int]  # (inputs) -> bytes read + written at the least
+    bytes_moved: Callable[..., int]
     flops: Callable[..., int]
+    call: Callable[..., Any]
+    torch_fn: Callable[..., Any]
+    example: Callable[..., tuple]
     doc: str = ""
-    example: Callable[..., tuple] | None = None  # (numel, dtype, device) -> args for benchmarks
-    call: Callable[..., Any] | None = None  # the public function
+    param_space: dict[str, tuple] = field(default_factory=dict)
+    bench_shapes: tuple[tuple[int, ...], ...] = ((1 << 24,), (1 << 28,))
+    bench_dtypes: tuple[torch.dtype, ...] = FLOAT_DTYPES
+
+    def param_combinations(self) -> list[dict[str, Any]]:
+        """Every combination of ``param_space`` (one empty dict when the op has none)."""
+        combos: list[dict[str, Any]] = [{}]
+        for key, values in self.param_space.items():
+            combos = [{**c, key: v} for c in combos for v in values]
+        return combos
 
     def variant(self, name: str) -> Variant:
         for v in self.variants:

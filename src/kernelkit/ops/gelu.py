@@ -90,8 +90,8 @@ def gelu(
     return out
 
 
-def _example(numel: int, dtype: torch.dtype, device: str = "cuda") -> tuple:
-    return (torch.randn(numel, dtype=dtype, device=device) * 3,)
+def _example(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[tuple, dict]:
+    return (torch.randn(shape, dtype=dtype, device="cuda") * 3,), {}
 
 
 OP = register(
@@ -101,8 +101,10 @@ OP = register(
         variants=unary_ladder(SPEC),
         bytes_moved=_bytes,
         flops=_flops,
-        doc="GELU, tanh or erf form (torch.nn.functional.gelu)",
-        example=_example,
         call=gelu,
+        torch_fn=lambda x, approximate="tanh": torch.nn.functional.gelu(x, approximate=approximate),
+        example=_example,
+        doc="GELU, tanh or erf form (torch.nn.functional.gelu)",
+        param_space={"approximate": APPROXIMATIONS},
     )
 )

@@ -55,12 +55,19 @@ def _csrc_digest() -> str:
     return h.hexdigest()
 
 
+def source_path(source: str) -> Path:
+    """A kernelkit source by name (``csrc/<source>``), or any .cu file by absolute path."""
+    p = Path(source)
+    return p if p.is_absolute() else CSRC / source
+
+
 def _options(source: str, arch: str, extra: Sequence[str], lineinfo: bool) -> dict:
+    path = source_path(source)
     opts = dict(
-        name=source,  # NVRTC's log then says "gelu.cu(42): error ..."
+        name=path.name,  # NVRTC's log then says "gelu.cu(42): error ..."
         arch=arch,
         std=CXX_STD,
-        include_path=[str(CSRC)],
+        include_path=list(dict.fromkeys([str(path.parent), str(CSRC)])),
         lineinfo=lineinfo or None,
         ptxas_options=["-v"],  # register/spill report lands in the log, read by `kernelkit inspect`
     )
@@ -80,6 +87,7 @@ def build_key(source: str, arch: str, names: Sequence[str], options: dict) -> st
         {
             "csrc": _csrc_digest(),
             "source": source,
+            "text": hashlib.sha256(source_path(source).read_bytes()).hexdigest(),
             "arch": arch,
             "names": sorted(names),
             "options": {k: options[k] for k in sorted(options) if k != "include_path"},
@@ -134,8 +142,7 @@ def compile_source(
 def _nvrtc(source: str, names: Sequence[str], arch: str, options: dict) -> cache.CacheEntry:
     from cuda.core import Program, ProgramOptions
 
-    path = CSRC / source
-    text = path.read_text()
+    text = source_path(source).read_text()
     log = io.StringIO()
     try:
         program = Program(text, "c++", ProgramOptions(**options))

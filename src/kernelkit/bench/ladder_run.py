@@ -1,0 +1,153 @@
+"""Run one op's whole ladder on one input: every rung, torch eager and torch.compile.
+
+Every rung is first checked against the float64 reference (a rung that computes the wrong answer
+is reported, never timed), then timed with ``time_cuda`` on the same input. Rates are judged against
+the measured ceilings: the large-buffer copy bandwidth and a copy of the same byte count.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from .. import reference
+from ..ladder import get_op
+from .ceilings import copy_bandwidth
+from .timing import time_cuda
+
+
+@dataclass
+class Row:
+    name: str
+    technique: str
+    median_us: float | None = None
+    gbs: float | None = None
+    gflops: float | None = None
+    pct_copy: float | None = None  # of the large-buffer copy ceiling
+    pct_copy_same_bytes: float | None = None  # of a copy moving the same bytes
+    vs_prev: float | None = None  # speedup over the previous rung
+    vs_torch: float | None = None  # speedup over torch eager
+    error: str | None = None  # why the rung was not timed
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _clone_args(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    c = lambda a: a.clone() if isinstance(a, torch.Tensor) else a  # noqa: E731
+    return tuple(c(a) for a in args), {k: c(v) for k, v in kwargs.items()}
+
+
+def _check(op, variant: str | None, args, kwargs, params) -> str | None:
+    """None if the rung matches the float64 reference on (a copy of) the benchmark input."""
+    ref_fn = getattr(reference, op.name, None)
+    if ref_fn is None:
+        return None
+    a, k = _clone_args(args, kwargs)
+    ref = ref_fn(*a, **k, **params)
+    a, k = _clone_args(args, kwargs)
+    out = op.call(*a, variant=variant, **k, **params)
+    if not isinstance(out, torch.Tensor):
+        return None
+    if out.dtype in reference.TOLERANCE or out.dtype.is_floating_point:
+        bad = reference.mismatches(out, ref, out.dtype if out.dtype in reference.TOLERANCE else torch.float32)
+        n = int(bad.numel())
+    else:
+        n = int((out != ref.to(out.dtype)).sum())
+    return f"{n} elements differ from the float64 reference" if n else None
+
+
+def run_ladder(
+    op_name: str,
+    shape: tuple[int, ...],
+    dtype: torch.dtype,
+    params: dict[str, Any] | None = None,
+    *,
+    with_compile: bool = True,
+    max_seconds: float = 1.0,
+) -> dict[str, Any]:
+    """Rows for every rung valid for ``dtype`` plus torch baselines, and the ceilings used."""
+    op = get_op(op_name)
+    params = dict(params or {})
+    args, kwargs = op.example(shape, dtype)
+    nbytes = op.bytes_moved(*args, **kwargs, **params)
+    flops = op.flops(*args, **kwargs, **params)
+    copy_large = copy_bandwidth(None)
+    copy_same = copy_bandwidth(nbytes)
+
+    def measure(fn) -> float:
+        return time_cuda(fn, working_set_bytes=nbytes, max_seconds=max_seconds).median_us
+
+    def fill(row: Row, us: float) -> Row:
+        row.median_us = us
+        row.gbs = nbytes / us / 1e3
+        row.gflops = flops / us / 1e3
+        row.pct_copy = 100 * row.gbs / copy_large
+        row.pct_copy_same_bytes = 100 * row.gbs / copy_same
+        return row
+
+    torch_rows = []
+    torch_us = measure(lambda: op.torch_fn(*args, **kwargs, **params))
+    torch_rows.append(fill(Row("torch eager", "the torch expression users write today"), torch_us))
+    if with_compile:
+        try:
+            compiled = torch.compile(op.torch_fn)
+            torch_rows.append(fill(Row("torch.compile", "torch.compile of that expression (Inductor)"),
+                                   measure(lambda: compiled(*args, **kwargs, **params))))
+        except Exception as exc:  # Inductor needs a working toolchain; report, don't fail the ladder
+            torch_rows.append(Row("torch.compile", "torch.compile of that expression", error=str(exc)[:200]))
+
+    rows, prev = [], None
+    for v in op.variants_for(dtype):
+        row = Row(v.name, v.technique)
+        try:
+            row.error = _check(op, v.name, args, kwargs, params)
+            if row.error is None:
+                fill(row, measure(lambda v=v: op.call(*args, variant=v.name, **kwargs, **params)))
+        except Exception as exc:  # e.g. a rung whose alignment or shape constraint the input misses
+            row.error = f"{type(exc).__name__}: {exc}"[:300]
+        if row.median_us:
+            row.vs_torch = torch_us / row.median_us
+            row.vs_prev = prev / row.median_us if prev else None
+            prev = row.median_us
+        rows.append(row)
+    return {
+        "op": op_name,
+        "shape": list(shape),
+        "dtype": str(dtype).replace("torch.", ""),
+        "params": params,
+        "bytes": nbytes,
+        "flops": flops,
+        "copy_gbs_large": copy_large,
+        "copy_gbs_same_bytes": copy_same,
+        "rows": [r.as_dict() for r in rows + torch_rows],
+    }
+
+
+COLUMNS = [
+    ("name", "rung", None),
+    ("median_us", "time (us)", ".1f"),
+    ("gbs", "GB/s", ".0f"),
+    ("pct_copy", "% copy", ".1f"),
+    ("pct_copy_same_bytes", "% copy (same bytes)", ".1f"),
+    ("vs_prev", "x prev", ".2f"),
+    ("vs_torch", "x torch", ".2f"),
+    ("error", "note", None),
+]
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """'2^28' -> (268435456,), '16384x16384x4' -> (16384, 16384, 4), '1e6' -> (1000000,)."""
+    def one(t: str) -> int:
+        t = t.strip()
+        if "^" in t:
+            b, e = t.split("^")
+            return int(b) ** int(e)
+        return int(float(t)) if "e" in t.lower() else int(t)
+
+    dims = tuple(one(t) for t in text.lower().split("x"))
+    if not dims or any(d < 0 for d in dims) or math.prod(dims) < 0:
+        raise ValueError(f"bad size {text!r}; write 2^28, 4096x4096 or 1000")
+    return dims

@@ -1,0 +1,130 @@
+"""CPU tests of the runtime: headers, compile, the disk and memory caches, error messages."""
+import multiprocessing as mp
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("cuda.core")
+
+from kernelkit.runtime import cache, compiler, headers  # noqa: E402
+from kernelkit.runtime.errors import CompileError, HeadersNotFoundError  # noqa: E402
+
+GOOD = r"""
+#include "common.cuh"
+template <typename T> __global__ void copy_kernel(T* o, const T* i, kk::i64 n) {
+  for (kk::i64 k = kk::global_thread(); k < n; k += kk::grid_threads()) o[k] = i[k];
+}
+"""
+NAMES = ("copy_kernel<float>", "copy_kernel<__half>")
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELKIT_CACHE_DIR", str(tmp_path / "cache"))
+    compiler.clear_memory_cache()
+    src = tmp_path / "good.cu"
+    src.write_text(GOOD)
+    yield src
+    compiler.clear_memory_cache()
+
+
+def test_miss_then_disk_hit_then_memory_hit(fresh):
+    b1 = compiler.compile_source(str(fresh), NAMES, "sm_90")
+    assert not b1.from_disk and b1.cubin[:4] == b"\x7fELF"
+    assert set(b1.symbols) == set(NAMES) and all(m.startswith("_Z") for m in b1.symbols.values())
+    assert compiler.compile_source(str(fresh), NAMES, "sm_90") is b1  # memory
+    compiler.clear_memory_cache()
+    b2 = compiler.compile_source(str(fresh), NAMES, "sm_90")
+    assert b2.from_disk and b2.cubin == b1.cubin
+    assert cache.info()["entries"] == 1
+
+
+def test_key_covers_arch_names_options_and_text(fresh, monkeypatch):
+    base = compiler.compile_source(str(fresh), NAMES, "sm_90")
+    other_arch = compiler.compile_source(str(fresh), NAMES, "sm_80")
+    fewer = compiler.compile_source(str(fresh), NAMES[:1], "sm_90")
+    lineinfo = compiler.compile_source(str(fresh), NAMES, "sm_90", lineinfo=True)
+    assert len({base.key, other_arch.key, fewer.key, lineinfo.key}) == 4
+    fresh.write_text(GOOD + "\n// edited\n")
+    compiler.clear_memory_cache()
+    assert compiler.compile_source(str(fresh), NAMES, "sm_90").key != base.key
+
+
+def test_lineinfo_env_knob(monkeypatch):
+    monkeypatch.setenv("KERNELKIT_LINEINFO", "1")
+    assert compiler.lineinfo_enabled()
+    monkeypatch.setenv("KERNELKIT_LINEINFO", "0")
+    assert not compiler.lineinfo_enabled()
+
+
+def test_corrupt_entry_is_rebuilt(fresh):
+    b1 = compiler.compile_source(str(fresh), NAMES, "sm_90")
+    path = cache.entry_path(b1.key)
+    data = path.read_bytes()
+    path.write_bytes(data[:-100] + b"\0" * 100)  # damaged cubin: digest no longer matches
+    assert cache.load(b1.key) is None
+    compiler.clear_memory_cache()
+    b2 = compiler.compile_source(str(fresh), NAMES, "sm_90")
+    assert not b2.from_disk and b2.cubin == b1.cubin
+    path.write_bytes(b"garbage")  # not even a header
+    assert cache.load(b1.key) is None
+
+
+def _compile_in_child(args):
+    src, cache_dir = args
+    os.environ["KERNELKIT_CACHE_DIR"] = cache_dir
+    from kernelkit.runtime import compiler as c
+
+    return c.compile_source(src, NAMES, "sm_90").cubin
+
+
+def test_concurrent_processes_share_one_entry(fresh, tmp_path):
+    cache_dir = str(tmp_path / "shared-cache")
+    with mp.get_context("spawn").Pool(4) as pool:
+        cubins = pool.map(_compile_in_child, [(str(fresh), cache_dir)] * 8)
+    assert len(set(cubins)) == 1
+    entries = list(Path(cache_dir).glob("kernels/*/*.kkc"))
+    leftovers = list(Path(cache_dir).glob("kernels/*/.tmp-*"))
+    assert len(entries) == 1 and not leftovers
+
+
+def test_compile_error_shows_file_and_line(tmp_path, fresh):
+    bad = tmp_path / "broken.cu"
+    bad.write_text("__global__ void k(float* o) {\n  o[0] = undefined_name;\n}\n")
+    with pytest.raises(CompileError) as ei:
+        compiler.compile_source(str(bad), ("k",), "sm_90")
+    msg = str(ei.value)
+    assert "broken.cu(2)" in msg and "undefined_name" in msg and "sm_90" in msg
+
+
+def test_cache_clear_and_info(fresh):
+    compiler.compile_source(str(fresh), NAMES, "sm_90")
+    info = cache.info()
+    assert info["entries"] == 1 and info["bytes"] > 0 and info["path"].endswith("cache")
+    assert cache.clear() == 1
+    assert cache.info()["entries"] == 0
+
+
+def test_headers_bundled_or_include_dirs(monkeypatch, tmp_path):
+    headers.include_dirs.cache_clear()
+    monkeypatch.setattr(headers, "nvrtc_version", lambda: (13, 5))
+    assert headers.header_options() == {"use_bundled_headers": True}
+    monkeypatch.setattr(headers, "nvrtc_version", lambda: (13, 0))
+    inc = tmp_path / "cuda" / "include"
+    (inc / "cccl").mkdir(parents=True)
+    (inc / "cuda_fp16.h").write_text("")
+    monkeypatch.setattr(headers, "_candidate_include_dirs", lambda: [("test", inc)])
+    assert headers.header_options() == {"include_path": [str(inc), str(inc / "cccl")]}
+    headers.include_dirs.cache_clear()
+
+
+def test_missing_headers_error_lists_search(monkeypatch, tmp_path):
+    headers.include_dirs.cache_clear()
+    monkeypatch.setattr(headers, "nvrtc_version", lambda: (13, 0))
+    monkeypatch.setattr(headers, "_candidate_include_dirs",
+                        lambda: [("$CUDA_HOME/include", tmp_path / "nope"), ("/usr/local/cuda/include", tmp_path / "no2")])
+    with pytest.raises(HeadersNotFoundError) as ei:
+        headers.header_options()
+    assert "$CUDA_HOME/include" in str(ei.value) and str(tmp_path / "no2") in str(ei.value)
+    headers.include_dirs.cache_clear()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,28 +22,16 @@ from filelock import FileLock
 from .report import atomic_write_json
 from .timing import time_cuda
 
-__all__ = [
-    "cache_dir",
-    "cache_path",
-    "copy_bandwidth",
-    "matmul_rate",
-    "device_ceilings",
-    "measure_all",
-    "MATMUL_KINDS",
-]
+__all__ = ["cache_dir", "cache_path", "copy_bandwidth", "matmul_rate", "device_ceilings",
+           "measure_all", "MATMUL_KINDS"]
 
 SCHEMA = 1
 MAX_SIZED_ENTRIES = 64
 LARGE_BUFFER_BYTES = 1 << 30
 MATMUL_N = 8192
 MATMUL_KINDS = ("fp16", "bf16", "tf32", "fp32", "int8")
-_ALIASES = {
-    "fp16": "fp16", "float16": "fp16", "half": "fp16",
-    "bf16": "bf16", "bfloat16": "bf16",
-    "tf32": "tf32",
-    "fp32": "fp32", "float32": "fp32", "float": "fp32",
-    "int8": "int8", "i8": "int8",
-}
+_ALIASES = {"fp16": "fp16", "float16": "fp16", "half": "fp16", "bf16": "bf16", "bfloat16": "bf16",
+            "tf32": "tf32", "fp32": "fp32", "float32": "fp32", "float": "fp32", "int8": "int8"}
 _SECTIONS = ("copy_gbs", "copy_gbs_by_size", "matmul_tflops")
 _TORCH_DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32", torch.int8: "int8"}
 
@@ -62,14 +51,9 @@ def _device_info() -> dict[str, Any]:
     if not torch.cuda.is_available():
         raise RuntimeError("device ceilings need a CUDA device (torch.cuda.is_available() is False)")
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    return {
-        "device": props.name,
-        "cc": f"{props.major}.{props.minor}",
-        "sm_count": props.multi_processor_count,
-        "l2_bytes": int(getattr(props, "L2_cache_size", 0)),
-        "total_memory_bytes": int(props.total_memory),
-        "torch_cuda": torch.version.cuda,
-    }
+    return {"device": props.name, "cc": f"{props.major}.{props.minor}",
+            "sm_count": props.multi_processor_count, "l2_bytes": int(getattr(props, "L2_cache_size", 0)),
+            "total_memory_bytes": int(props.total_memory), "torch_cuda": torch.version.cuda}
 
 
 def cache_path(info: dict[str, Any] | None = None) -> Path:
@@ -176,6 +160,25 @@ def _matmul_n(elem_in: int, elem_out: int) -> int:
     return n
 
 
+@contextmanager
+def _fp32_matmul_mode(tf32: bool):
+    """Allow or forbid TF32 for fp32 matmuls, restoring the caller's setting afterwards.
+
+    torch >= 2.9 has ``matmul.fp32_precision``; reading the legacy ``allow_tf32`` there
+    raises once a caller has used the new API, so the new one is used where it exists.
+    """
+    matmul = torch.backends.cuda.matmul
+    try:
+        saved, attr, value = matmul.fp32_precision, "fp32_precision", ("tf32" if tf32 else "ieee")
+    except AttributeError:
+        saved, attr, value = matmul.allow_tf32, "allow_tf32", tf32
+    setattr(matmul, attr, value)
+    try:
+        yield
+    finally:
+        setattr(matmul, attr, saved)
+
+
 def _measure_matmul(kind: str) -> float:
     """TFLOP/s (TOPS for int8) of an n^3 product through torch, on random inputs.
 
@@ -186,7 +189,8 @@ def _measure_matmul(kind: str) -> float:
     if kind == "int8":
         n = _matmul_n(1, 4)
         a = torch.randint(-128, 128, (n, n), dtype=torch.int8, device="cuda", generator=gen)
-        b = torch.randint(-128, 128, (n, n), dtype=torch.int8, device="cuda", generator=gen)
+        # column-major B (a transposed view): the row x column layout cuBLASLt's int8 GEMM prefers
+        b = torch.randint(-128, 128, (n, n), dtype=torch.int8, device="cuda", generator=gen).t()
         fn: Callable[[], object] = lambda: torch._int_mm(a, b)
         return 2 * n**3 / time_cuda(fn, working_set_bytes=6 * n * n).seconds / 1e12
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(kind, torch.float32)
@@ -195,14 +199,8 @@ def _measure_matmul(kind: str) -> float:
     a = torch.randn(n, n, dtype=dtype, device="cuda", generator=gen)
     b = torch.randn(n, n, dtype=dtype, device="cuda", generator=gen)
     out = torch.empty(n, n, dtype=dtype, device="cuda")
-    matmul = torch.backends.cuda.matmul
-    saved = matmul.allow_tf32
-    try:
-        if kind in ("tf32", "fp32"):
-            matmul.allow_tf32 = kind == "tf32"
+    with _fp32_matmul_mode(kind == "tf32") if dtype == torch.float32 else nullcontext():
         timing = time_cuda(lambda: torch.matmul(a, b, out=out), working_set_bytes=3 * size * n * n)
-    finally:
-        matmul.allow_tf32 = saved
     return 2 * n**3 / timing.seconds / 1e12
 
 

@@ -33,6 +33,53 @@ struct alignas(sizeof(T) * N) Vec {
   T v[N];
 };
 
+// Load/store a Vec through a plain integer carrier of the same size. __half2 and friends have
+// user-written copy operations, so copying a struct of them goes member by member (32-bit LDGs);
+// going through uint2/uint4 makes the access one 64- or 128-bit instruction.
+template <int Bytes> struct Carrier;
+template <> struct Carrier<2> { using type = unsigned short; };
+template <> struct Carrier<4> { using type = unsigned int; };
+template <> struct Carrier<8> { using type = uint2; };
+template <> struct Carrier<16> { using type = uint4; };
+
+template <typename V>
+__device__ __forceinline__ V load_vec(const V* p) {
+  using C = typename Carrier<sizeof(V)>::type;
+  const C c = *reinterpret_cast<const C*>(p);
+  V v;
+  memcpy(&v, &c, sizeof(V));
+  return v;
+}
+template <typename V>
+__device__ __forceinline__ void store_vec(V* p, const V& v) {
+  using C = typename Carrier<sizeof(V)>::type;
+  C c;
+  memcpy(&c, &v, sizeof(V));
+  *reinterpret_cast<C*>(p) = c;
+}
+
+// 16-byte global accesses with an explicit cache policy. Streaming (.cs, evict-first) suits data
+// touched once, so it does not push reusable lines out of L2; the plain form is the default policy.
+template <bool kStreaming, typename V>
+__device__ __forceinline__ V load16(const V* p) {
+  static_assert(sizeof(V) == 16, "load16 moves 16 bytes");
+  if constexpr (kStreaming) {
+    int4 r = __ldcs(reinterpret_cast<const int4*>(p));
+    return *reinterpret_cast<V*>(&r);
+  } else {
+    return load_vec(p);
+  }
+}
+template <bool kStreaming, typename V>
+__device__ __forceinline__ void store16(V* p, const V& v) {
+  static_assert(sizeof(V) == 16, "store16 moves 16 bytes");
+  if constexpr (kStreaming) {
+    __stcs(reinterpret_cast<int4*>(p), *reinterpret_cast<const int4*>(&v));
+  } else {
+    store_vec(p, v);
+  }
+}
+
 // 64-bit global thread index and grid size: element counts may pass 2^31.
 __device__ __forceinline__ i64 global_thread() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ i64 grid_threads() { return (i64)gridDim.x * blockDim.x; }

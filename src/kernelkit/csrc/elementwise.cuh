@@ -29,10 +29,10 @@ __global__ void unary_vector(T* __restrict__ out, const T* __restrict__ in, i64 
   const Op op{};
   const i64 nvec = n / N;
   for (i64 i = global_thread(); i < nvec; i += grid_threads()) {
-    V v = reinterpret_cast<const V*>(in)[i];
+    V v = load_vec(reinterpret_cast<const V*>(in) + i);
 #pragma unroll
     for (int j = 0; j < N; ++j) v.v[j] = from_float<T>(op(to_float(v.v[j])));
-    reinterpret_cast<V*>(out)[i] = v;
+    store_vec(reinterpret_cast<V*>(out) + i, v);
   }
   // tail: the last n % N elements, one per thread of the first threads
   const i64 t = global_thread(), tail = n - nvec * N;
@@ -45,10 +45,10 @@ __global__ void unary_pairs(T2* __restrict__ out, const T2* __restrict__ in, i64
   const Op op{};
   const i64 nvec = npairs / P;
   for (i64 i = global_thread(); i < nvec; i += grid_threads()) {
-    V v = reinterpret_cast<const V*>(in)[i];
+    V v = load_vec(reinterpret_cast<const V*>(in) + i);
 #pragma unroll
     for (int j = 0; j < P; ++j) v.v[j] = op.pair(v.v[j]);
-    reinterpret_cast<V*>(out)[i] = v;
+    store_vec(reinterpret_cast<V*>(out) + i, v);
   }
   // tail: elements past the last whole vector (pairs left over, and an odd last element)
   using T = decltype(in->x);
@@ -58,7 +58,7 @@ __global__ void unary_pairs(T2* __restrict__ out, const T2* __restrict__ in, i64
   if (t < n - done) outs[done + t] = from_float<T>(op(to_float(ins[done + t])));
 }
 
-template <typename T, typename Op, int U, bool kInAligned>
+template <typename T, typename Op, int U, bool kInAligned, bool kStreaming = false>
 __global__ void unary_fast(T* __restrict__ out, const T* __restrict__ in, i64 n, int head) {
   constexpr int N = 16 / sizeof(T);
   using V = Vec<T, N>;
@@ -76,7 +76,7 @@ __global__ void unary_fast(T* __restrict__ out, const T* __restrict__ in, i64 n,
       const i64 i = base + u * stride;
       if (i < nvec) {
         if constexpr (kInAligned) {
-          v[u] = reinterpret_cast<const V*>(x)[i];
+          v[u] = load16<kStreaming>(reinterpret_cast<const V*>(x) + i);
         } else {
 #pragma unroll
           for (int j = 0; j < N; ++j) v[u].v[j] = x[i * N + j];
@@ -89,7 +89,7 @@ __global__ void unary_fast(T* __restrict__ out, const T* __restrict__ in, i64 n,
       if (i < nvec) {
 #pragma unroll
         for (int j = 0; j < N; ++j) v[u].v[j] = from_float<T>(op(to_float(v[u].v[j])));
-        ov[i] = v[u];
+        store16<kStreaming>(ov + i, v[u]);
       }
     }
   }

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
 import torch
 
 from ..ladder import FLOAT_DTYPES, Kernel, Variant
@@ -17,8 +18,14 @@ from ._common import CXX_PAIR, CXX_TYPE, grid_for
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 BLOCK = 256
 RUNG_BLOCKS_PER_SM = 32  # grid cap for the teaching rungs: enough resident warps to cover latency
-FAST_UNROLL = 2  # 16-byte vectors in flight per thread in the fast rung
-FAST_BLOCKS_PER_SM = 16
+# The fast rung's launch shape, from a sweep on an H100 (scripts/tune_unary.py; notes in
+# benchmarks/NOTES.md): one 16-byte vector per thread and a grid covering the whole tensor (no
+# grid-stride cap) reached 3026 GB/s fp32 / 3002 fp16 at 2^28, against 2760-2800 for 2 vectors per
+# thread with the grid capped at 16 blocks per SM. Unrolling further did not help: the block
+# scheduler already keeps enough loads in flight when every block is short-lived.
+FAST_UNROLL = 1
+FAST_BLOCK = 512
+FAST_STREAMING = "false"  # evict-first loads/stores measured no better (2991 vs 3026 GB/s fp32)
 
 
 @dataclass(frozen=True)
@@ -43,8 +50,10 @@ def _kernels(spec: UnarySpec, kind: str, width: int, dtype, **params) -> tuple[K
         p = width // 32
         return (Kernel(spec.source, f"kk::unary_pairs<{CXX_PAIR[dtype]}, {p}, {f}>", width, width),)
     return (  # fast: input aligned like the output (16-byte loads), or not (element loads)
-        Kernel(spec.source, f"kk::unary_fast<{ct}, {f}, {FAST_UNROLL}, true>", 128, 128),
-        Kernel(spec.source, f"kk::unary_fast<{ct}, {f}, {FAST_UNROLL}, false>", None, 128),
+        Kernel(spec.source, f"kk::unary_fast<{ct}, {f}, {FAST_UNROLL}, true, {FAST_STREAMING}>", 128, 128,
+               block=FAST_BLOCK),
+        Kernel(spec.source, f"kk::unary_fast<{ct}, {f}, {FAST_UNROLL}, false, {FAST_STREAMING}>", None, 128,
+               block=FAST_BLOCK),
     )
 
 
@@ -76,38 +85,53 @@ def unary_ladder(spec: UnarySpec, *, pair_rungs: bool = True) -> tuple[Variant, 
                 rung(f"{tag}_x4", f"{tag} SIMD math, four pairs per 128-bit access", (dt,), "pairs", 128, 16),
             ]
     rungs.append(
-        rung("fast", f"16-byte accesses, {FAST_UNROLL} in flight per thread, prologue/main/epilogue for any "
-             "alignment, hardware tanh for 16-bit types", FLOAT_DTYPES, "fast", default=True)
+        rung("fast", "one 16-byte access per thread over a grid covering the tensor, prologue/main/epilogue "
+             "for any alignment, hardware tanh for 16-bit types", FLOAT_DTYPES, "fast", default=True)
     )
     return tuple(rungs)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a launch needs, resolved once per (op, rung, dtype, params, device)."""
+
+    kind: str
+    per_item: int  # elements per work item of the rung's main loop
+    kernels: tuple  # loaded cuda.core kernels, in the order of the rung's Kernel records
+    names: tuple[str, ...]
+    block: int
+
+
+_plans: dict[tuple, _Plan] = {}
+
+
+def _plan(spec: UnarySpec, variant: Variant, dtype: torch.dtype, dev: int, params: dict) -> _Plan:
+    key = (spec.source, variant.name, dtype, dev, tuple(sorted(params.items())))
+    plan = _plans.get(key)
+    if plan is None:
+        recs = variant.kernels(dtype, **params)
+        names = tuple(k.name for k in recs)
+        loaded = tuple(get_kernel(k.source, k.name, device_index=dev, names=names) for k in recs)
+        kind, width = variant.params["kind"], variant.params["width"]
+        bits = torch.finfo(dtype).bits
+        per_item = {"scalar": 1, "fast": 128 // bits}.get(kind, width // bits if width else 1)
+        plan = _plans[key] = _Plan(kind, per_item, loaded, names, recs[0].block)
+    return plan
 
 
 def run_unary(spec: UnarySpec, variant: Variant, x: torch.Tensor, out: torch.Tensor, **params) -> None:
     """Launch ``variant`` computing out = f(x); both contiguous, same dtype, same numel (> 0)."""
     n = x.numel()
     dev = x.device.index
-    kind, width = variant.params["kind"], variant.params["width"]
-    kernels = variant.kernels(x.dtype, **params)
-    names = tuple(k.name for k in kernels)
-    esize = x.element_size()
-    if kind == "fast":
-        head = min(n, ((-out.data_ptr()) % 16) // esize)
-        same = (x.data_ptr() - out.data_ptr()) % 16 == 0
-        k = kernels[0] if same else kernels[1]
-        work = (n - head) // (16 // esize) + 1
-        blocks = grid_for(work, BLOCK * FAST_UNROLL, dev, FAST_BLOCKS_PER_SM)
-        args = (out.data_ptr(), x.data_ptr(), n, _int32(head))
-    else:
-        k = kernels[0]
-        per_item = 1 if kind == "scalar" else width // (esize * 8)
-        items = max(n // per_item, 1)
-        blocks = grid_for(items, BLOCK, dev, RUNG_BLOCKS_PER_SM)
-        args = (out.data_ptr(), x.data_ptr(), n) if kind != "pairs" else (out.data_ptr(), x.data_ptr(), n // 2, n)
-    kern = get_kernel(k.source, k.name, device_index=dev, names=names)
-    launch(kern, blocks, BLOCK, *args, name=k.name)
-
-
-def _int32(v: int):
-    import numpy as np
-
-    return np.int32(v)
+    p = _plan(spec, variant, x.dtype, dev, params)
+    xp, op = x.data_ptr(), out.data_ptr()
+    if p.kind == "fast":
+        esize = x.element_size()
+        head = min(n, ((-op) % 16) // esize)
+        k = p.kernels[0] if (xp - op) % 16 == 0 else p.kernels[1]
+        blocks = max(1, -(-((n - head) // p.per_item + 1) // p.block))  # whole tensor, one vector a thread
+        launch(k, blocks, p.block, op, xp, n, np.int32(head), name=p.names[0], device_index=dev)
+        return
+    blocks = grid_for(max(n // p.per_item, 1), p.block, dev, RUNG_BLOCKS_PER_SM)
+    args = (op, xp, n // 2, n) if p.kind == "pairs" else (op, xp, n)
+    launch(p.kernels[0], blocks, p.block, *args, name=p.names[0], device_index=dev)

@@ -1,0 +1,75 @@
+"""Record ladders on the GPU: JSON + roofline PNG per op, and a markdown summary for the README.
+
+    python benchmarks/record.py gelu [more ops...] [--out benchmarks/results] [--quick]
+
+Every rung of every op at the op's bench shapes and dtypes (Op.bench_shapes / bench_dtypes), checked
+against the float64 reference before it is timed, with torch eager and torch.compile beside it.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+from kernelkit import get_op, ops
+from kernelkit.bench.ladder_run import COLUMNS, run_ladder
+from kernelkit.bench.report import print_table, write_json
+from kernelkit.bench.roofline import RooflinePoint, plot_roofline
+
+
+def summary_lines(op_name: str, results: list[dict]) -> list[str]:
+    """One markdown row per (dtype, shape): the best rung against the ceiling and torch."""
+    lines = []
+    for res in results:
+        timed = [r for r in res["rows"] if r["median_us"] and not r["name"].startswith("torch")]
+        torch_row = next((r for r in res["rows"] if r["name"] == "torch eager"), None)
+        if not timed or torch_row is None:
+            continue
+        default = get_op(op_name).default_variant.name
+        best = next((r for r in timed if r["name"] == default), max(timed, key=lambda r: r["gbs"]))
+        shape = "x".join(map(str, res["shape"]))
+        lines.append(
+            f"| {op_name} | {res['dtype']} | {shape} | {best['name']} | {best['median_us']:.1f} | "
+            f"{best['gbs']:.0f} | {best['pct_copy']:.1f}% | {best['pct_copy_same_bytes']:.1f}% | "
+            f"{torch_row['gbs']:.0f} | {best['vs_torch']:.2f}x |"
+        )
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("ops", nargs="*", help="default: every op")
+    p.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    p.add_argument("--no-compile", action="store_true")
+    a = p.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("record.py needs a CUDA GPU")
+        return 1
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = ["| op | dtype | shape | rung | time (us) | GB/s | % copy | % same-bytes copy | torch GB/s | vs torch |",
+               "|---|---|---|---|---|---|---|---|---|---|"]
+    for name in a.ops or ops():
+        op = get_op(name)
+        results = []
+        for dtype in op.bench_dtypes:
+            for shape in op.bench_shapes:
+                res = run_ladder(name, shape, dtype, with_compile=not a.no_compile)
+                results.append(res)
+                tag = f"{name}-{res['dtype']}-{'x'.join(map(str, shape))}"
+                print_table(res["rows"], COLUMNS, title=f"{tag}: copy {res['copy_gbs_large']:.0f} GB/s")
+                pts = [RooflinePoint(r["name"], res["flops"], res["bytes"], r["median_us"] * 1e-6)
+                       for r in res["rows"] if r["median_us"]]
+                plot_roofline(pts, copy_gbs=res["copy_gbs_large"], peak_tflops=None, title=tag,
+                              path=out / f"{tag}.png")
+        write_json(out / f"{name}.json", {"op": name, "results": results})
+        summary += summary_lines(name, results)
+    (out / f"summary-{'-'.join(a.ops) or 'all'}.md").write_text("\n".join(summary) + "\n")
+    print("\n".join(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

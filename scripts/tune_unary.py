@@ -1,0 +1,42 @@
+"""Sweep the fast unary rung's launch shape (unroll, block, grid cap, cache policy) on one GPU."""
+import itertools
+import sys
+
+import numpy as np
+import torch
+
+from kernelkit.bench import copy_bandwidth, time_cuda
+from kernelkit.runtime import get_kernel, launch
+
+n = 1 << 28
+sms = torch.cuda.get_device_properties(0).multi_processor_count
+print("copy GB/s", round(copy_bandwidth(None)))
+for dtype, ct, f in [(torch.float32, "float", "kk::GeluTanh"), (torch.float16, "__half", "kk::GeluTanhFast")]:
+    x = torch.randn(n, device="cuda", dtype=dtype)
+    out = torch.empty_like(x)
+    vec = 16 // x.element_size()
+    nbytes = 2 * n * x.element_size()
+    res = []
+    for U, block, cap, stream in itertools.product((1, 2, 4), (128, 256, 512), (8, 16, 64, 0), ("false", "true")):
+        name = f"kk::unary_fast<{ct}, {f}, {U}, true, {stream}>"
+        k = get_kernel("gelu.cu", name, device_index=0)
+        nvec = n // vec
+        blocks = -(-nvec // (block * U))
+        if cap:
+            blocks = min(blocks, cap * sms)
+        t = time_cuda(lambda: launch(k, blocks, block, out.data_ptr(), x.data_ptr(), n, np.int32(0)), max_seconds=0.5)
+        res.append((nbytes / t.seconds / 1e9, U, block, cap, stream))
+    res.sort(reverse=True)
+    print(dtype, "best 8:")
+    for r in res[:8]:
+        print(f"  {r[0]:7.0f} GB/s  U={r[1]} block={r[2]} cap={r[3]} streaming={r[4]}")
+    print("  worst:", [f"{r[0]:.0f}" for r in res[-3:]])
+    # the misaligned-input path: x[1:] into an aligned out
+    xm = x[1:]
+    om = torch.empty_like(xm)
+    import kernelkit
+    t = time_cuda(lambda: kernelkit.gelu(xm, out=om), max_seconds=0.5)
+    print(f"  misaligned input (x[1:] -> aligned out): {2 * xm.numel() * x.element_size() / t.seconds / 1e9:.0f} GB/s")
+    t = time_cuda(lambda: torch.nn.functional.gelu(x, approximate="tanh", out=out) if False else torch.nn.functional.gelu(x, approximate="tanh"), max_seconds=0.5)
+    print(f"  torch: {nbytes / t.seconds / 1e9:.0f} GB/s")
+    sys.stdout.flush()

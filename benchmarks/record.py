@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import torch
+from rich.console import Console
 
 from kernelkit import get_op, ops
 from kernelkit.bench.ladder_run import COLUMNS, run_ladder
@@ -59,7 +60,7 @@ def main(argv=None) -> int:
                 res = run_ladder(name, shape, dtype, with_compile=not a.no_compile)
                 results.append(res)
                 tag = f"{name}-{res['dtype']}-{'x'.join(map(str, shape))}"
-                print_table(res["rows"], COLUMNS, title=f"{tag}: copy {res['copy_gbs_large']:.0f} GB/s")
+                print_table(res["rows"], COLUMNS, title=f"{tag}: copy {res['copy_gbs_large']:.0f} GB/s", console=Console(width=200))
                 pts = [RooflinePoint(r["name"], res["flops"], res["bytes"], r["median_us"] * 1e-6)
                        for r in res["rows"] if r["median_us"]]
                 plot_roofline(pts, copy_gbs=res["copy_gbs_large"], peak_tflops=None, title=tag,

@@ -18,6 +18,13 @@ def _dtype(name: str) -> torch.dtype:
     return d
 
 
+def _console():
+    """A terminal-width console, or a wide one when piped (tables keep their columns in logs)."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=240)
+
+
 def _params(items: list[str]) -> dict:
     out = {}
     for it in items or []:
@@ -57,7 +64,7 @@ def cmd_ladder(args) -> int:
             res = run_ladder(args.op, shape, dtype, _params(args.param), with_compile=not args.no_compile)
             results.append(res)
             tag = f"{args.op}-{res['dtype']}-{'x'.join(map(str, shape))}"
-            print_table(res["rows"], COLUMNS,
+            print_table(res["rows"], COLUMNS, console=_console(),
                         title=f"{args.op} {res['dtype']} {tuple(shape)}: {res['bytes'] / 1e6:.1f} MB moved; "
                               f"copy ceiling {res['copy_gbs_large']:.0f} GB/s (same bytes "
                               f"{res['copy_gbs_same_bytes']:.0f})")
@@ -77,7 +84,7 @@ def cmd_inspect(args) -> int:
 
     dtypes = args.dtype or None
     rows = inspect_op(args.op, arch=args.arch, dtypes=dtypes)
-    print_table(rows, COLUMNS, title=f"{args.op}: static analysis for {args.arch}")
+    print_table(rows, COLUMNS, title=f"{args.op}: static analysis for {args.arch}", console=_console())
     return 0
 
 

@@ -5,6 +5,7 @@ benchmarks all read these records, so the list of rungs exists in one place only
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -53,7 +54,7 @@ class Variant:
         return dtype in self.dtypes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq=False keeps a __dict__-backed identity: cached_property works
 class Op:
     """An operator: its public function, ladder, cost model and how to benchmark it.
 
@@ -93,7 +94,7 @@ class Op:
             f"{self.name}: unknown variant {name!r}; the ladder is {[v.name for v in self.variants]}"
         )
 
-    @property
+    @functools.cached_property
     def default_variant(self) -> Variant:
         return next(v for v in self.variants if v.default)
 

@@ -106,7 +106,7 @@ _plans: dict[tuple, _Plan] = {}
 
 
 def _plan(spec: UnarySpec, variant: Variant, dtype: torch.dtype, dev: int, params: dict) -> _Plan:
-    key = (spec.source, variant.name, dtype, dev, tuple(sorted(params.items())))
+    key = (spec.source, variant.name, dtype, dev, *params.values())  # ops pass params in a fixed order
     plan = _plans.get(key)
     if plan is None:
         recs = variant.kernels(dtype, **params)
@@ -122,7 +122,7 @@ def _plan(spec: UnarySpec, variant: Variant, dtype: torch.dtype, dev: int, param
 def run_unary(spec: UnarySpec, variant: Variant, x: torch.Tensor, out: torch.Tensor, **params) -> None:
     """Launch ``variant`` computing out = f(x); both contiguous, same dtype, same numel (> 0)."""
     n = x.numel()
-    dev = x.device.index
+    dev = x.get_device()
     p = _plan(spec, variant, x.dtype, dev, params)
     xp, op = x.data_ptr(), out.data_ptr()
     if p.kind == "fast":

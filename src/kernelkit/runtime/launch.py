@@ -71,19 +71,26 @@ def get_kernel(
     return kern
 
 
-def _raw_stream(device_index: int) -> int:
-    import torch
+_cc_launch = None  # cuda.core.launch, bound on first use (importing inside the hot path costs ~1 us)
+_raw_stream = None  # torch._C._cuda_getCurrentRawStream: ~0.2 us, where torch.cuda.current_stream() costs ~8
 
-    # torch.cuda.current_stream() builds a Python Stream object (~8 us on an H100 host); the raw
-    # handle costs ~0.2 us and is all a launch needs.
-    return torch._C._cuda_getCurrentRawStream(device_index)
+
+def _bind() -> None:
+    global _cc_launch, _raw_stream
+    import torch
+    from cuda.core import launch as cc_launch
+
+    _raw_stream = torch._C._cuda_getCurrentRawStream
+    _cc_launch = cc_launch
 
 
 def current_stream(device_index: int | None = None):
     """cuda.core Stream for torch's current stream on a device, cached by handle."""
-    import torch
-
+    if _raw_stream is None:
+        _bind()
     if device_index is None:
+        import torch
+
         device_index = torch.cuda.current_device()
     handle = _raw_stream(device_index)
     s = _streams.get(handle)
@@ -107,17 +114,12 @@ def launch(kernel, grid, block, *args, shmem: int = 0, name: str = "kernel", dev
     KernelLaunchError naming the kernel; KERNELKIT_SYNC=1 also synchronises after the launch so
     that a fault inside the kernel is reported against it.
     """
-    from cuda.core import launch as cc_launch
-
-    ck = (grid, block, shmem)
-    cfg = _configs.get(ck)
+    cfg = _configs.get((grid, block, shmem))
     if cfg is None:
         cfg = _make_config(grid, block, shmem)
-        if len(_configs) < 8192:
-            _configs[ck] = cfg
     stream = current_stream(device_index)
     try:
-        cc_launch(stream, cfg, kernel, *args)
+        _cc_launch(stream, cfg, kernel, *args)
     except Exception as exc:
         raise KernelLaunchError(f"launching {name} (grid={grid}, block={block}, shmem={shmem}) failed: {exc}") from exc
     if _SYNC:
@@ -130,6 +132,9 @@ def launch(kernel, grid, block, *args, shmem: int = 0, name: str = "kernel", dev
 def _make_config(grid, block, shmem: int):
     from cuda.core import LaunchConfig
 
-    grid = tuple(grid) if isinstance(grid, (tuple, list)) else (int(grid),)
-    block = tuple(block) if isinstance(block, (tuple, list)) else (int(block),)
-    return LaunchConfig(grid=grid, block=block, shmem_size=shmem)
+    g = tuple(grid) if isinstance(grid, (tuple, list)) else (int(grid),)
+    b = tuple(block) if isinstance(block, (tuple, list)) else (int(block),)
+    cfg = LaunchConfig(grid=g, block=b, shmem_size=shmem)
+    if len(_configs) < 8192:
+        _configs[(grid, block, shmem)] = cfg
+    return cfg

@@ -8,16 +8,19 @@ import torch
 from kernelkit.bench import copy_bandwidth, time_cuda
 from kernelkit.runtime import get_kernel, launch
 
-n = 1 << 28
+import os
+SIZES = [int(v) for v in os.environ.get("KK_SIZES", str(1 << 28)).split(",")]
+CAPS = tuple(int(v) for v in os.environ.get("KK_CAPS", "8,16,64,0").split(","))
+STREAMS = tuple(os.environ.get("KK_STREAMS", "false,true").split(","))
 sms = torch.cuda.get_device_properties(0).multi_processor_count
 print("copy GB/s", round(copy_bandwidth(None)))
-for dtype, ct, f in [(torch.float32, "float", "kk::GeluTanh"), (torch.float16, "__half", "kk::GeluTanhFast")]:
+for n, (dtype, ct, f) in itertools.product(SIZES, [(torch.float32, "float", "kk::GeluTanh"), (torch.float16, "__half", "kk::GeluTanhFast")]):
     x = torch.randn(n, device="cuda", dtype=dtype)
     out = torch.empty_like(x)
     vec = 16 // x.element_size()
     nbytes = 2 * n * x.element_size()
     res = []
-    for U, block, cap, stream in itertools.product((1, 2, 4), (128, 256, 512), (8, 16, 64, 0), ("false", "true")):
+    for U, block, cap, stream in itertools.product((1, 2, 4), (128, 256, 512), CAPS, STREAMS):
         name = f"kk::unary_fast<{ct}, {f}, {U}, true, {stream}>"
         k = get_kernel("gelu.cu", name, device_index=0)
         nvec = n // vec
@@ -27,7 +30,7 @@ for dtype, ct, f in [(torch.float32, "float", "kk::GeluTanh"), (torch.float16, "
         t = time_cuda(lambda: launch(k, blocks, block, out.data_ptr(), x.data_ptr(), n, np.int32(0)), max_seconds=0.5)
         res.append((nbytes / t.seconds / 1e9, U, block, cap, stream))
     res.sort(reverse=True)
-    print(dtype, "best 8:")
+    print(dtype, n, "best 8:")
     for r in res[:8]:
         print(f"  {r[0]:7.0f} GB/s  U={r[1]} block={r[2]} cap={r[3]} streaming={r[4]}")
     print("  worst:", [f"{r[0]:.0f}" for r in res[-3:]])

@@ -1,0 +1,51 @@
+"""Runtime behaviour that needs a GPU: launch errors name the kernel, faults surface with KERNELKIT_SYNC."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from kernelkit.runtime import KernelLaunchError, get_kernel, launch
+
+pytestmark = pytest.mark.gpu
+NAME = "kk::unary_scalar<float, kk::GeluTanh>"
+
+
+def test_bad_launch_config_names_the_kernel():
+    k = get_kernel("gelu.cu", NAME, device_index=torch.cuda.current_device())
+    x = torch.randn(10, device="cuda")
+    with pytest.raises(KernelLaunchError, match="unary_scalar"):
+        launch(k, 1, 4096, x.data_ptr(), x.data_ptr(), 10, name=NAME)  # 4096 threads > 1024 per block
+
+
+def test_kernel_fault_surfaces_with_sync_env():
+    # a fault poisons the CUDA context, so it runs in a child process
+    code = textwrap.dedent(f"""
+        import torch
+        from kernelkit.runtime import get_kernel, launch, KernelLaunchError
+        k = get_kernel("gelu.cu", "{NAME}", device_index=0)
+        try:
+            launch(k, 1, 32, 16, 16, 1 << 20, name="{NAME}")  # address 16: not device memory
+        except KernelLaunchError as e:
+            print("CAUGHT", e)
+    """)
+    env = dict(os.environ, KERNELKIT_SYNC="1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert "CAUGHT kernel kk::unary_scalar" in r.stdout, r.stdout + r.stderr
+
+
+def test_hot_call_does_not_compile_again():
+    import time
+
+    x = torch.randn(1000, device="cuda")
+    import kernelkit
+
+    kernelkit.gelu(x)
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(100):
+        kernelkit.gelu(x)
+    torch.cuda.synchronize()
+    assert (time.perf_counter() - t) / 100 < 5e-3  # a compile takes >100 ms; a launch ~10 us

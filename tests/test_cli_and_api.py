@@ -19,6 +19,7 @@ def test_ops_and_ladders_are_data():
         assert sum(v.default for v in ladder) == 1
         for v in ladder:
             assert v.technique and v.dtypes
+            assert callable(v.bytes_moved) and callable(v.flops), f"{op}/{v.name}: no cost model"
             for dt in v.dtypes:
                 for params in kernelkit.get_op(op).param_combinations():
                     assert v.kernels(dt, **params), f"{op}/{v.name}/{dt}: no kernels"

@@ -6,7 +6,7 @@ benchmarks all read these records, so the list of rungs exists in one place only
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import torch
@@ -38,8 +38,10 @@ class Variant:
     """One rung of a ladder.
 
     ``kernels(dtype, **params)`` lists the instantiations this rung launches for an input dtype (all of
-    them, e.g. an aligned and a misaligned form); ``bytes_moved`` and ``flops`` give its cost model
-    for an input (the least the op must move / compute, the same for every rung of an op).
+    them, e.g. an aligned and a misaligned form). ``bytes_moved(*args, **kwargs)`` and
+    ``flops(*args, **kwargs)`` are its cost model for the op's arguments; a rung that leaves them
+    None gets the op's (the least any implementation must move / compute) when registered, and a
+    rung that knowingly moves more (a multi-pass softmax, say) states its own.
     """
 
     name: str
@@ -49,6 +51,8 @@ class Variant:
     align: int = 0  # byte alignment the variant needs of every data pointer (0: none)
     default: bool = False
     params: dict[str, Any] = field(default_factory=dict)
+    bytes_moved: Callable[..., int] | None = None
+    flops: Callable[..., int] | None = None
 
     def supports(self, dtype: torch.dtype) -> bool:
         return dtype in self.dtypes
@@ -110,6 +114,12 @@ def register(op: Op) -> Op:
         raise ValueError(f"op {op.name!r} registered twice")
     if sum(v.default for v in op.variants) != 1:
         raise ValueError(f"op {op.name!r} needs exactly one default variant")
+    if len({v.name for v in op.variants}) != len(op.variants):
+        raise ValueError(f"op {op.name!r} has two rungs of one name")
+    variants = tuple(
+        replace(v, bytes_moved=v.bytes_moved or op.bytes_moved, flops=v.flops or op.flops) for v in op.variants
+    )
+    op = replace(op, variants=variants)
     _REGISTRY[op.name] = op
     return op
 

@@ -1,7 +1,29 @@
 #!/usr/bin/env bash
-# One call on the lent GPU: install, GPU tests, benchmarks; everything lands under $OUT.
-#   scripts/device_run.sh [pytest-args...]      (KK_BENCH=0 skips the benchmarks)
+# One call on a GPU machine: install, GPU tests, sanitizer, benchmarks; results land under $OUT.
+#
+#   scripts/device_run.sh [ops...]          ops to record (default: every op)
+#   KK_TESTS=0 / KK_BENCH=0 / KK_SANITIZE=0  skip a stage;  KK_PYTEST="-k gelu" narrows the tests
+#
+# $OUT gets: gpu-tests.log, sanitizer.log, bench.log, results.tar.gz (benchmarks/results/*.json,
+# *.png, summary), ceilings.json, overhead.json.
 set -u
 OUT=${OUT:-/tmp/kk-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src:$PWD/tests PYTHONUNBUFFERED=1 KERNELKIT_CACHE_DIR=${KERNELKIT_CACHE_DIR:-/tmp/kk-cache}
-python3 -m pytest -q -m "gpu" -x --timeout=900 -p no:cacheprovider "$@" tests 2>&1 | tee "$OUT/gpu-tests.log" | tail -40
+RES=$(mktemp -d)
+if [ "${KK_TESTS:-1}" = 1 ]; then
+  python3 -m pytest -q -m gpu -p no:cacheprovider ${KK_PYTEST:-} tests 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
+fi
+if [ "${KK_SANITIZE:-1}" = 1 ]; then
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 \
+      python3 -m pytest -q -m gpu -p no:cacheprovider -k "${KK_SANITIZE_K:-4097 and not 2_31}" tests \
+      >> "$OUT/sanitizer.log" 2>&1; echo "$tool exit $?" | tee -a "$OUT/sanitizer.log"
+  done
+  grep -E "ERROR SUMMARY|exit" "$OUT/sanitizer.log"
+fi
+if [ "${KK_BENCH:-1}" = 1 ]; then
+  python3 -m kernelkit.cli ceilings > "$OUT/ceilings.json" 2>&1
+  python3 benchmarks/overhead.py --out "$OUT/overhead.json"
+  python3 benchmarks/record.py "$@" --out "$RES" 2>&1 | tee "$OUT/bench.log" | grep -E "^\|" 
+  tar -czf "$OUT/results.tar.gz" -C "$RES" .
+fi

@@ -14,9 +14,10 @@ import math
 import os
 import platform
 import socket
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
+
+from .._io import atomic_write_bytes
 
 __all__ = [
     "environment",
@@ -143,23 +144,8 @@ def _finite(obj: Any) -> Any:
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
     """Write ``obj`` as JSON via temp file + fsync + os.replace (never a half-written file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(_finite(json.loads(json.dumps(obj, default=_jsonable))), indent=2, sort_keys=False)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    return atomic_write_bytes(path, (text + "\n").encode("utf-8"))
 
 
 def write_json(path: str | os.PathLike, payload: dict[str, Any]) -> Path:

@@ -12,9 +12,10 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from .._io import atomic_write_bytes
 
 MAGIC = b"KKCUBIN1\n"
 
@@ -67,26 +68,13 @@ def load(key: str) -> CacheEntry | None:
 
 def store(key: str, entry: CacheEntry) -> Path:
     """Write atomically (temp file + rename); returns the entry's path."""
-    path = entry_path(key)
-    path.parent.mkdir(parents=True, exist_ok=True)
     header = {
         "size": len(entry.cubin),
         "sha256": hashlib.sha256(entry.cubin).hexdigest(),
         "symbols": entry.symbols,
         "log": entry.log,
     }
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".kkc")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC + json.dumps(header).encode() + b"\n" + entry.cubin)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    return atomic_write_bytes(entry_path(key), MAGIC + json.dumps(header).encode() + b"\n" + entry.cubin)
 
 
 def info() -> dict:

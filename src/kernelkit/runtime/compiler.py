@@ -117,7 +117,9 @@ def compile_source(
     Served from memory, then disk; NVRTC runs only on a miss. Raises CompileError with the log.
     """
     lineinfo = lineinfo_enabled() if lineinfo is None else lineinfo
-    mem_key = (source, tuple(names), arch, tuple(extra_options), lineinfo)
+    # a user's file (absolute path) may be edited while the process runs: its mtime joins the key
+    stamp = source_path(source).stat().st_mtime_ns if Path(source).is_absolute() else 0
+    mem_key = (source, stamp, tuple(names), arch, tuple(extra_options), lineinfo)
     hit = _memory.get(mem_key)
     if hit is not None:
         return hit

@@ -64,7 +64,7 @@ VARIANTS = (
 
 def _launch(v: Variant, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
     """out = a + b; all three contiguous, same dtype and numel (> 0)."""
-    n, dev, es = a.numel(), a.device.index, a.element_size()
+    n, dev, es = a.numel(), a.get_device(), a.element_size()
     kind = v.params["kind"]
     ks = load("add", v, a.dtype, dev)
     ap, bp, op = a.data_ptr(), b.data_ptr(), out.data_ptr()

@@ -1,0 +1,220 @@
+"""normalize_image: uint8 channels-last images to normalized float, planar (CHW) or not, in one pass."""
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+from typing import Optional, Sequence
+
+import numpy as np
+import torch
+
+from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
+from ..runtime import launch
+from ._common import CXX_TYPE, check_tensor, dtype_name, pick_variant
+from ._launch_util import cdiv, i32, load
+
+__all__ = ["normalize_image"]
+
+SRC = "normalize.cu"
+BLOCK = 256
+FAST_BLOCK = 256
+VEC_CHANNELS = (1, 3, 4)  # channel counts with a vector kernel (gray, RGB, RGBA); others: per pixel
+LAYOUTS = ("CHW", "HWC")
+_DTYPE_ALIASES = {"float16": torch.float16, "half": torch.float16, "fp16": torch.float16,
+                  "float32": torch.float32, "float": torch.float32, "fp32": torch.float32,
+                  "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
+
+
+def _out_dtype(dtype) -> torch.dtype:
+    d = _DTYPE_ALIASES.get(dtype.replace("torch.", "")) if isinstance(dtype, str) else dtype
+    if d not in FLOAT_DTYPES:
+        raise TypeError(f"normalize_image: dtype must be float16, float32 or bfloat16, got {dtype!r}")
+    return d
+
+
+def _layout(layout) -> str:
+    if not isinstance(layout, str) or layout.upper() not in LAYOUTS:
+        raise ValueError(f"normalize_image: layout must be 'CHW' (planar output) or 'HWC' (the input's "
+                         f"order), got {layout!r}")
+    return layout.upper()
+
+
+def _kernels(kind: str, dtype=torch.float16, layout: str = "CHW") -> tuple[Kernel, ...]:
+    dt, lay = _out_dtype(dtype), _layout(layout)
+    ct, bits, chw = CXX_TYPE[dt], torch.finfo(dt).bits, "true" if lay == "CHW" else "false"
+    pixel = Kernel(SRC, f"kk::norm_pixel<{ct}, {chw}>", 8, bits)
+    if kind == "element":
+        return (Kernel(SRC, f"kk::norm_element<{ct}, {chw}>", 8, bits),)
+    if kind == "pixel":
+        return (pixel,)
+    vec = "norm_chw_vec" if lay == "CHW" else "norm_hwc_vec"
+    # fast: a vector kernel per channel count in VEC_CHANNELS, then the per-pixel fallback
+    return (*(Kernel(SRC, f"kk::{vec}<{ct}, {c}>", 128, 128, block=FAST_BLOCK) for c in VEC_CHANNELS), pixel)
+
+
+def _rung(name: str, technique: str, default: bool = False) -> Variant:
+    # the input dtype comes positionally: `dtype` among the params is the output dtype
+    return Variant(name=name, technique=technique, dtypes=(torch.uint8,), default=default, params={"kind": name},
+                   kernels=lambda in_dtype, /, _k=name, **p: _kernels(_k, **p))
+
+
+VARIANTS = (
+    _rung("element", "one output element per thread: divisions to find (n, c, h, w), a byte load each"),
+    _rung("pixel", "one pixel per thread: C byte loads, C stores coalesced within each output plane"),
+    _rung("fast", "16 pixels per thread: 16-byte loads of C x 16 bytes, 16-byte stores into every plane "
+                  "(CHW) or in input order (HWC); needs H*W % 16 == 0 and aligned pointers, else per pixel",
+          default=True),
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _coefficients(mean: tuple, std: tuple) -> tuple:
+    """Eight fp32 kernel parameters: scale[0..3] = 1 / (255 std), bias[0..3] = -mean / std (padded)."""
+    scale = [1.0 / (255.0 * s) for s in std] + [0.0] * (4 - len(std))
+    bias = [-m / s for m, s in zip(mean, std)] + [0.0] * (4 - len(std))
+    return tuple(np.float32(v) for v in scale + bias)
+
+
+def _per_channel(values, name: str, c: int) -> tuple:
+    if isinstance(values, torch.Tensor):
+        if values.device.type != "cpu":
+            raise TypeError(f"normalize_image: {name} must be numbers or a CPU tensor (reading a CUDA tensor "
+                            "would synchronise the device); pass e.g. [0.485, 0.456, 0.406]")
+        values = values.flatten().tolist()
+    if isinstance(values, numbers.Real):
+        values = [values]
+    vals = [float(v) for v in values]
+    if len(vals) == 1:
+        vals = vals * c
+    if len(vals) != c:
+        raise ValueError(f"normalize_image: {name} has {len(vals)} values, the image has {c} channels")
+    if not all(math.isfinite(v) for v in vals):
+        raise ValueError(f"normalize_image: {name} must be finite, got {vals}")
+    return tuple(vals)
+
+
+def _launch(v: Variant, img: torch.Tensor, out: torch.Tensor, coef: tuple, layout: str) -> None:
+    """img contiguous (N, H, W, C) uint8 with N*H*W*C > 0; out contiguous in the output layout."""
+    *_, h, w, c = img.shape
+    hw, dev, total = h * w, img.get_device(), img.numel()
+    npix = total // c
+    kind = v.params["kind"]
+    ks = load("normalize_image", v, torch.uint8, dev, dtype=out.dtype, layout=layout)
+    ip, op = img.data_ptr(), out.data_ptr()
+    if kind == "element":
+        launch(ks[0], cdiv(total, BLOCK), BLOCK, op, ip, total, hw, i32(c), *coef, name="norm_element",
+               device_index=dev)
+        return
+    if kind == "fast" and c in VEC_CHANNELS and ip % 16 == 0 and op % 16 == 0:
+        k = ks[VEC_CHANNELS.index(c)]
+        if layout == "CHW" and hw % 16 == 0:
+            units = npix // 16
+            launch(k, max(1, cdiv(units, FAST_BLOCK)), FAST_BLOCK, op, ip, units, hw, *coef,
+                   name="norm_chw_vec", device_index=dev)
+            return
+        if layout == "HWC":
+            units = total // (16 * (3 if c == 3 else 1))
+            launch(k, max(1, cdiv(units, FAST_BLOCK)), FAST_BLOCK, op, ip, total, *coef,
+                   name="norm_hwc_vec", device_index=dev)
+            return
+    launch(ks[-1], cdiv(npix, BLOCK), BLOCK, op, ip, npix, hw, i32(c), *coef, name="norm_pixel", device_index=dev)
+
+
+def _normalize_into(image: torch.Tensor, out: torch.Tensor, coef: Sequence[float], layout: str,
+                    variant: Optional[str]) -> None:
+    if image.numel() == 0:
+        return
+    v = pick_variant(OP, variant, torch.uint8)
+    img = image.contiguous()
+    _launch(v, img, out, tuple(np.float32(x) for x in coef), layout)
+
+
+@torch.library.custom_op("kernelkit::normalize_image_out", mutates_args=("out",))
+def _normalize_out_op(image: torch.Tensor, out: torch.Tensor, coef: list[float], layout: str,
+                      variant: Optional[str]) -> None:
+    _normalize_into(image, out, coef, layout, variant)
+
+
+@_normalize_out_op.register_fake
+def _(image, out, coef, layout, variant):
+    return None
+
+
+def normalize_image(image: torch.Tensor, mean, std, *, dtype=torch.float16, layout: str = "CHW",
+                    variant: Optional[str] = None) -> torch.Tensor:
+    """(image / 255 - mean[c]) / std[c] for uint8 channels-last images, in one pass.
+
+    ``image``: uint8 CUDA tensor (N, H, W, C) or (H, W, C), C <= 4, any layout. ``mean``, ``std``: a
+    number or C numbers (a list, or a CPU tensor). ``dtype``: float16 (default), float32 or
+    bfloat16. ``layout``: "CHW" gives (N, C, H, W) / (C, H, W) contiguous (what a vision model
+    takes), "HWC" keeps the input's shape. ``variant``: a rung of ``kernelkit.ladder("normalize_image")``.
+    """
+    check_tensor(image, "image", (torch.uint8,), "normalize_image")
+    if image.dim() not in (3, 4) or not 1 <= image.shape[-1] <= 4:
+        raise ValueError(f"normalize_image: image must be (N, H, W, C) or (H, W, C) with 1 <= C <= 4 "
+                         f"(uint8, channels last), got shape {tuple(image.shape)}")
+    dt, lay, c = _out_dtype(dtype), _layout(layout), image.shape[-1]
+    m, s = _per_channel(mean, "mean", c), _per_channel(std, "std", c)
+    if any(x == 0 for x in s):
+        raise ValueError(f"normalize_image: std must be non-zero, got {list(s)}")
+    if variant is not None:
+        OP.variant(variant)
+    shape = tuple(image.shape)
+    if lay == "CHW":
+        shape = shape[:-3] + (c,) + shape[-3:-1]
+    out = torch.empty(shape, dtype=dt, device=image.device)
+    coef = _coefficients(m, s)
+    if torch.compiler.is_compiling():
+        torch.ops.kernelkit.normalize_image_out(image, out, [float(x) for x in coef], lay, variant)
+    else:
+        _normalize_into(image, out, coef, lay, variant)
+    return out
+
+
+_CONSTANTS: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def _torch_normalize(image, mean, std, dtype=torch.float16, layout="CHW"):
+    """The expression users write today, ((img.permute(2, 0, 1).float() / 255) - mean) / std, with
+    mean and std as (C, 1, 1) CUDA tensors made once, then .to(dtype) when dtype is not float32."""
+    dt, lay, c = _out_dtype(dtype), _layout(layout), image.shape[-1]
+    key = (tuple(mean), tuple(std), image.device, lay)
+    if key not in _CONSTANTS:
+        shape = (c, 1, 1) if lay == "CHW" else (c,)
+        _CONSTANTS[key] = tuple(torch.tensor(v, dtype=torch.float32, device=image.device).view(shape)
+                                for v in (mean, std))
+    m, s = _CONSTANTS[key]
+    x = image
+    if lay == "CHW":
+        x = image.permute(2, 0, 1) if image.dim() == 3 else image.permute(0, 3, 1, 2)
+    y = ((x.float() / 255) - m) / s
+    return y if dt == torch.float32 else y.to(dt)
+
+
+def _example(shape: tuple[int, ...], dtype: torch.dtype = torch.uint8) -> tuple[tuple, dict]:
+    c = shape[-1]
+    mean, std = [0.485, 0.456, 0.406, 0.5][:c], [0.229, 0.224, 0.225, 0.25][:c]
+    return (torch.randint(0, 256, shape, dtype=torch.uint8, device="cuda"), mean, std), {}
+
+
+def _bytes(image, mean=None, std=None, dtype=torch.float16, layout="CHW", **_):
+    return image.numel() * (1 + torch.finfo(_out_dtype(dtype)).bits // 8)
+
+
+OP = register(
+    Op(
+        name="normalize_image",
+        family="elementwise",
+        variants=VARIANTS,
+        bytes_moved=_bytes,
+        flops=lambda image, *a, **k: 2 * image.numel(),  # one fma per element
+        call=normalize_image,
+        torch_fn=_torch_normalize,
+        example=_example,
+        doc="uint8 HWC images to normalized float CHW (vision pre-processing) in one pass",
+        param_space={"dtype": FLOAT_DTYPES, "layout": LAYOUTS},
+        bench_shapes=((64, 224, 224, 3), (16384, 16384, 3)),
+        bench_dtypes=(torch.uint8,),
+    )
+)

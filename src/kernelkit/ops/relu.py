@@ -1,0 +1,76 @@
+"""ReLU on the shared unary ladder (ops/_unary.py, csrc/elementwise.cuh): dispatch and torch.library op."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..ladder import FLOAT_DTYPES, Op, register
+from ._common import check_out, check_tensor, pick_variant
+from ._unary import UnarySpec, run_unary, unary_ladder
+
+__all__ = ["relu"]
+
+SPEC = UnarySpec(source="relu.cu", functor=lambda dtype, fast, **params: "kk::Relu")
+
+
+def _relu_into(x: torch.Tensor, out: torch.Tensor, variant: Optional[str]) -> None:
+    if x.numel() == 0:
+        return
+    xc = x.contiguous()
+    target = out if out.is_contiguous() else torch.empty_like(xc)
+    v = pick_variant(OP, variant, x.dtype, xc, target)
+    run_unary(SPEC, v, xc, target)
+    if target is not out:
+        out.copy_(target)
+
+
+@torch.library.custom_op("kernelkit::relu_out", mutates_args=("out",))
+def _relu_out_op(x: torch.Tensor, out: torch.Tensor, variant: Optional[str]) -> None:
+    _relu_into(x, out, variant)
+
+
+@_relu_out_op.register_fake
+def _(x, out, variant):
+    return None
+
+
+def relu(x: torch.Tensor, *, out: Optional[torch.Tensor] = None, variant: Optional[str] = None) -> torch.Tensor:
+    """max(x, 0) as torch.relu (NaN stays NaN), for float32, float16 or bfloat16 CUDA tensors.
+
+    Any shape and layout. ``out``: optional result of the same shape and dtype (may be ``x`` itself).
+    ``variant``: a rung of ``kernelkit.ladder("relu")``; None picks the fastest. Rungs that need
+    aligned data (float2, float4, the pair rungs) raise for offset views; the default takes any.
+    """
+    check_tensor(x, "x", FLOAT_DTYPES, "relu")
+    if out is None:
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    else:
+        check_out(out, x, "relu")
+    if variant is not None:
+        OP.variant(variant)
+    if torch.compiler.is_compiling():
+        torch.ops.kernelkit.relu_out(x, out, variant)
+    else:
+        _relu_into(x, out, variant)
+    return out
+
+
+def _example(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[tuple, dict]:
+    return (torch.randn(shape, dtype=dtype, device="cuda"),), {}
+
+
+OP = register(
+    Op(
+        name="relu",
+        family="elementwise",
+        variants=unary_ladder(SPEC),
+        bytes_moved=lambda x, **_: 2 * x.numel() * x.element_size(),
+        flops=lambda x, **_: x.numel(),
+        call=relu,
+        torch_fn=torch.relu,
+        example=_example,
+        doc="ReLU, max(x, 0) (torch.relu)",
+        bench_shapes=((1 << 24,), (1 << 28,)),
+    )
+)

@@ -1,0 +1,72 @@
+"""binarize on the GPU: every rung x size x byte offset x threshold, exact against the reference."""
+import pytest
+import torch
+
+import kernelkit
+from kernelkit import reference
+
+pytestmark = pytest.mark.gpu
+
+RUNGS = [v.name for v in kernelkit.ladder("binarize")]
+SIZES = (1, 3, 17, 4097, 2**20 + 3, 2**24)
+
+
+def _gray(n, byte_offset=0):
+    base = torch.randint(0, 256, (n + byte_offset,), dtype=torch.uint8, device="cuda")
+    return base[byte_offset:]
+
+
+def _exact(out, image, t, what):
+    want = reference.binarize(image, t).to(torch.uint8)
+    bad = (out != want).nonzero()
+    assert bad.numel() == 0, f"{what}: {bad.shape[0]} wrong, first at {bad[:4].flatten().tolist()}"
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("variant", RUNGS)
+def test_every_rung_is_exact(variant, n):
+    for offset in (0, 1, 4, 13):
+        img = _gray(n, offset)
+        for t in (0, 127, 254):
+            _exact(kernelkit.binarize(img, t, variant=variant), img, t, f"{variant} n={n} +{offset} t={t}")
+
+
+@pytest.mark.parametrize("variant", RUNGS)
+def test_small_every_rung(variant):
+    for n in (5, 33, 1000):
+        for offset in (0, 3, 8):
+            img = _gray(n, offset)
+            _exact(kernelkit.binarize(img, 100, variant=variant), img, 100, f"{variant} n={n} +{offset}")
+
+
+@pytest.mark.parametrize("t", [-5, -0.5, 0, 0.5, 127.5, 200, 254.9, 255, 300])
+def test_thresholds_as_torch(t):
+    img = torch.arange(256, dtype=torch.uint8, device="cuda").repeat(5)
+    want = (img > t).to(torch.uint8) * 255
+    assert torch.equal(kernelkit.binarize(img, t), want), f"threshold {t}"
+
+
+def test_shapes_noncontiguous_empty():
+    img = torch.randint(0, 256, (37, 129), dtype=torch.uint8, device="cuda")
+    out = kernelkit.binarize(img.t(), 90)
+    assert out.shape == (129, 37)
+    _exact(out, img.t(), 90, "transposed")
+    assert kernelkit.binarize(torch.empty(0, 4, dtype=torch.uint8, device="cuda"), 3).shape == (0, 4)
+
+
+def test_bad_arguments_raise_clearly():
+    img = torch.zeros(4, 4, dtype=torch.uint8, device="cuda")
+    with pytest.raises(TypeError, match="image must have dtype uint8"):
+        kernelkit.binarize(img.float(), 1)
+    with pytest.raises(TypeError, match="threshold must be a real number"):
+        kernelkit.binarize(img, "1")
+    with pytest.raises(TypeError, match="threshold must be a real number"):
+        kernelkit.binarize(img, float("nan"))
+    with pytest.raises(ValueError, match="unknown variant"):
+        kernelkit.binarize(img, 1, variant="nope")
+
+
+def test_torch_compile():
+    img = _gray(1000)
+    f = torch.compile(lambda t: kernelkit.binarize(t, 42), fullgraph=True)
+    _exact(f(img), img, 42, "compiled")

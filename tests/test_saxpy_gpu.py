@@ -1,0 +1,148 @@
+"""saxpy on the GPU: every rung x dtype x size x alignment, the serial debug launch, layouts, errors."""
+import pytest
+import torch
+
+import kernelkit
+from kernelkit import reference
+from gpu_helpers import SIZES, assert_close, random_input
+
+pytestmark = pytest.mark.gpu
+
+CASES = [(v.name, d) for v in kernelkit.ladder("saxpy") for d in v.dtypes]
+IDS = [f"{v}-{str(d)[6:]}" for v, d in CASES]
+OFFSETS = ((0, 0), (1, 1), (1, 0), (0, 3), (2, 5))  # (x, y)
+
+
+def _check(variant, dtype, n, ox, oy, alpha=-1.75):
+    x, y = random_input(n, dtype, ox), random_input(n, dtype, oy)
+    want = reference.saxpy(alpha, x, y)
+    assert kernelkit.saxpy(alpha, x, y, variant=variant) is y
+    assert_close(y, want, dtype, f"{variant} n={n} offsets={ox},{oy}")
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("variant,dtype", CASES, ids=IDS)
+def test_every_rung_matches_float64(variant, dtype, n):
+    for ox, oy in OFFSETS:
+        _check(variant, dtype, n, ox, oy)
+
+
+@pytest.mark.parametrize("variant,dtype", CASES, ids=IDS)
+def test_small_every_rung(variant, dtype):
+    for n in (5, 17, 1000):
+        for ox, oy in OFFSETS:
+            _check(variant, dtype, n, ox, oy)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_small_serial_variant_is_bit_identical(dtype):
+    for ox, oy in OFFSETS:
+        x, y = random_input(4097, dtype, ox), random_input(4097, dtype, oy)
+        want = reference.saxpy(0.5, x, y)
+        y2 = y.clone()
+        kernelkit.saxpy(0.5, x, y, variant="serial")
+        kernelkit.saxpy(0.5, x, y2)
+        assert torch.equal(y, y2)
+        assert_close(y, want, dtype, f"serial offsets={ox},{oy}")
+
+
+@pytest.mark.parametrize("variant", [v.name for v in kernelkit.ladder("saxpy")])
+def test_small_env_serial_every_rung(variant, monkeypatch):
+    """KERNELKIT_SERIAL=1: every rung launches <<<1, 1>>> and still gives the right answer."""
+    monkeypatch.setenv("KERNELKIT_SERIAL", "1")
+    for ox, oy in OFFSETS:
+        _check(variant, torch.float16, 1003, ox, oy, alpha=3.0)
+
+
+def test_serial_launch_is_one_thread(monkeypatch):
+    """The serial launch really is one block of one thread (checked at the launch call)."""
+    from kernelkit.ops import saxpy as mod
+
+    seen = []
+    real = mod.launch
+    monkeypatch.setattr(mod, "launch", lambda k, grid, block, *a, **kw: (seen.append((grid, block)),
+                                                                          real(k, grid, block, *a, **kw)))
+    x, y = torch.randn(100, device="cuda"), torch.randn(100, device="cuda")
+    kernelkit.saxpy(2.0, x, y, variant="serial")
+    monkeypatch.setenv("KERNELKIT_SERIAL", "1")
+    kernelkit.saxpy(2.0, x, y, variant="vectorized")
+    assert seen == [(1, 1), (1, 1)]  # (grid, block) of both launches
+
+
+def test_layouts_aliasing_and_alpha_forms():
+    x = torch.randn(37, 129, device="cuda")
+    y = torch.randn(129, 37, device="cuda").t()  # non-contiguous y, updated in place
+    want = reference.saxpy(2.0, x, y)
+    kernelkit.saxpy(2.0, x, y)
+    assert_close(y, want, torch.float32, "non-contiguous y")
+    z = torch.randn(1000, device="cuda")
+    want = reference.saxpy(0.5, z, z)
+    kernelkit.saxpy(0.5, z, z)  # x is y
+    assert_close(z, want, torch.float32, "x is y")
+    w, v = torch.randn(100, device="cuda"), torch.randn(100, device="cuda")
+    want = reference.saxpy(3, w, v)
+    kernelkit.saxpy(torch.tensor(3), w, v)  # int alpha in a CPU tensor
+    assert_close(v, want, torch.float32, "tensor alpha")
+    e = torch.empty(0, device="cuda")
+    assert kernelkit.saxpy(1.0, e, e) is e
+
+
+def test_matches_torch_add_():
+    x, y = random_input(100_003, torch.float32, 1), random_input(100_003, torch.float32, 0)
+    y2 = y.clone()
+    kernelkit.saxpy(-0.3, x, y)
+    y2.add_(x, alpha=-0.3)
+    torch.testing.assert_close(y, y2, atol=1e-6, rtol=1e-6)
+
+
+def test_bad_arguments_raise_clearly():
+    x = torch.randn(10, device="cuda")
+    with pytest.raises(TypeError, match="alpha must be a real number"):
+        kernelkit.saxpy("2", x, x.clone())
+    with pytest.raises(TypeError, match="alpha must be a number or a one-element CPU tensor"):
+        kernelkit.saxpy(torch.tensor(2.0, device="cuda"), x, x.clone())
+    with pytest.raises(ValueError, match="shape"):
+        kernelkit.saxpy(1.0, x, torch.randn(11, device="cuda"))
+    with pytest.raises(TypeError, match="y has dtype"):
+        kernelkit.saxpy(1.0, x, x.half())
+    with pytest.raises(ValueError, match="x must be a CUDA tensor"):
+        kernelkit.saxpy(1.0, x.cpu(), x)
+    with pytest.raises(ValueError, match="unknown variant"):
+        kernelkit.saxpy(1.0, x, x.clone(), variant="nope")
+    buf = torch.randn(11, device="cuda")
+    with pytest.raises(ValueError, match="partially overlaps"):
+        kernelkit.saxpy(1.0, buf[:10], buf[1:])
+
+
+def test_torch_compile_and_cuda_graph():
+    def f(x, y):
+        kernelkit.saxpy(2.0, x, y)
+        return y * 1
+
+    x, y = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
+    want = reference.saxpy(2.0, x, y)
+    assert_close(torch.compile(f, fullgraph=True)(x, y), want, torch.float32, "compiled")
+    y0 = torch.randn(4097, device="cuda")
+    x, y = torch.randn(4097, device="cuda"), y0.clone()
+    kernelkit.saxpy(2.0, x, y)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        kernelkit.saxpy(2.0, x, y)
+    y.copy_(y0)
+    g.replay()
+    torch.cuda.synchronize()
+    assert_close(y, reference.saxpy(2.0, x, y0), torch.float32, "graph replay")
+
+
+@pytest.mark.slow
+def test_more_than_2_31_elements():
+    n = 2**31 + 7
+    x = torch.empty(n, device="cuda", dtype=torch.float16).uniform_(-1, 1)
+    y = torch.empty(n, device="cuda", dtype=torch.float16).uniform_(-1, 1)
+    idx = [0, 2**31 - 2**20, n - 2**20]
+    before = [reference.saxpy(2.0, x[lo:lo + 2**20], y[lo:lo + 2**20]) for lo in idx]
+    kernelkit.saxpy(2.0, x, y)
+    for lo, want in zip(idx, before):
+        assert_close(y[lo:lo + 2**20], want, torch.float16, f"chunk {lo}")
+    del x, y, before
+    torch.cuda.empty_cache()

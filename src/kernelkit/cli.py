@@ -88,6 +88,19 @@ def cmd_inspect(args) -> int:
     return 0
 
 
+def cmd_ncu(args) -> int:
+    from .analyze.ncu import derived, profile
+    from .bench.ladder_run import parse_shape
+
+    res = profile(args.op, args.variant, parse_shape(args.size), args.dtype or torch.float32,
+                  params=_params(args.param))
+    for kernel, metrics in res.items():
+        print(kernel)
+        for k, v in {**metrics, **derived(metrics)}.items():
+            print(f"  {k:60s} {v:,.2f}")
+    return 0
+
+
 def cmd_ceilings(args) -> int:
     from .bench.ceilings import measure_all
 
@@ -128,6 +141,14 @@ def main(argv: list[str] | None = None) -> int:
     ins.add_argument("--arch", default="sm_90")
     ins.add_argument("--dtype", type=_dtype, action="append")
     ins.set_defaults(fn=cmd_inspect)
+
+    nc = sub.add_parser("ncu", help="Nsight Compute metrics of one rung (GPU and ncu needed)")
+    nc.add_argument("op")
+    nc.add_argument("--variant", required=True)
+    nc.add_argument("--size", default="2^24")
+    nc.add_argument("--dtype", type=_dtype)
+    nc.add_argument("--param", action="append")
+    nc.set_defaults(fn=cmd_ncu)
 
     ce = sub.add_parser("ceilings", help="measure (or show cached) copy bandwidth and matmul rates")
     ce.add_argument("--force", action="store_true")

@@ -75,8 +75,6 @@ def parse_csv(text: str) -> dict[str, dict[str, float]]:
 def profile(op_name: str, variant: str, shape: tuple[int, ...], dtype, metrics=DEFAULT_METRICS,
             params: dict | None = None, timeout: float = 300) -> dict[str, dict[str, float]]:
     """Metrics per kernel for one call of ``variant`` of ``op_name`` on the op's example input."""
-    import torch
-
     dtype_name = str(dtype).replace("torch.", "")
     cmd = [find_ncu(), "--csv", "--page", "raw", "--metrics", ",".join(metrics),
            "--kernel-name", _kernel_regex(op_name, variant, dtype), "--launch-skip", "1", "--launch-count", "1",
@@ -90,7 +88,6 @@ def profile(op_name: str, variant: str, shape: tuple[int, ...], dtype, metrics=D
     result = parse_csv(r.stdout)
     if not result:
         raise RuntimeError(f"ncu profiled no kernel of {op_name}/{variant}:\n{r.stdout[-2000:]}")
-    del torch
     return result
 
 

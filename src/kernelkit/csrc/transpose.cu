@@ -1,0 +1,219 @@
+// Rearrangement kernels (source 001): the batched-transpose ladder and a strided gather.
+//
+// Nothing here looks at values: every dtype moves as the unsigned integer of its size (uint8 for
+// bool/int8/fp8, uint16 for fp16/bf16, ..., uint64 for fp64/complex64; uint4 for 16-byte runs in
+// the gather), so one instantiation per element size serves every dtype, bit for bit.
+//
+// The tile kernels share one problem statement, a batch of 2D transposes with free strides:
+//   out[b*out_sb + c*out_sc + r] = in[b*in_sb + r*in_sr + c]   for b < B, r < R, c < C
+// (strides in elements; the unit-stride dims are the input's columns and the output's rows). A
+// contiguous (B, R, C) -> (B, C, R) is in_sb = out_sb = R*C, in_sr = C, out_sc = R; NCHW -> NHWC is
+// that with B = N, R = C, C = H*W. Tiles are numbered b-major, then tile rows, then tile columns,
+// over a 1D grid (no 65535 limit on any dimension); a block loops if the grid is short of tiles.
+#include "common.cuh"
+
+namespace kk {
+
+struct TileGrid {
+  i64 ntr, ntc, ntiles;
+  __device__ TileGrid(i64 B, i64 R, i64 C, int TR, int TC)
+      : ntr((R + TR - 1) / TR), ntc((C + TC - 1) / TC), ntiles(B * ntr * ntc) {}
+  // Tile t -> its batch and its first row / column (64-bit divisions, once per tile).
+  __device__ void at(i64 t, int TR, int TC, i64& b, i64& r0, i64& c0) const {
+    if (ntiles <= 0xffffffffLL) {  // the common case: 32-bit divides, not the 64-bit subroutine
+      const unsigned tt = (unsigned)t, nc = (unsigned)ntc, nr = (unsigned)ntr, rest = tt / nc, bb = rest / nr;
+      c0 = (i64)(tt - rest * nc) * TC;
+      r0 = (i64)(rest - bb * nr) * TR;
+      b = bb;
+      return;
+    }
+    const i64 rest = t / ntc;
+    c0 = (t - rest * ntc) * TC;
+    b = rest / ntr;
+    r0 = (rest - b * ntr) * TR;
+  }
+};
+
+// Rung 1, naive (the source's first kernel): one element per thread, read along the input row
+// (coalesced), written straight to its transposed place: consecutive lanes write addresses R
+// elements apart, so every warp's store touches 32 different sectors.
+template <typename T>
+__global__ void __launch_bounds__(256) transpose_naive(T* __restrict__ out, const T* __restrict__ in, i64 B, i64 R,
+                                                       i64 C, i64 in_sb, i64 in_sr, i64 out_sb, i64 out_sc) {
+  constexpr int TR = 8, TC = 32;  // a 32 x 8 block covers a tile of 8 rows x 32 columns
+  const TileGrid g(B, R, C, TR, TC);
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  for (i64 t = blockIdx.x; t < g.ntiles; t += gridDim.x) {
+    i64 b, r0, c0;
+    g.at(t, TR, TC, b, r0, c0);
+    const i64 r = r0 + ty, c = c0 + tx;
+    if (r < R && c < C) out[b * out_sb + c * out_sc + r] = in[b * in_sb + r * in_sr + c];
+  }
+}
+
+// Rungs 2 and 3 (the source's shared-memory kernels): a 32 x 32 tile read along input rows into
+// shared memory, then read down its columns so that the global store runs along output rows; both
+// global accesses are coalesced. The column read of an unpadded tile (PAD = 0) conflicts: for 4-byte
+// elements the 32 lanes are 32 words apart, all in one bank (32-way). Padding skews each row by one
+// 4-byte bank word, an odd number of words per row, so the 32 lanes land in 32 banks: PAD = 1 element
+// for 4 and 8 bytes (8: a half-warp per wavefront), but 2 for 2-byte and 4 for 1-byte elements, where
+// the source's one-element pad leaves 2-way conflicts (tests/test_rearrange_cpu.py works the
+// mapping out). 256 threads, 4 elements each.
+template <typename T, int PAD>
+__global__ void __launch_bounds__(256) transpose_tile(T* __restrict__ out, const T* __restrict__ in, i64 B, i64 R,
+                                                      i64 C, i64 in_sb, i64 in_sr, i64 out_sb, i64 out_sc) {
+  constexpr int TILE = 32;
+  __shared__ T tile[TILE][TILE + PAD];
+  const TileGrid g(B, R, C, TILE, TILE);
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  for (i64 t = blockIdx.x; t < g.ntiles; t += gridDim.x) {
+    i64 b, r0, c0;
+    g.at(t, TILE, TILE, b, r0, c0);
+    const T* src = in + b * in_sb;
+#pragma unroll
+    for (int i = 0; i < TILE; i += 8) {
+      const i64 r = r0 + ty + i, c = c0 + tx;
+      if (r < R && c < C) tile[ty + i][tx] = src[r * in_sr + c];
+    }
+    __syncthreads();
+    T* dst = out + b * out_sb;
+#pragma unroll
+    for (int i = 0; i < TILE; i += 8) {
+      const i64 c = c0 + ty + i, r = r0 + tx;
+      if (c < C && r < R) dst[c * out_sc + r] = tile[tx][ty + i];
+    }
+    __syncthreads();  // the next tile overwrites the buffer
+  }
+}
+
+// Rung 4, wide: 16-byte global accesses both ways and a swizzled shared tile.
+// Load: each thread reads 16-byte vectors (V = 16/E elements) along input rows and stores them whole
+// (STS.128). Chunk ch of tile row `row` sits at chunk position ch ^ ((row / V) & 7): an XOR inside
+// each aligned group of 8 chunks (128 bytes, all 32 banks), so a quarter-warp's 8 chunks of one row
+// still fill 32 banks. Read: a thread builds P output vectors (P = U/E columns, U = max(4, E) bytes
+// per shared read) from V consecutive tile rows: V reads of U bytes down one column of units, then a
+// register transpose (byte/half permutes for 1- and 2-byte elements). Lanes j = lane % 8 take 8
+// consecutive groups of V rows (one 128-byte output line), lanes g = lane / 8 take 4 neighbouring
+// column units; j is also the swizzle of all of a thread's rows, so the 8 j's hit 8 different chunk
+// positions and every read is conflict-free (128 bytes per wavefront for U = 8, 4/8/32 lanes sharing
+// words for smaller units). Needs R, C and every stride to be multiples of V and 16-byte aligned
+// pointers; the host checks, and the best rung falls back to the padded tile otherwise.
+template <int E> struct Unit { using type = unsigned int; };
+template <> struct Unit<8> { using type = unsigned long long; };
+
+// A plain 16-byte global store (STG.E.128). A uint4 assignment came out as four STG.E for 4-byte
+// elements (the SASS claim test caught it) and __stwb as STG.E.128.STRONG.SM. No "memory" clobber:
+// nothing in these kernels reads what they store, so later shared reads may move above it.
+__device__ __forceinline__ void store16(void* p, uint4 v) {
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
+}
+
+// Output vector p of a thread's V units (V rows x P columns): column p of the little V x P block.
+template <int E, typename W>
+__device__ __forceinline__ uint4 pack_column(const W* w, int p) {
+  if constexpr (E == 8) {  // two 8-byte elements: the vector is the two units
+    return make_uint4((unsigned)w[0], (unsigned)(w[0] >> 32), (unsigned)w[1], (unsigned)(w[1] >> 32));
+  } else if constexpr (E == 4) {
+    return make_uint4(w[0], w[1], w[2], w[3]);
+  } else if constexpr (E == 2) {  // word q: halves p of rows 2q and 2q+1
+    const unsigned sel = p == 0 ? 0x5410 : 0x7632;
+    return make_uint4(__byte_perm(w[0], w[1], sel), __byte_perm(w[2], w[3], sel), __byte_perm(w[4], w[5], sel),
+                      __byte_perm(w[6], w[7], sel));
+  } else {  // E == 1, word q: bytes p of rows 4q..4q+3, two permutes (pairs of rows, then pairs of pairs)
+    const unsigned lo = p < 2 ? 0x5140 : 0x7362, hi = (p & 1) ? 0x7632 : 0x5410;
+    unsigned q[4];
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+      q[m] = __byte_perm(__byte_perm(w[4 * m], w[4 * m + 1], lo), __byte_perm(w[4 * m + 2], w[4 * m + 3], lo), hi);
+    return make_uint4(q[0], q[1], q[2], q[3]);
+  }
+}
+
+template <typename T, int TR, int TC, int THREADS>
+__global__ void __launch_bounds__(THREADS) transpose_wide(T* __restrict__ out, const T* __restrict__ in, i64 B, i64 R,
+                                                          i64 C, i64 in_sb, i64 in_sr, i64 out_sb, i64 out_sc) {
+  constexpr int E = sizeof(T), V = 16 / E, U = E < 4 ? 4 : E, P = U / E;
+  constexpr int CH = TC * E / 16;                // 16-byte chunks per tile row
+  constexpr int LOADS = TR * CH / THREADS;       // vectors per thread in the load phase
+  constexpr int JB = TR / (8 * V), CB = TC / (4 * P), WARPS = THREADS / 32;
+  constexpr int ITEMS = JB * CB / WARPS;         // warp-wide read items per warp
+  static_assert(TC * E % 128 == 0 && TR % (8 * V) == 0, "tile rows must span whole 128-byte groups");
+  static_assert(TR * CH % THREADS == 0 && JB * CB % WARPS == 0, "threads must divide the tile evenly");
+  using W = typename Unit<E>::type;
+  __shared__ uint4 tile[TR * CH];
+  const unsigned char* tbytes = reinterpret_cast<const unsigned char*>(tile);
+  const TileGrid g(B, R, C, TR, TC);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, j = lane & 7, gq = lane >> 3;
+  for (i64 t = blockIdx.x; t < g.ntiles; t += gridDim.x) {
+    i64 b, r0, c0;
+    g.at(t, TR, TC, b, r0, c0);
+    const T* src = in + b * in_sb;
+    // Every load is issued before the first shared store: an out-of-range vector reads the tile's
+    // first vector instead (always in range), so the loads need no predicate the scheduler would
+    // otherwise serialise them on, and what such a lane stores is never written out.
+    const uint4* vsrc[LOADS];
+#pragma unroll
+    for (int i = 0; i < LOADS; ++i) {
+      const int idx = threadIdx.x + i * THREADS, row = idx / CH, ch = idx % CH;
+      const i64 r = r0 + row, c = c0 + ch * V;
+      vsrc[i] = reinterpret_cast<const uint4*>(src + ((r < R && c < C) ? r * in_sr + c : r0 * in_sr + c0));
+    }
+    uint4 v[LOADS];
+#pragma unroll
+    for (int i = 0; i < LOADS; ++i) v[i] = __ldg(vsrc[i]);
+#pragma unroll
+    for (int i = 0; i < LOADS; ++i) {
+      const int idx = threadIdx.x + i * THREADS, row = idx / CH, ch = idx % CH;
+      tile[row * CH + (ch ^ ((row / V) & 7))] = v[i];
+    }
+    __syncthreads();
+    T* dst = out + b * out_sb;
+    W w[ITEMS][V];  // every shared read first, then the stores: no store waits on a later read
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+      const int item = warp + it * WARPS, row0 = (item % JB * 8 + j) * V, byte = (item / JB * 4 + gq) * P * E;
+      const unsigned char* base = tbytes + (((byte >> 4) ^ j) << 4) + (byte & 15);
+#pragma unroll
+      for (int k = 0; k < V; ++k) w[it][k] = *reinterpret_cast<const W*>(base + (row0 + k) * (CH * 16));
+    }
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+      const int item = warp + it * WARPS, row0 = (item % JB * 8 + j) * V, col = (item / JB * 4 + gq) * P;
+      const i64 r = r0 + row0;
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        const i64 c = c0 + col + p;
+        if (c < C && r < R) store16(dst + c * out_sc + r, pack_column<E>(w[it], p));
+      }
+    }
+    __syncthreads();  // the next tile overwrites the buffer
+  }
+}
+
+// The general path: out (contiguous, n elements) gathered from any strided view of up to 6 dims,
+// given innermost first (sizes[0] is the fastest-varying output dim). One element per thread of a
+// grid-stride loop; Idx is 32-bit when the element count allows (a 32-bit divide is a handful of
+// instructions, a 64-bit one a subroutine). T may be uint4: the host widens the element to 16 bytes
+// where the innermost dim is a contiguous run on both sides, so row moves go at 16 bytes a thread.
+template <typename T, typename Idx>
+__global__ void __launch_bounds__(256) gather(T* __restrict__ out, const T* __restrict__ in, i64 n, int nd,
+                                              i64 n0, i64 n1, i64 n2, i64 n3, i64 n4, i64 n5,
+                                              i64 s0, i64 s1, i64 s2, i64 s3, i64 s4, i64 s5) {
+  const Idx size[6] = {(Idx)n0, (Idx)n1, (Idx)n2, (Idx)n3, (Idx)n4, (Idx)n5};
+  const i64 stride[6] = {s0, s1, s2, s3, s4, s5};
+  for (i64 i = global_thread(); i < n; i += grid_threads()) {
+    Idx rest = (Idx)i;
+    i64 off = 0;
+#pragma unroll
+    for (int d = 0; d < 6; ++d) {
+      if (d < nd) {
+        const Idx q = rest / size[d];
+        off += (i64)(rest - q * size[d]) * stride[d];
+        rest = q;
+      }
+    }
+    out[i] = in[off];
+  }
+}
+
+}  // namespace kk

@@ -1,0 +1,292 @@
+"""Rearrangement on the CPU: the planner against torch, the kernels' index maths emulated in numpy
+(bank mapping of every shared-memory access included), and the SASS census of the shared accesses.
+
+The emulators mirror csrc/transpose.cu line by line (thread -> address formulas, the XOR swizzle, the
+byte permutes), so a wrong formula fails here, before any GPU time is spent.
+"""
+import itertools
+import math
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from kernelkit.ops import _rearrange as R_
+from kernelkit.ops.rearrange import BEST_TILE, WIDE_TILE, _tile_kernel
+
+CARRIER_NP = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: None}
+
+
+# ----------------------------------------------------------------------------- emulation helpers
+
+def _bytes_of(t: torch.Tensor) -> np.ndarray:
+    """The whole storage of t as bytes."""
+    return np.frombuffer(bytes(t.untyped_storage()), dtype=np.uint8).copy()
+
+
+def _elems(buf: np.ndarray, byte0: int, idx: np.ndarray, e: int) -> np.ndarray:
+    """Elements idx (in e-byte units from byte0) of a byte buffer, as an (n, e) byte array."""
+    starts = byte0 + idx.astype(np.int64).reshape(-1, 1) * e
+    return buf[starts + np.arange(e)]
+
+
+def emulate_plan(p: R_.Plan, inbuf: np.ndarray, in_byte0: int, nbytes_out: int) -> np.ndarray:
+    """What the planned launch writes: the semantics of the tile kernels and of the gather."""
+    e = p.esize
+    out = np.zeros(nbytes_out, dtype=np.uint8)
+    if p.kind == "tile":
+        B, R, C, isb, isr, osb, osc = p.args
+        b, r, c = np.meshgrid(np.arange(B), np.arange(R), np.arange(C), indexing="ij")
+        src = (b * isb + r * isr + c).ravel()
+        dst = (b * osb + c * osc + r).ravel()
+    else:
+        n, nd = p.args[:2]
+        sizes, strides = p.args[2:8], p.args[8:14]
+        rest = np.arange(n, dtype=np.int64)
+        src = np.zeros(n, dtype=np.int64)
+        for d in range(nd):
+            src += (rest % sizes[d]) * strides[d]
+            rest //= sizes[d]
+        dst = np.arange(n)
+    out[(dst.reshape(-1, 1) * e + np.arange(e)).ravel()] = _elems(inbuf, in_byte0, src, e).ravel()
+    return out
+
+
+def _random_view(rng: random.Random, dtype: torch.dtype) -> torch.Tensor:
+    """A random view: odd sizes and 1s, an element offset, sometimes strided or transposed."""
+    nd = rng.randint(1, 5)
+    shape = [rng.choice([1, 2, 3, 4, 5, 7, 8, 12, 16, 17, 32]) for _ in range(nd)]
+    while math.prod(shape) > 6000:  # keep the numpy emulation quick
+        shape[shape.index(max(shape))] //= 2
+    n, e = math.prod(shape), dtype.itemsize
+    base = torch.randint(0, 256, ((2 * n + 8) * e,), dtype=torch.uint8).view(dtype)
+    off = rng.choice([0, 0, 1, 3])
+    if rng.random() < 0.3:
+        x = base[off:off + 2 * n].view(*shape[:-1], 2 * shape[-1])[..., ::2]
+    else:
+        x = base[off:off + n].view(shape)
+    if nd >= 2 and rng.random() < 0.3:
+        x = x.transpose(0, -1)
+    return x
+
+
+# ----------------------------------------------------------------------------- planner vs torch
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize("widen,tiles", [(True, True), (False, False), (True, False)])
+def test_plans_compute_the_permutation(dtype, widen, tiles):
+    rng = random.Random(f"{dtype}-{widen}-{tiles}")  # a str seed is stable across runs
+    for _ in range(60):
+        x = _random_view(rng, dtype)
+        perm = list(range(x.dim()))
+        rng.shuffle(perm)
+        y = x.permute(perm)
+        ref = y.clone(memory_format=torch.contiguous_format)  # own storage, exactly numel
+        e0 = x.element_size()
+        in_ptr, out_ptr = 4096 + x.storage_offset() * e0, 4096 + rng.choice([0, 0, 2, 8]) * e0
+        p = R_.make_plan(y.shape, y.stride(), e0, in_ptr, out_ptr, widen=widen, tiles=tiles)
+        got = emulate_plan(p, _bytes_of(x), x.storage_offset() * e0, ref.numel() * e0)
+        assert bytes(got) == bytes(ref.untyped_storage()), (x.shape, x.stride(), perm, p)
+        if not widen:
+            assert p.esize == e0
+        if not tiles:
+            assert p.kind == "gather"
+
+
+def test_deployment_permutations_take_the_fast_paths():
+    def plan(x, perm, e=2, out_ptr=0):
+        y = x.permute(perm)
+        return R_.make_plan(y.shape, y.stride(), e, 0, out_ptr)
+
+    nchw = torch.empty(64, 64, 224, 224, device="meta")
+    p = plan(nchw, (0, 2, 3, 1))  # NCHW -> NHWC: a batch of (C, HW) transposes
+    assert p.kind == "tile" and p.args == (64, 64, 224 * 224, 64 * 224 * 224, 224 * 224, 224 * 224 * 64, 64)
+    assert p.wide_ok
+    p = plan(torch.empty(64, 224, 224, 64, device="meta"), (0, 3, 1, 2))  # NHWC -> NCHW
+    assert p.kind == "tile" and p.args[:3] == (64, 224 * 224, 64)
+    p = plan(torch.empty(16384, 16384, device="meta"), (1, 0), e=4)
+    assert p.kind == "tile" and p.args == (1, 16384, 16384, 0, 16384, 0, 16384) and p.wide_ok
+    p = plan(torch.empty(8, 128, 768, device="meta"), (1, 0, 2))  # batch axis moved: 16-byte rows
+    assert p.kind == "gather" and p.esize == 16 and p.args[1] == 3
+    p = plan(torch.empty(5, 7, 3, device="meta"), (2, 1, 0), e=4)  # reversal: batch in the middle
+    assert p.kind == "tile" and p.args == (7, 5, 3, 3, 21, 5, 35)
+    p = plan(torch.empty(100, 50, 2, device="meta"), (1, 0, 2), e=2)  # fp16 pairs move as 4-byte words
+    assert p.kind == "tile" and p.esize == 4
+    p = plan(torch.empty(9, 13, device="meta"), (1, 0), e=2, out_ptr=2)  # odd shape: padded fallback
+    assert p.kind == "tile" and not p.wide_ok
+    assert plan(torch.empty(3, 4, device="meta"), (0, 1), e=2).kind == "gather"  # identity: a copy
+
+
+def test_more_than_six_unmergeable_dims_is_a_clear_error():
+    x = torch.empty([2] * 8, device="meta")
+    y = x.permute(7, 5, 3, 1, 6, 4, 2, 0)
+    with pytest.raises(ValueError, match="up to 6"):
+        R_.make_plan(y.shape, y.stride(), 4, 0, 0)
+
+
+# ----------------------------------------------------------------------------- banks
+
+def wavefronts(addrs, width: int) -> int:
+    """Shared-memory wavefronts of one warp instruction: lanes split into phases of 128 bytes (1 for
+    <= 4-byte accesses, 2 half-warps for 8, 4 quarter-warps for 16); a phase costs as many wavefronts
+    as the most distinct 4-byte words any bank must deliver."""
+    lanes_per_phase = 32 if width <= 4 else 128 // width
+    total = 0
+    for ph in range(0, 32, lanes_per_phase):
+        banks: dict[int, set] = {}
+        for a in addrs[ph:ph + lanes_per_phase]:
+            words = range(a // 4, (a + width - 1) // 4 + 1) if width >= 4 else (a // 4,)
+            for w in words:
+                banks.setdefault(w % 32, set()).add(w)
+        total += max((len(s) for s in banks.values()), default=0)
+    return total
+
+
+def tile_accesses(e: int, pad: int):
+    """(kind, addresses) of each warp instruction of transpose_tile<T_e, pad> (pad in elements)."""
+    row = (32 + pad) * e
+    for ty in range(8):  # warp ty: lanes tx = 0..31
+        for i in range(0, 32, 8):
+            yield "st", [(ty + i) * row + tx * e for tx in range(32)]
+            yield "ld", [tx * row + (ty + i) * e for tx in range(32)]
+
+
+@pytest.mark.parametrize("e", [1, 2, 4, 8])
+def test_padded_tile_is_conflict_free_and_unpadded_is_not(e):
+    phases = 1 if e <= 4 else 2
+    pad = int(_tile_kernel("padded", e)[0].split(",")[1].strip(" >"))
+    assert pad * e % 4 == 0 and (32 + pad) * e // max(4, e) % 2 == 1  # an odd number of bank units a row
+    for kind, addrs in tile_accesses(e, pad):
+        assert wavefronts(addrs, e) == phases, (kind, e)
+    worst = max(wavefronts(a, e) for k, a in tile_accesses(e, 0) if k == "ld")
+    assert worst == {1: 8, 2: 16, 4: 32, 8: 32}[e]  # the source's 32-way conflict, at 4 bytes
+    if e < 4:  # the source's one-element pad is not enough below 4 bytes
+        assert max(wavefronts(a, e) for k, a in tile_accesses(e, 1) if k == "ld") == 2
+
+
+class Wide:
+    """transpose_wide<T_e, TR, TC, THREADS>'s constants and per-thread address formulas."""
+
+    def __init__(self, e, tr, tc, threads):
+        self.e, self.tr, self.tc, self.threads = e, tr, tc, threads
+        self.V, self.U = 16 // e, max(4, e)
+        self.P = self.U // e
+        self.CH = tc * e // 16
+        self.LOADS = tr * self.CH // threads
+        self.JB, self.CB, self.WARPS = tr // (8 * self.V), tc // (4 * self.P), threads // 32
+        self.ITEMS = self.JB * self.CB // self.WARPS
+
+    def store_slot(self, tid, i):  # (tile row, chunk, physical chunk index)
+        idx = tid + i * self.threads
+        row, ch = divmod(idx, self.CH)
+        return row, ch, row * self.CH + (ch ^ ((row // self.V) & 7))
+
+    def read(self, tid, it, k):  # (byte address of unit k, row0, col)
+        lane, warp = tid & 31, tid >> 5
+        j, gq = lane & 7, lane >> 3
+        item = warp + it * self.WARPS
+        row0 = (item % self.JB * 8 + j) * self.V
+        byte = (item // self.JB * 4 + gq) * self.P * self.e
+        base = (((byte >> 4) ^ j) << 4) + (byte & 15)
+        return base + (row0 + k) * (self.CH * 16), row0, (item // self.JB * 4 + gq) * self.P
+
+
+CONFIGS = sorted(set(WIDE_TILE.items()) | set(BEST_TILE.items()))
+
+
+@pytest.mark.parametrize("e,cfg", CONFIGS)
+def test_wide_tile_accesses_are_conflict_free(e, cfg):
+    w = Wide(e, *cfg)
+    for warp in range(w.WARPS):
+        lanes = range(warp * 32, warp * 32 + 32)
+        for i in range(w.LOADS):
+            assert wavefronts([w.store_slot(t, i)[2] * 16 for t in lanes], 16) == 4
+        for it in range(w.ITEMS):
+            for k in range(w.V):
+                assert wavefronts([w.read(t, it, k)[0] for t in lanes], w.U) == (2 if w.U == 8 else 1)
+
+
+def byte_perm(x: int, y: int, s: int) -> int:
+    """CUDA's __byte_perm: result byte i is byte (s >> 4i) & 7 of the 8-byte value y:x."""
+    v = (y << 32) | x
+    return sum(((v >> (8 * ((s >> (4 * i)) & 7))) & 0xFF) << (8 * i) for i in range(4))
+
+
+def pack_column(e, w, p):
+    """csrc pack_column: 16 output bytes from the V units w (ints of U bytes)."""
+    if e == 8:
+        words = [w[0] & 0xFFFFFFFF, w[0] >> 32, w[1] & 0xFFFFFFFF, w[1] >> 32]
+    elif e == 4:
+        words = list(w[:4])
+    elif e == 2:
+        sel = 0x5410 if p == 0 else 0x7632
+        words = [byte_perm(w[2 * q], w[2 * q + 1], sel) for q in range(4)]
+    else:
+        lo, hi = (0x5140 if p < 2 else 0x7362), (0x7632 if p & 1 else 0x5410)
+        words = [byte_perm(byte_perm(w[4 * m], w[4 * m + 1], lo), byte_perm(w[4 * m + 2], w[4 * m + 3], lo), hi)
+                 for m in range(4)]
+    return b"".join(int(x).to_bytes(4, "little") for x in words)
+
+
+def emulate_wide(e, cfg, x: np.ndarray) -> np.ndarray:
+    """transpose_wide on one contiguous (R, C) matrix of e-byte elements, tile by tile, lane by lane."""
+    w = Wide(e, *cfg)
+    R, C = x.shape
+    xb = x.view(np.uint8).reshape(R, C * e)
+    out = np.zeros((C, R * e), dtype=np.uint8)
+    for r0, c0 in itertools.product(range(0, R, w.tr), range(0, C, w.tc)):
+        smem = np.zeros(w.tr * w.CH * 16, dtype=np.uint8)
+        for t in range(w.threads):
+            for i in range(w.LOADS):
+                row, ch, phys = w.store_slot(t, i)
+                r, c = r0 + row, c0 + ch * w.V
+                if not (r < R and c < C):
+                    r, c = r0, c0  # the kernel's stand-in load: never written out
+                smem[phys * 16:phys * 16 + 16] = xb[r, c * e:c * e + 16]
+        for t in range(w.threads):
+            for it in range(w.ITEMS):
+                units = []
+                for k in range(w.V):
+                    a, row0, col = w.read(t, it, k)
+                    units.append(int.from_bytes(smem[a:a + w.U].tobytes(), "little"))
+                for p in range(w.P):
+                    c, r = c0 + col + p, r0 + row0
+                    if c < C and r < R:
+                        out[c, r * e:r * e + 16] = np.frombuffer(pack_column(e, units, p), dtype=np.uint8)
+    return out.view(x.dtype).reshape(C, R)
+
+
+@pytest.mark.parametrize("e", [1, 2, 4, 8])
+def test_wide_tile_emulation_transposes(e):
+    cfgs = {WIDE_TILE[e], BEST_TILE[e]}
+    v = 16 // e
+    rng = np.random.default_rng(e)
+    for cfg in cfgs:
+        for R, C in ((cfg[0], cfg[1]), (v * 3, v * 5), (cfg[0] + v, 2 * cfg[1] - v)):
+            x = rng.integers(0, 2**63, size=(R, C), dtype=np.uint64).astype(CARRIER_NP[e])
+            np.testing.assert_array_equal(emulate_wide(e, cfg, x), x.T)
+
+
+# ----------------------------------------------------------------------------- SASS census
+
+def test_shared_memory_instruction_census():
+    """The compiled kernels issue the shared accesses the bank model above was computed for."""
+    pytest.importorskip("cuda.core")
+    from kernelkit.analyze.sass import kernel_census
+    from kernelkit.runtime import compile_source
+
+    names = {}
+    for e in (1, 2, 4, 8):
+        for mode in ("shared", "padded", "wide", "best"):
+            names[(e, mode)] = _tile_kernel(mode, e)[0]
+    b = compile_source("transpose.cu", tuple(dict.fromkeys(names.values())), "sm_90")
+    cens = kernel_census(b.cubin)
+    for (e, mode), name in names.items():
+        c = cens[b.mangled(name)]
+        if mode in ("shared", "padded"):  # one element per access, 4 per thread each way
+            assert c.shared_store_widths == {8 * e: 4} and c.shared_load_widths == {8 * e: 4}, (name, c)
+        else:
+            w = Wide(e, *(WIDE_TILE if mode == "wide" else BEST_TILE)[e])
+            assert c.shared_store_widths == {128: w.LOADS}, (name, c.shared_store_widths)
+            assert c.shared_load_widths == {8 * w.U: w.ITEMS * w.V}, (name, c.shared_load_widths)

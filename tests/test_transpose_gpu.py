@@ -1,0 +1,157 @@
+"""transpose on the GPU: every rung x element size x odd/batched/offset shape, bit-exact against torch."""
+import pytest
+import torch
+
+import kernelkit
+from rearrange_helpers import BY_SIZE, EXTRA, assert_same_bits, poisoned, random_tensor
+
+pytestmark = pytest.mark.gpu
+
+RUNGS = [v.name for v in kernelkit.ladder("transpose")]
+SHAPES = [(1, 1), (1, 7), (7, 1), (2, 3), (37, 53), (31, 33), (64, 64), (128, 256), (129, 257), (1000, 3),
+          (3, 1000), (96, 520), (3, 37, 53), (2, 64, 128), (5, 1, 16), (4, 48, 16)]
+
+
+def _expect_refusal(variant: str, x: torch.Tensor, out: torch.Tensor) -> bool:
+    """The wide rung refuses transposes its 16-byte vectors do not fit (the default falls back)."""
+    if variant != "wide" or x.dim() < 2 or x.shape[-1] == 1 or x.shape[-2] == 1:
+        return False
+    v = 16 // x.dtype.itemsize
+    r, c = x.shape[-2], x.shape[-1]
+    aligned = x.data_ptr() % 16 == 0 and out.data_ptr() % 16 == 0
+    return not (aligned and r % v == 0 and c % v == 0)
+
+
+@pytest.mark.parametrize("dtype", BY_SIZE, ids=str)
+@pytest.mark.parametrize("variant", RUNGS)
+def test_every_rung_every_size_every_shape(variant, dtype):
+    for shape in SHAPES:
+        for offset in (0, 1, 3):
+            x = random_tensor(shape, dtype, offset)
+            out = poisoned((*shape[:-2], shape[-1], shape[-2]), dtype, offset)
+            what = f"{variant} {dtype} {shape} offset {offset}"
+            if _expect_refusal(variant, x, out):
+                with pytest.raises(ValueError, match="multiples of"):
+                    kernelkit.transpose(x, out=out, variant=variant)
+                continue
+            got = kernelkit.transpose(x, out=out, variant=variant)
+            assert got is out, what
+            assert_same_bits(out, x.transpose(-2, -1), what)
+            assert_same_bits(kernelkit.transpose(x, variant=variant), x.transpose(-2, -1), what + " (new out)")
+
+
+@pytest.mark.parametrize("dtype", BY_SIZE + EXTRA, ids=str)
+def test_default_every_dtype(dtype):
+    for shape in ((256, 64), (37, 53), (3, 40, 24)):
+        x = random_tensor(shape, dtype)
+        assert_same_bits(kernelkit.transpose(x), x.transpose(-2, -1), f"{dtype} {shape}")
+
+
+@pytest.mark.parametrize("variant", RUNGS)
+def test_every_dim_pair_of_a_4d_tensor(variant):
+    x = random_tensor((3, 8, 16, 24), torch.float32)
+    for d0 in range(-4, 4):
+        for d1 in range(-4, 4):
+            ref = x.transpose(d0, d1)
+            try:
+                got = kernelkit.transpose(x, d0, d1, variant=variant)
+            except ValueError as exc:  # the wide rung on a transpose its vectors cannot cover
+                assert variant == "wide" and "multiples of" in str(exc)
+                continue
+            assert_same_bits(got, ref, f"{variant} dims {d0},{d1}")
+
+
+def test_non_contiguous_and_expanded_inputs():
+    x = random_tensor((64, 96), torch.float16)
+    cases = {
+        "t": x.t(), "rows::2": x[::2], "cols::2": x[:, ::2], "slice": x[3:50, 5:77],
+        "expand": x[:1].expand(40, 96), "batched-t": random_tensor((4, 32, 48), torch.float16).transpose(1, 2),
+        "channels_last": random_tensor((2, 16, 8, 8), torch.float16).to(memory_format=torch.channels_last),
+    }
+    for name, v in cases.items():
+        for variant in RUNGS:
+            try:
+                got = kernelkit.transpose(v, variant=variant)
+            except ValueError:
+                assert variant == "wide"
+                continue
+            assert_same_bits(got, v.transpose(-2, -1), f"{name} {variant}")
+
+
+def test_large_square_all_sizes():
+    for dtype in BY_SIZE:
+        x = random_tensor((1024, 2048), dtype)
+        for variant in ("padded", "wide", "best"):
+            assert_same_bits(kernelkit.transpose(x, variant=variant), x.t(), f"{dtype} {variant}")
+
+
+def test_empty_and_degenerate():
+    for shape in ((0, 5), (5, 0), (2, 0, 3)):
+        x = torch.empty(shape, device="cuda")
+        assert kernelkit.transpose(x).shape == x.transpose(-2, -1).shape
+    s = torch.tensor(3.0, device="cuda")  # 0-d: dims 0 / -1 only, as torch
+    assert_same_bits(kernelkit.transpose(s, 0, -1), s.transpose(0, -1).contiguous(), "0-d")
+    v = random_tensor((17,), torch.float32)
+    assert_same_bits(kernelkit.transpose(v, 0, 0), v, "1-d")
+    with pytest.raises(IndexError, match="dim0"):
+        kernelkit.transpose(v)  # dim0=-2 does not exist in 1-d, as in torch
+
+
+def test_conjugate_views_resolve():
+    z = torch.randn(8, 12, dtype=torch.complex64, device="cuda")
+    assert torch.equal(kernelkit.transpose(z.conj()), z.conj().t().contiguous())
+
+
+def test_bad_arguments_raise_clearly():
+    x = torch.randn(4, 6, device="cuda")
+    with pytest.raises(ValueError, match="x must be a CUDA tensor"):
+        kernelkit.transpose(x.cpu())
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        kernelkit.transpose([[1.0]])
+    with pytest.raises(IndexError, match="dim1"):
+        kernelkit.transpose(x, 0, 2)
+    with pytest.raises(TypeError, match="dim0 must be an int"):
+        kernelkit.transpose(x, 0.5, 1)
+    with pytest.raises(ValueError, match="out has shape"):
+        kernelkit.transpose(x, out=torch.empty(4, 6, device="cuda"))
+    with pytest.raises(TypeError, match="out has dtype"):
+        kernelkit.transpose(x, out=torch.empty(6, 4, device="cuda", dtype=torch.float16))
+    with pytest.raises(ValueError, match="shares memory"):
+        kernelkit.transpose(x, out=x.view(6, 4))
+    with pytest.raises(ValueError, match="unknown variant"):
+        kernelkit.transpose(x, variant="nope")
+
+
+def test_non_contiguous_out():
+    x = random_tensor((40, 24), torch.float32)
+    out = poisoned((48, 40), torch.float32)[::2]
+    kernelkit.transpose(x, out=out)
+    assert torch.equal(out, x.t())
+
+
+def test_torch_compile_fullgraph():
+    f = torch.compile(lambda t: kernelkit.transpose(t, 0, 1) * 2, fullgraph=True)
+    x = torch.randn(33, 65, device="cuda")
+    torch.testing.assert_close(f(x), x.t() * 2, rtol=0, atol=0)
+
+
+def test_cuda_graph_capture():
+    x = random_tensor((300, 200), torch.float16)
+    out = torch.empty(200, 300, device="cuda", dtype=torch.float16)
+    kernelkit.transpose(x, out=out)  # compile and load outside the capture
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        kernelkit.transpose(x, out=out)
+    x.copy_(random_tensor((300, 200), torch.float16))
+    out.zero_()
+    g.replay()
+    torch.cuda.synchronize()
+    assert_same_bits(out, x.t(), "graph replay")
+
+
+@pytest.mark.slow
+def test_more_than_2_32_elements():
+    x = random_tensor((65537, 65544), torch.uint8)  # 4.3e9 bytes: 64-bit offsets and tile indices
+    got = kernelkit.transpose(x)
+    for lo in range(0, 65544, 8192):
+        assert_same_bits(got[lo:lo + 8192], x[:, lo:lo + 8192].t(), f"block {lo}")

@@ -1,0 +1,144 @@
+"""Issue 5 on one GPU: the transpose / permute ladders timed, the wide-tile sweep, and small cases for
+compute-sanitizer and Nsight Compute.
+
+    python benchmarks/rearrangement_gpu.py bench OUT.json   # rungs + torch + copy ceiling + tile sweep
+    python benchmarks/rearrangement_gpu.py small            # every rung x element size, small shapes
+                                                            # (run under compute-sanitizer / ncu)
+
+Every rung is checked bit for bit against torch before it is timed. Timing: kernelkit.bench.time_cuda
+(CUDA events, warm-up, median, cold L2 where the working set would fit in it).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import sys
+
+import torch
+
+import kernelkit
+from kernelkit.bench import copy_bandwidth, time_cuda
+from kernelkit.ops.rearrange import CARRIER
+from kernelkit.runtime import compile_source, get_kernel, launch
+from kernelkit.runtime.launch import device_arch
+
+# (rows, cols, threads) candidates per element size: 4 to 64 KB of tile, 2 to 16 vectors a thread.
+SWEEP = {
+    4: [(64, 64, 256), (32, 32, 128), (32, 64, 256), (64, 128, 256), (128, 64, 256), (64, 64, 128), (64, 64, 512)],
+    2: [(128, 64, 256), (64, 64, 256), (64, 128, 256), (128, 128, 256), (128, 64, 512), (128, 64, 128)],
+    1: [(128, 128, 256), (128, 128, 512), (128, 256, 256), (256, 128, 256), (128, 128, 128)],
+    8: [(32, 64, 256), (16, 64, 128), (64, 32, 256), (32, 32, 128), (64, 64, 256), (32, 64, 128)],
+}
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return torch.equal(a.reshape(-1).view(torch.uint8), b.contiguous().reshape(-1).view(torch.uint8))
+
+
+def _random(shape, dtype):
+    n = 1
+    for s in shape:
+        n *= s
+    return torch.randint(0, 256, (n * dtype.itemsize,), device="cuda", dtype=torch.uint8).view(dtype).view(shape)
+
+
+def time_rungs(op: str, x: torch.Tensor, args: tuple, torch_fn, reps: int = 50) -> dict:
+    nbytes = 2 * x.numel() * x.element_size()
+    rows = {}
+    t = time_cuda(lambda: torch_fn(x), working_set_bytes=nbytes, reps=reps)
+    rows["torch"] = nbytes / t.seconds / 1e9
+    ref = torch_fn(x)
+    fn = getattr(kernelkit, op)
+    for v in kernelkit.ladder(op):
+        out = fn(x, *args, variant=v.name)
+        if not _same(out, ref):
+            rows[v.name] = "WRONG"
+            continue
+        del out
+        t = time_cuda(lambda v=v: fn(x, *args, variant=v.name), working_set_bytes=nbytes, reps=reps, max_seconds=1.0)
+        rows[v.name] = nbytes / t.seconds / 1e9
+    return rows
+
+
+def sweep(x: torch.Tensor) -> dict:
+    """GB/s of transpose_wide at every candidate tile of x's element size (2D, contiguous)."""
+    e = x.element_size()
+    R, C = x.shape
+    out = torch.empty(C, R, dtype=x.dtype, device="cuda")
+    ref = x.t()
+    names = [f"kk::transpose_wide<{CARRIER[e]}, {tr}, {tc}, {th}>" for tr, tc, th in SWEEP[e]]
+    compile_source("transpose.cu", tuple(names), device_arch(0))
+    res = {}
+    for (tr, tc, th), name in zip(SWEEP[e], names):
+        k = get_kernel("transpose.cu", name, device_index=0, names=tuple(names))
+        grid = -(-R // tr) * -(-C // tc)
+        args = (out.data_ptr(), x.data_ptr(), 1, R, C, 0, C, 0, R)
+        out.zero_()
+        launch(k, grid, th, *args)
+        ok = _same(out, ref)
+        t = time_cuda(lambda: launch(k, grid, th, *args), working_set_bytes=2 * x.numel() * e, reps=40,
+                      max_seconds=0.6)
+        res[f"{tr}x{tc}x{th}"] = round(2 * x.numel() * e / t.seconds / 1e9, 1) if ok else "WRONG"
+    return res
+
+
+def bench(path: str) -> None:
+    props = torch.cuda.get_device_properties(0)
+    doc = {"device": props.name, "date": datetime.date.today().isoformat(), "torch": torch.__version__,
+           "method": "kernelkit.bench.time_cuda: CUDA events, 10 warm-ups, median of up to 50 reps; GB/s = "
+                     "(bytes read + written) / median",
+           "copy_gbs_large": round(copy_bandwidth(None), 1), "transpose": {}, "permute": {}, "sweep": {}}
+    print("copy ceiling", doc["copy_gbs_large"], flush=True)
+    cases = [((16384, 16384), torch.float32), ((16384, 16384), torch.float16), ((8192, 8192), torch.uint8),
+             ((8192, 8192), torch.float64), ((4, 2048, 3000), torch.float16), ((4099, 4111), torch.float32)]
+    for shape, dt in cases:
+        x = _random(shape, dt)
+        key = f"{'x'.join(map(str, shape))} {str(dt)[6:]}"
+        doc["transpose"][key] = time_rungs("transpose", x, (), lambda t: t.transpose(-2, -1).contiguous())
+        doc["transpose"][key]["copy_same_bytes"] = round(copy_bandwidth(2 * x.numel() * x.element_size()), 1)
+        print("transpose", key, doc["transpose"][key], flush=True)
+        if len(shape) == 2 and shape[0] % 128 == 0:
+            doc["sweep"][key] = sweep(x)
+            print("  sweep", doc["sweep"][key], flush=True)
+        del x
+    pcases = [((64, 64, 224, 224), (0, 2, 3, 1), torch.float16), ((64, 224, 224, 64), (0, 3, 1, 2), torch.float16),
+              ((64, 3, 224, 224), (0, 2, 3, 1), torch.float16), ((64, 512, 1024), (1, 0, 2), torch.float16),
+              ((32, 48, 40, 56), (3, 1, 0, 2), torch.float32)]
+    for shape, dims, dt in pcases:
+        x = _random(shape, dt)
+        key = f"{'x'.join(map(str, shape))} {dims} {str(dt)[6:]}"
+        doc["permute"][key] = time_rungs("permute", x, (dims,), lambda t, d=dims: t.permute(d).contiguous())
+        print("permute", key, doc["permute"][key], flush=True)
+        del x
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    print(f"\n{'case':44s} {'torch':>7s} " + " ".join(f"{v.name:>7s}" for v in kernelkit.ladder("transpose")))
+    for sec in ("transpose", "permute"):
+        for key, r in doc[sec].items():
+            vals = " ".join(f"{r[k]:7.0f}" if isinstance(r.get(k), float) else f"{str(r.get(k, '')):>7s}"
+                            for k in ["torch"] + [v.name for v in kernelkit.ladder(sec)])
+            print(f"{sec[:4]} {key:39s} {vals}")
+    print(f"copy ceiling {doc['copy_gbs_large']} GB/s")
+
+
+def small() -> None:
+    """Every rung x element size on small odd and aligned shapes (for the sanitizers and ncu)."""
+    bad = 0
+    for dt in (torch.uint8, torch.float16, torch.float32, torch.float64):
+        for shape in ((37, 53), (64, 128), (2, 96, 64)):
+            x = _random(shape, dt)
+            for v in kernelkit.ladder("transpose"):
+                try:
+                    bad += not _same(kernelkit.transpose(x, variant=v.name), x.transpose(-2, -1))
+                except ValueError:
+                    pass
+        x = _random((2, 16, 7, 9), dt)
+        for v in kernelkit.ladder("permute"):
+            for dims in ((0, 2, 3, 1), (3, 1, 0, 2), (1, 0, 2, 3)):
+                bad += not _same(kernelkit.permute(x, dims, variant=v.name), x.permute(dims))
+    torch.cuda.synchronize()
+    print("small cases wrong:", bad)
+
+
+if __name__ == "__main__":
+    bench(sys.argv[2]) if sys.argv[1] == "bench" else small()

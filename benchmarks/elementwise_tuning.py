@@ -115,24 +115,25 @@ def main(argv=None) -> int:
             for r in ("1d", "shuffle", "fast"):
                 rec("add", case, r, lambda r=r: kernelkit.add(xa, xb, out=out, variant=r), nbytes, tus)
             del buf_a, buf_b, out
-        # the fast rung's launch shape: unroll x block x grid cap (f32, aligned)
+        # the fast rung's launch shape: unroll x block x grid cap x cache policy (aligned)
         from kernelkit.ops._common import sm_count
         from kernelkit.runtime import get_kernel, launch
         import numpy as np
 
-        x = torch.randn(N, device="cuda")
-        y, out = torch.randn_like(x), torch.empty_like(x)
-        nvec = N // 4
-        for u, block, cap in ((1, 512, 0), (1, 256, 0), (2, 512, 0), (4, 256, 0), (1, 256, 32), (2, 256, 16), (4, 512, 8)):
-            name = f"kk::add_aligned<float, {u}>"
-            k = get_kernel("binary.cu", name, device_index=0)
-            blocks = -(-nvec // (block * u))
-            if cap:
-                blocks = min(blocks, cap * sm_count(0))
-            rec("add", "2^28 float32 tune", f"U={u} block={block} cap={cap or 'none'}",
-                lambda k=k, b=blocks, bl=block: launch(k, b, bl, out.data_ptr(), x.data_ptr(), y.data_ptr(), N, np.int32(0)),
-                3 * N * 4)
-        del x, y, out
+        for dt, ct in ((torch.float32, "float"), (torch.float16, "__half")):
+            x = torch.randn(N, device="cuda", dtype=dt)
+            y, out = torch.randn_like(x), torch.empty_like(x)
+            nvec = N * x.element_size() // 16
+            for u, block, cap, cs in ((1, 512, 0, 0), (1, 256, 0, 0), (2, 256, 0, 0), (1, 512, 0, 1), (1, 256, 32, 0),
+                                      (4, 256, 16, 0)):
+                k = get_kernel("binary.cu", f"kk::add_aligned<{ct}, {u}, {'true' if cs else 'false'}>", device_index=0)
+                blocks = -(-nvec // (block * u))
+                if cap:
+                    blocks = min(blocks, cap * sm_count(0))
+                rec("add", f"2^28 {str(dt)[6:]} tune", f"U={u} block={block} cap={cap or 'none'}{' .cs' if cs else ''}",
+                    lambda k=k, b=blocks, bl=block: launch(k, b, bl, out.data_ptr(), x.data_ptr(), y.data_ptr(), N,
+                                                           np.int32(0)), 3 * N * x.element_size())
+            del x, y, out
 
     if want("relu"):
         for dt in (torch.float32, torch.float16, torch.bfloat16):
@@ -156,6 +157,7 @@ def main(argv=None) -> int:
                 lambda r=r: kernelkit.invert_colors(img, inplace=True, variant=r), nb)
         # the coarsening factor on this GPU, beyond the source's 1, 8, 16
         from kernelkit.runtime import get_kernel, launch
+        import numpy as np
 
         out = torch.empty_like(img)
         for bk in (1, 2, 4, 8, 16, 32):
@@ -163,6 +165,11 @@ def main(argv=None) -> int:
             grid = (-(-16384 // (32 * bk)), 2048)
             rec("invert_colors", "16384x16384x4 coarsening", f"BK={bk}",
                 lambda k=k, g=grid: launch(k, g, (32, 8), out.data_ptr(), img.data_ptr(), 16384, 16384), nb)
+        k = get_kernel("image.cu", "kk::bytes_fast<kk::Invert, true>", device_index=0)
+        for block in (128, 256, 512, 1024):
+            rec("invert_colors", "16384x16384x4 fast block", f"block={block}",
+                lambda b=block: launch(k, -(-(nb // 32) // b), b, out.data_ptr(), img.data_ptr(), nb // 2,
+                                       np.int32(0), np.uint32(0)), nb)
         del img, out
 
     if want("binarize"):
@@ -188,6 +195,18 @@ def main(argv=None) -> int:
                 for v in op.variants:
                     rec("normalize_image", case, v.name,
                         lambda v=v: kernelkit.normalize_image(img, mean, std, variant=v.name, **kw), nbytes, tus)
+            if len(shape) == 3:  # block size of the CHW vector kernel
+                from kernelkit.runtime import get_kernel, launch
+                import numpy as np
+
+                out = torch.empty((3, shape[0], shape[1]), dtype=torch.float16, device="cuda")
+                k = get_kernel("normalize.cu", "kk::norm_chw_vec<__half, 3>", device_index=0)
+                units, coef = shape[0] * shape[1] // 16, [np.float32(0.01)] * 8
+                for block in (128, 256, 512):
+                    rec("normalize_image", "16384x16384x3 float16 CHW block", f"block={block}",
+                        lambda b=block: launch(k, -(-units // b), b, out.data_ptr(), img.data_ptr(), units,
+                                               shape[0] * shape[1], *coef), img.numel() * 3)
+                del out
             del img
 
     props = torch.cuda.get_device_properties(0)

@@ -40,10 +40,14 @@ def test_small_every_rung(variant):
 
 
 @pytest.mark.parametrize("t", [-5, -0.5, 0, 0.5, 127.5, 200, 254.9, 255, 300])
-def test_thresholds_as_torch(t):
+def test_thresholds_compare_as_numbers(t):
+    """As torch for thresholds in range; out-of-range ints compare as numbers (torch would wrap
+    -5 to 251 and 300 to 44 in uint8 arithmetic)."""
     img = torch.arange(256, dtype=torch.uint8, device="cuda").repeat(5)
-    want = (img > t).to(torch.uint8) * 255
+    want = (img.int() > t).to(torch.uint8) * 255
     assert torch.equal(kernelkit.binarize(img, t), want), f"threshold {t}"
+    if 0 <= t <= 255:
+        assert torch.equal(kernelkit.binarize(img, t), (img > t).to(torch.uint8) * 255)
 
 
 def test_shapes_noncontiguous_empty():

@@ -16,8 +16,11 @@ from ..runtime import get_kernel
 _loaded: dict[tuple, tuple] = {}
 
 
-def load(op: str, variant: Variant, dtype: torch.dtype, dev: int, **params) -> tuple:
-    """The rung's kernels (in the order of ``variant.kernels``), compiled together and loaded on ``dev``."""
+def load(op: str, variant: Variant, dtype: torch.dtype, dev: int, /, **params) -> tuple:
+    """The rung's kernels (in the order of ``variant.kernels``), compiled together and loaded on ``dev``.
+
+    Positional-only: ``params`` may hold a ``dtype`` of its own (normalize_image's output dtype).
+    """
     key = (op, variant.name, dtype, dev, tuple(sorted(params.items())))
     ks = _loaded.get(key)
     if ks is None:

@@ -24,10 +24,12 @@ from kernelkit.runtime.launch import device_arch
 
 # (rows, cols, threads) candidates per element size: 4 to 64 KB of tile, 2 to 16 vectors a thread.
 SWEEP = {
-    4: [(64, 64, 256), (32, 32, 128), (32, 64, 256), (64, 128, 256), (128, 64, 256), (64, 64, 128), (64, 64, 512)],
-    2: [(128, 64, 256), (64, 64, 256), (64, 128, 256), (128, 128, 256), (128, 64, 512), (128, 64, 128)],
-    1: [(128, 128, 256), (128, 128, 512), (128, 256, 256), (256, 128, 256), (128, 128, 128)],
-    8: [(32, 64, 256), (16, 64, 128), (64, 32, 256), (32, 32, 128), (64, 64, 256), (32, 64, 128)],
+    4: [(64, 64, 256), (32, 32, 128), (32, 64, 256), (64, 128, 256), (128, 64, 256), (64, 64, 128), (64, 64, 512),
+        (32, 128, 256), (64, 128, 512)],
+    2: [(128, 64, 256), (64, 64, 256), (64, 128, 256), (128, 128, 256), (128, 64, 512), (128, 64, 128),
+        (128, 128, 512), (64, 128, 128)],
+    1: [(128, 128, 256), (128, 256, 512), (128, 256, 256), (256, 128, 256), (128, 128, 128), (256, 128, 512)],
+    8: [(32, 64, 256), (16, 64, 128), (64, 32, 256), (32, 32, 128), (64, 64, 256), (32, 64, 128), (16, 128, 256)],
 }
 
 
@@ -55,24 +57,24 @@ def time_rungs(op: str, x: torch.Tensor, args: tuple, torch_fn, reps: int = 50) 
             rows[v.name] = "WRONG"
             continue
         del out
-        t = time_cuda(lambda v=v: fn(x, *args, variant=v.name), working_set_bytes=nbytes, reps=reps, max_seconds=1.0)
+        t = time_cuda(lambda v=v: fn(x, *args, variant=v.name), working_set_bytes=nbytes, reps=reps, max_seconds=0.6)
         rows[v.name] = nbytes / t.seconds / 1e9
     return rows
 
 
 def sweep(x: torch.Tensor) -> dict:
-    """GB/s of transpose_wide at every candidate tile of x's element size (2D, contiguous)."""
+    """GB/s of transpose_wide at every candidate tile of x's element size, x (B, R, C) or (R, C)."""
     e = x.element_size()
-    R, C = x.shape
-    out = torch.empty(C, R, dtype=x.dtype, device="cuda")
-    ref = x.t()
+    B, R, C = (1, *x.shape) if x.dim() == 2 else x.shape
+    out = torch.empty(B, C, R, dtype=x.dtype, device="cuda")
+    ref = x.transpose(-2, -1)
     names = [f"kk::transpose_wide<{CARRIER[e]}, {tr}, {tc}, {th}>" for tr, tc, th in SWEEP[e]]
     compile_source("transpose.cu", tuple(names), device_arch(0))
     res = {}
     for (tr, tc, th), name in zip(SWEEP[e], names):
         k = get_kernel("transpose.cu", name, device_index=0, names=tuple(names))
-        grid = -(-R // tr) * -(-C // tc)
-        args = (out.data_ptr(), x.data_ptr(), 1, R, C, 0, C, 0, R)
+        grid = B * -(-R // tr) * -(-C // tc)
+        args = (out.data_ptr(), x.data_ptr(), B, R, C, R * C, C, R * C, R)
         out.zero_()
         launch(k, grid, th, *args)
         ok = _same(out, ref)
@@ -97,10 +99,14 @@ def bench(path: str) -> None:
         doc["transpose"][key] = time_rungs("transpose", x, (), lambda t: t.transpose(-2, -1).contiguous())
         doc["transpose"][key]["copy_same_bytes"] = round(copy_bandwidth(2 * x.numel() * x.element_size()), 1)
         print("transpose", key, doc["transpose"][key], flush=True)
-        if len(shape) == 2 and shape[0] % 128 == 0:
+        if shape[-2] % 64 == 0 and shape[-1] % 64 == 0:
             doc["sweep"][key] = sweep(x)
             print("  sweep", doc["sweep"][key], flush=True)
         del x
+    for shape in ((64, 64, 224 * 224), (64, 224 * 224, 64)):  # NCHW <-> NHWC as (B, R, C) transposes
+        key = f"{'x'.join(map(str, shape))} float16"
+        doc["sweep"][key] = sweep(_random(shape, torch.float16))
+        print("  sweep", key, doc["sweep"][key], flush=True)
     pcases = [((64, 64, 224, 224), (0, 2, 3, 1), torch.float16), ((64, 224, 224, 64), (0, 3, 1, 2), torch.float16),
               ((64, 3, 224, 224), (0, 2, 3, 1), torch.float16), ((64, 512, 1024), (1, 0, 2), torch.float16),
               ((32, 48, 40, 56), (3, 1, 0, 2), torch.float32)]
@@ -140,5 +146,30 @@ def small() -> None:
     print("small cases wrong:", bad)
 
 
+def ncu_cases() -> None:
+    """One call of each shared-memory rung per element size (1024 x 1024), for ncu's bank counters."""
+    for dt in (torch.uint8, torch.float16, torch.float32, torch.float64):
+        x = _random((1024, 1024), dt)
+        for v in ("shared", "padded", "wide", "best"):
+            kernelkit.transpose(x, variant=v)
+    torch.cuda.synchronize()
+
+
+def ncu_summary(path: str) -> None:
+    """Bank conflicts and shared instructions per kernel from `ncu --csv` output."""
+    import csv
+
+    rows = [r for r in csv.reader(line for line in open(path) if line.startswith('"')) if len(r) > 5]
+    head, rows = rows[0], rows[1:]
+    k, m, v = head.index("Kernel Name"), head.index("Metric Name"), head.index("Metric Value")
+    table: dict = {}
+    for r in rows:
+        table.setdefault((r[0], r[k]), {})[r[m].split("__")[1].replace("data_bank_conflicts_pipe_lsu_mem_", "conf_")] = r[v]
+    for (_, name), ms in table.items():
+        print(f"{name[:60]:60s} " + " ".join(f"{a}={b}" for a, b in sorted(ms.items())))
+
+
 if __name__ == "__main__":
-    bench(sys.argv[2]) if sys.argv[1] == "bench" else small()
+    cmd = sys.argv[1]
+    {"bench": lambda: bench(sys.argv[2]), "small": small, "ncu": ncu_cases,
+     "ncu-summary": lambda: ncu_summary(sys.argv[2])}[cmd]()

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from kernelkit.ops import _rearrange as R_
-from kernelkit.ops.rearrange import BEST_TILE, WIDE_TILE, _tile_kernel
+from kernelkit.ops.rearrange import BEST_TILES, WIDE_TILE, _tile_kernel, best_tile
 
 CARRIER_NP = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: None}
 
@@ -192,7 +192,7 @@ class Wide:
         return base + (row0 + k) * (self.CH * 16), row0, (item // self.JB * 4 + gq) * self.P
 
 
-CONFIGS = sorted(set(WIDE_TILE.items()) | set(BEST_TILE.items()))
+CONFIGS = sorted(set(WIDE_TILE.items()) | {(e, c) for e, cs in BEST_TILES.items() for c in cs})
 
 
 @pytest.mark.parametrize("e,cfg", CONFIGS)
@@ -259,7 +259,7 @@ def emulate_wide(e, cfg, x: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("e", [1, 2, 4, 8])
 def test_wide_tile_emulation_transposes(e):
-    cfgs = {WIDE_TILE[e], BEST_TILE[e]}
+    cfgs = {WIDE_TILE[e], *BEST_TILES[e]}
     v = 16 // e
     rng = np.random.default_rng(e)
     for cfg in cfgs:
@@ -278,15 +278,25 @@ def test_shared_memory_instruction_census():
 
     names = {}
     for e in (1, 2, 4, 8):
-        for mode in ("shared", "padded", "wide", "best"):
-            names[(e, mode)] = _tile_kernel(mode, e)[0]
+        for mode in ("shared", "padded", "wide"):
+            names[(e, mode, None)] = _tile_kernel(mode, e)[0]
+        for cfg in BEST_TILES[e]:
+            names[(e, "best", cfg)] = _tile_kernel("best", e, cfg=cfg)[0]
     b = compile_source("transpose.cu", tuple(dict.fromkeys(names.values())), "sm_90")
     cens = kernel_census(b.cubin)
-    for (e, mode), name in names.items():
+    for (e, mode, cfg), name in names.items():
         c = cens[b.mangled(name)]
         if mode in ("shared", "padded"):  # one element per access, 4 per thread each way
             assert c.shared_store_widths == {8 * e: 4} and c.shared_load_widths == {8 * e: 4}, (name, c)
         else:
-            w = Wide(e, *(WIDE_TILE if mode == "wide" else BEST_TILE)[e])
+            w = Wide(e, *(cfg or WIDE_TILE[e]))
             assert c.shared_store_widths == {128: w.LOADS}, (name, c.shared_store_widths)
             assert c.shared_load_widths == {8 * w.U: w.ITEMS * w.V}, (name, c.shared_load_widths)
+
+
+def test_best_tile_fits_the_matrix():
+    assert best_tile(2, 16384, 16384) == BEST_TILES[2][0]
+    tr, tc, _ = best_tile(2, 64, 224 * 224)  # NCHW -> NHWC, 64 channels: no half-empty tiles
+    assert 64 % tr == 0
+    tr, tc, _ = best_tile(2, 224 * 224, 64)
+    assert 64 % tc == 0

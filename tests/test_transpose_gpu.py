@@ -126,7 +126,7 @@ def test_non_contiguous_out():
     x = random_tensor((40, 24), torch.float32)
     out = poisoned((48, 40), torch.float32)[::2]
     kernelkit.transpose(x, out=out)
-    assert torch.equal(out, x.t())
+    assert_same_bits(out.contiguous(), x.t(), "strided out")  # random bits hold NaNs: compare bytes
 
 
 def test_torch_compile_fullgraph():

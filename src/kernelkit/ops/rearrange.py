@@ -29,20 +29,36 @@ DTYPES = (
 )
 MAX_GRID = 2**31 - 1
 GATHER_BLOCK = 256
-# Wide-tile shapes (rows, cols, threads) per element size: 16 KB of tile, 4 vectors per thread each
-# way. WIDE_TILE is the first design; BEST_TILE what the H100 sweep picked (benchmarks/NOTES.md).
+# Wide-tile shapes (rows, cols, threads) per element size. WIDE_TILE is the first design: 16 KB of
+# tile, 4 vectors per thread each way. BEST_TILES are the candidates of the best rung, in order of
+# preference from the H100 sweep (benchmarks/NOTES.md); a call takes the first that wastes the least
+# of its tiles on the matrix edges (a 64-channel NCHW -> NHWC must not run 128-row tiles half empty).
 WIDE_TILE = {1: (128, 128, 256), 2: (128, 64, 256), 4: (64, 64, 256), 8: (32, 64, 256)}
-BEST_TILE = dict(WIDE_TILE)
+BEST_TILES = {
+    1: ((128, 128, 256),),
+    2: ((128, 128, 256), (64, 128, 256), (128, 64, 512)),
+    4: ((64, 64, 512), (32, 64, 256)),
+    8: ((32, 64, 256), (16, 64, 128)),
+}
 
 
-def _tile_kernel(mode: str, esize: int) -> tuple[str, int, int, int]:
+def best_tile(esize: int, R: int, C: int) -> tuple[int, int, int]:
+    """The best rung's tile for an R x C transpose: the most useful candidate, earliest on ties."""
+    def useful(cfg):
+        tr, tc, _ = cfg
+        return R / (-(-R // tr) * tr) * C / (-(-C // tc) * tc)
+
+    return max(BEST_TILES[esize], key=useful)
+
+
+def _tile_kernel(mode: str, esize: int, R: int = 1 << 20, C: int = 1 << 20, cfg=None) -> tuple[str, int, int, int]:
     """(name expression, block, tile rows, tile cols) of a rung's tile kernel for one element size."""
     t = CARRIER[esize]
     if mode == "naive":
         return f"kk::transpose_naive<{t}>", 256, 8, 32
     if mode in ("shared", "padded"):  # padding: one 4-byte bank word per row (1 element of >= 4 bytes)
         return f"kk::transpose_tile<{t}, {max(1, 4 // esize) if mode == 'padded' else 0}>", 256, 32, 32
-    tr, tc, threads = (BEST_TILE if mode == "best" else WIDE_TILE)[esize]
+    tr, tc, threads = cfg or (best_tile(esize, R, C) if mode == "best" else WIDE_TILE[esize])
     return f"kk::transpose_wide<{t}, {tr}, {tc}, {threads}>", threads, tr, tc
 
 
@@ -56,11 +72,13 @@ def _kernels(mode: Optional[str], widen: bool, dtype: torch.dtype) -> tuple[Kern
     e0 = dtype.itemsize
     out = []
     if mode is not None:
-        modes = ("best", "padded") if mode == "best" else (mode,)  # best falls back to padded
         for e in _sizes(e0, 8 if widen else e0):
-            for m in modes:
-                name, block, _, _ = _tile_kernel(m, e)
-                bits = 128 if m in ("wide", "best") else 8 * e
+            if mode == "best":  # every candidate tile, and the padded tile it falls back to
+                cands = [_tile_kernel("best", e, cfg=c) for c in BEST_TILES[e]] + [_tile_kernel("padded", e)]
+            else:
+                cands = [_tile_kernel(mode, e)]
+            for name, block, _, _ in cands:
+                bits = 128 if "wide" in name else 8 * e
                 out.append(Kernel(SOURCE, name, bits, bits, block=block))
     for e in _sizes(e0, 16 if widen else e0):
         for idx in (IDX32, IDX64):
@@ -134,8 +152,8 @@ def _launch(op: Op, v: Variant, x: torch.Tensor, y: torch.Tensor, out: torch.Ten
                 f"({p.args[1]} x {p.args[2]} elements of {p.esize} bytes) and every stride to be multiples of "
                 f"{vec}, and 16-byte aligned data; the default variant handles any shape"
             )
-        name, block, tr, tc = _tile_kernel(mode, p.esize)
         B, R, C = p.args[:3]
+        name, block, tr, tc = _tile_kernel(mode, p.esize, R, C)
         grid = min(B * -(-R // tr) * -(-C // tc), MAX_GRID)
         launch(_kernel(op, v, x.dtype, name, dev), grid, block, out.data_ptr(), y.data_ptr(), *p.args,
                name=name, device_index=dev)

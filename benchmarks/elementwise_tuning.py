@@ -125,19 +125,31 @@ def main(argv=None) -> int:
         from kernelkit.runtime import get_kernel, launch
         import numpy as np
 
+        # occupancy: dynamic shared memory of 36 KB caps 256-thread blocks at 6 per SM (75%), the
+        # occupancy the shuffle kernel runs at (its __launch_bounds__ register cap gives 3 x 512)
         for dt, ct in ((torch.float32, "float"), (torch.float16, "__half")):
             x = torch.randn(N, device="cuda", dtype=dt)
             y, out = torch.randn_like(x), torch.empty_like(x)
             nvec = N * x.element_size() // 16
-            for u, block, cap, cs in ((1, 512, 0, 0), (1, 256, 0, 0), (2, 256, 0, 0), (1, 512, 0, 1), (1, 256, 32, 0),
-                                      (4, 256, 16, 0)):
+            for u, block, cap, cs, shm in ((1, 512, 0, 0, 0), (1, 256, 0, 0, 0), (1, 256, 0, 0, 36 << 10),
+                                           (1, 1024, 0, 0, 0), (1, 512, 0, 1, 0), (2, 256, 0, 0, 0), (1, 256, 32, 0, 0)):
                 k = get_kernel("binary.cu", f"kk::add_aligned<{ct}, {u}, {'true' if cs else 'false'}>", device_index=0)
                 blocks = -(-nvec // (block * u))
                 if cap:
                     blocks = min(blocks, cap * sm_count(0))
-                rec("add", f"2^28 {str(dt)[6:]} tune", f"U={u} block={block} cap={cap or 'none'}{' .cs' if cs else ''}",
-                    lambda k=k, b=blocks, bl=block: launch(k, b, bl, out.data_ptr(), x.data_ptr(), y.data_ptr(), N,
-                                                           np.int32(0)), 3 * N * x.element_size())
+                rec("add", f"2^28 {str(dt)[6:]} tune",
+                    f"U={u} block={block} cap={cap or 'none'}{' .cs' if cs else ''}{' smem36K' if shm else ''}",
+                    lambda k=k, b=blocks, bl=block, sh=shm: launch(k, b, bl, out.data_ptr(), x.data_ptr(), y.data_ptr(),
+                                                                   N, np.int32(0), shmem=sh), 3 * N * x.element_size())
+            ks = get_kernel("binary.cu", f"kk::add_shuffle<{ct}>", device_index=0)
+            rec("add", f"2^28 {str(dt)[6:]} tune", "shuffle kernel, aligned, block=512",
+                lambda: launch(ks, -(-nvec // 512), 512, out.data_ptr(), x.data_ptr(), y.data_ptr(), N, np.int32(0),
+                               np.int32(0), np.int32(0)), 3 * N * x.element_size())
+            kv = get_kernel("saxpy.cu", f"kk::saxpy_vec<{ct}, true>", device_index=0)
+            for block, shm in ((256, 0), (512, 0), (1024, 0), (256, 36 << 10)):
+                rec("saxpy", f"2^28 {str(dt)[6:]} tune", f"block={block}{' smem36K' if shm else ''}",
+                    lambda b=block, sh=shm: launch(kv, -(-nvec // b), b, y.data_ptr(), x.data_ptr(), N, np.float32(1e-4),
+                                                   np.int32(0), shmem=sh), 3 * N * x.element_size())
             del x, y, out
 
     if want("relu"):
@@ -206,8 +218,8 @@ def main(argv=None) -> int:
 
                 out = torch.empty((3, shape[0], shape[1]), dtype=torch.float16, device="cuda")
                 k = get_kernel("normalize.cu", "kk::norm_chw_vec<__half, 3>", device_index=0)
-                units, coef = shape[0] * shape[1] // 16, [np.float32(0.01)] * 8
-                for block in (128, 256, 512):
+                units, coef = shape[0] * shape[1] // 8, [np.float32(0.01)] * 8
+                for block in (128, 256, 512, 1024):
                     rec("normalize_image", "16384x16384x3 float16 CHW block", f"block={block}",
                         lambda b=block: launch(k, -(-units // b), b, out.data_ptr(), img.data_ptr(), units,
                                                shape[0] * shape[1], *coef), img.numel() * 3)

@@ -7,10 +7,10 @@
 //                  load per element
 //   norm_pixel     one pixel per thread: C byte loads, C stores (coalesced within each plane); any
 //                  C, alignment and plane size
-//   norm_chw_vec   16 pixels per thread: 16 C bytes in as C/..., 16-byte loads, every plane written
-//                  with 16-byte stores; needs H*W % 16 == 0 and aligned pointers (else norm_pixel)
-//   norm_hwc_vec   16 L bytes per thread (L = 3 for C = 3 so every thread sees the same channel
-//                  pattern), 16-byte loads and stores, tail element by element
+//   norm_chw_vec   16 / sizeof(out) pixels per thread: their C bytes each in 4- to 16-byte loads, a
+//                  16-byte store into every plane; needs H*W % (16 / sizeof(out)) == 0 and aligned
+//                  pointers (else norm_pixel)
+//   norm_hwc_vec   one 16-byte output vector per thread from 4 or 8 input bytes, tail element by element
 // Grid-stride loops carry `#pragma unroll 1`: unrolled, the compiler computes their trip count with a
 // 64-bit division (a CALL to a ~100-instruction routine) per thread and loop, which the one-vector-
 // per-thread launches would pay on every 16 bytes (measured: invert 2858 GB/s before).
@@ -94,71 +94,96 @@ __device__ __forceinline__ void st_global16(void* p, unsigned a, unsigned b, uns
   asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
 }
 
-// 16 fp32 values as 16 outputs of type TO in 16-byte stores (dst 16-byte aligned).
+// E = 16 / sizeof(TO) fp32 values as one 16-byte store of TO (dst 16-byte aligned).
 template <typename TO>
-__device__ __forceinline__ void store16_outputs(TO* dst, const float (&v)[16]) {
-  uint4* d = reinterpret_cast<uint4*>(dst);
+__device__ __forceinline__ void store_row16(TO* dst, const float (&v)[16 / sizeof(TO)]) {
   if constexpr (sizeof(TO) == 4) {
+    st_global16(dst, __float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]), __float_as_uint(v[3]));
+  } else {
+    st_global16(dst, pack2(TO{}, v[0], v[1]), pack2(TO{}, v[2], v[3]), pack2(TO{}, v[4], v[5]), pack2(TO{}, v[6], v[7]));
+  }
+}
+
+// B consecutive input bytes (B a multiple of 4, p aligned to the load width) into 32-bit words,
+// with the widest loads B allows: 16 bytes when B % 16 == 0, else 8, else 4.
+template <int B>
+__device__ __forceinline__ void load_bytes(unsigned (&w)[B / 4], const u8* p) {
+  if constexpr (B % 16 == 0) {
 #pragma unroll
-    for (int s = 0; s < 4; ++s)
-      st_global16(d + s, __float_as_uint(v[4 * s]), __float_as_uint(v[4 * s + 1]), __float_as_uint(v[4 * s + 2]),
-                  __float_as_uint(v[4 * s + 3]));
+    for (int k = 0; k < B / 16; ++k) {
+      const uint4 v = reinterpret_cast<const uint4*>(p)[k];
+      w[4 * k] = v.x, w[4 * k + 1] = v.y, w[4 * k + 2] = v.z, w[4 * k + 3] = v.w;
+    }
+  } else if constexpr (B % 8 == 0) {
+#pragma unroll
+    for (int k = 0; k < B / 8; ++k) {
+      const uint2 v = reinterpret_cast<const uint2*>(p)[k];
+      w[2 * k] = v.x, w[2 * k + 1] = v.y;
+    }
   } else {
 #pragma unroll
-    for (int s = 0; s < 2; ++s)
-      st_global16(d + s, pack2(TO{}, v[8 * s], v[8 * s + 1]), pack2(TO{}, v[8 * s + 2], v[8 * s + 3]),
-                  pack2(TO{}, v[8 * s + 4], v[8 * s + 5]), pack2(TO{}, v[8 * s + 6], v[8 * s + 7]));
+    for (int k = 0; k < B / 4; ++k) w[k] = reinterpret_cast<const unsigned*>(p)[k];
   }
 }
 
-__device__ __forceinline__ u8 byte_of(const uint4 (&w)[4], int b) {  // b compile-time after unrolling
-  const unsigned word = b / 4 % 4 == 0 ? w[b / 16].x : b / 4 % 4 == 1 ? w[b / 16].y : b / 4 % 4 == 2 ? w[b / 16].z : w[b / 16].w;
-  return (u8)(word >> (8 * (b % 4)));
+template <int NW>
+__device__ __forceinline__ u8 byte_at(const unsigned (&w)[NW], int b) {  // b compile-time after unrolling
+  return (u8)(w[b >> 2] >> (8 * (b & 3)));
 }
 
-// units = N * hw / 16; unit u covers pixels [16u, 16u + 16) of one image (hw % 16 == 0).
+// A thread makes one 16-byte vector of every output plane: E = 16 / sizeof(TO) pixels, read as
+// E * C contiguous bytes. Consecutive threads take consecutive pixel groups, so each store
+// instruction of a warp writes 512 contiguous bytes of one plane and each load instruction reads
+// within one contiguous E * C * 32-byte span (an earlier form gave each thread 16 pixels: its
+// stores strode 32-64 bytes across the warp and ran at 39-79% of the copy rate).
+// units = N * hw / E groups; hw % E == 0, so a group never straddles two images.
 template <typename TO, int C>
 __global__ void norm_chw_vec(TO* __restrict__ out, const u8* __restrict__ in, i64 units, i64 hw, KK_COEF_PARAMS) {
+  constexpr int E = 16 / sizeof(TO);
   const Coef k = KK_COEF;
-  const i64 per_image = hw / 16;
+  const i64 per_image = hw / E;
 #pragma unroll 1
   for (i64 u = global_thread(); u < units; u += grid_threads()) {
-    uint4 w[4];
-#pragma unroll
-    for (int j = 0; j < C; ++j) w[j] = load_vec(reinterpret_cast<const uint4*>(in) + u * C + j);
-    const i64 n = div_u(u, per_image), q = (u - n * per_image) * 16;
+    unsigned w[E * C / 4];
+    load_bytes<E * C>(w, in + u * (E * C));
+    const i64 n = div_u(u, per_image), q = (u - n * per_image) * E;
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      float v[16];
+      float v[E];
 #pragma unroll
-      for (int p = 0; p < 16; ++p) v[p] = k.apply(byte_of(w, p * C + c), c);
-      store16_outputs(out + (n * C + c) * hw + q, v);
+      for (int p = 0; p < E; ++p) v[p] = k.apply(byte_at(w, p * C + c), c);
+      store_row16(out + (n * C + c) * hw + q, v);
     }
   }
 }
 
-// total = N * hw * C elements in input order; a thread handles 16 L of them (L = 3 when C == 3,
-// so that 16 L is a multiple of C and element j always has channel j % C).
+// total = N * hw * C elements in input order; a thread makes one 16-byte output vector from E
+// input bytes. For C == 3 the channel of the thread's first element varies with the thread, so the
+// three coefficients are rotated once per thread and element j takes rotation slot j % 3.
 template <typename TO, int C>
 __global__ void norm_hwc_vec(TO* __restrict__ out, const u8* __restrict__ in, i64 total, KK_COEF_PARAMS) {
+  constexpr int E = 16 / sizeof(TO);
   const Coef k = KK_COEF;
-  constexpr int L = C == 3 ? 3 : 1;
-  const i64 units = total / (16 * L);
+  const i64 units = total / E;
 #pragma unroll 1
   for (i64 u = global_thread(); u < units; u += grid_threads()) {
-    uint4 w[4];
+    unsigned w[E / 4];
+    load_bytes<E>(w, in + u * E);
+    int c0 = 0;  // channel of element u * E
+    if constexpr (C == 3) c0 = (int)((u - 3 * div_u(u, 3)) * (E % 3) % 3);
+    float sc[C], bi[C];
 #pragma unroll
-    for (int j = 0; j < L; ++j) w[j] = load_vec(reinterpret_cast<const uint4*>(in) + u * L + j);
-#pragma unroll
-    for (int j = 0; j < L; ++j) {
-      float v[16];
-#pragma unroll
-      for (int b = 0; b < 16; ++b) v[b] = k.apply(byte_of(w, 16 * j + b), (16 * j + b) % C);
-      store16_outputs(out + (u * L + j) * 16, v);
+    for (int r = 0; r < C; ++r) {
+      const int c = C == 3 ? (c0 + r) % 3 : r;
+      sc[r] = k.scale(c), bi[r] = k.bias(c);
     }
+    float v[E];
+#pragma unroll
+    for (int j = 0; j < E; ++j) v[j] = fmaf((float)byte_at(w, j), sc[j % C], bi[j % C]);
+    store_row16(out + u * E, v);
   }
 #pragma unroll 1
-  for (i64 e = units * 16 * L + global_thread(); e < total; e += grid_threads())
+  for (i64 e = units * E + global_thread(); e < total; e += grid_threads())
     out[e] = from_float<TO>(k.apply(in[e], (int)(e % C)));
 }
 

@@ -19,7 +19,7 @@ __all__ = ["normalize_image"]
 SRC = "normalize.cu"
 BLOCK = 256
 FAST_BLOCK = 256
-VEC_CHANNELS = (1, 3, 4)  # channel counts with a vector kernel (gray, RGB, RGBA); others: per pixel
+VEC_CHANNELS = (1, 2, 3, 4)  # a vector kernel per channel count (compile-time C keeps bytes in registers)
 LAYOUTS = ("CHW", "HWC")
 _DTYPE_ALIASES = {"float16": torch.float16, "half": torch.float16, "fp16": torch.float16,
                   "float32": torch.float32, "float": torch.float32, "fp32": torch.float32,
@@ -48,9 +48,17 @@ def _kernels(kind: str, dtype=torch.float16, layout: str = "CHW") -> tuple[Kerne
         return (Kernel(SRC, f"kk::norm_element<{ct}, {chw}>", 8, bits),)
     if kind == "pixel":
         return (pixel,)
-    vec = "norm_chw_vec" if lay == "CHW" else "norm_hwc_vec"
-    # fast: a vector kernel per channel count in VEC_CHANNELS, then the per-pixel fallback
-    return (*(Kernel(SRC, f"kk::{vec}<{ct}, {c}>", 128, 128, block=FAST_BLOCK) for c in VEC_CHANNELS), pixel)
+    # fast: a vector kernel per channel count, then the per-pixel fallback. A thread reads the bytes
+    # of E = 16 / sizeof(out) elements per plane (CHW: E * C bytes; HWC: E bytes) with the widest
+    # loads that size allows, and writes 16-byte vectors.
+    e = 128 // bits
+    vec = []
+    for c in VEC_CHANNELS:
+        nbytes = e * c if lay == "CHW" else e
+        load = 128 if nbytes % 16 == 0 else 64 if nbytes % 8 == 0 else 32
+        name = f"kk::norm_{'chw' if lay == 'CHW' else 'hwc'}_vec<{ct}, {c}>"
+        vec.append(Kernel(SRC, name, load, 128, block=FAST_BLOCK))
+    return (*vec, pixel)
 
 
 def _rung(name: str, technique: str, default: bool = False) -> Variant:
@@ -62,9 +70,9 @@ def _rung(name: str, technique: str, default: bool = False) -> Variant:
 VARIANTS = (
     _rung("element", "one output element per thread: divisions to find (n, c, h, w), a byte load each"),
     _rung("pixel", "one pixel per thread: C byte loads, C stores coalesced within each output plane"),
-    _rung("fast", "16 pixels per thread: 16-byte loads of C x 16 bytes, 16-byte stores into every plane "
-                  "(CHW) or in input order (HWC); needs H*W % 16 == 0 and aligned pointers, else per pixel",
-          default=True),
+    _rung("fast", "a 16-byte output vector per plane per thread (8 pixels for 16-bit out, 4 for fp32), their "
+                  "bytes in 4- to 16-byte loads, warp-contiguous stores; needs H*W a multiple of those pixels "
+                  "and 16-byte aligned pointers, else per pixel", default=True),
 )
 
 
@@ -108,13 +116,14 @@ def _launch(v: Variant, img: torch.Tensor, out: torch.Tensor, coef: tuple, layou
         return
     if kind == "fast" and c in VEC_CHANNELS and ip % 16 == 0 and op % 16 == 0:
         k = ks[VEC_CHANNELS.index(c)]
-        if layout == "CHW" and hw % 16 == 0:
-            units = npix // 16
+        e = 16 // out.element_size()  # pixels per thread (CHW) / elements per thread (HWC)
+        if layout == "CHW" and hw % e == 0:
+            units = npix // e
             launch(k, max(1, cdiv(units, FAST_BLOCK)), FAST_BLOCK, op, ip, units, hw, *coef,
                    name="norm_chw_vec", device_index=dev)
             return
         if layout == "HWC":
-            units = total // (16 * (3 if c == 3 else 1))
+            units = total // e
             launch(k, max(1, cdiv(units, FAST_BLOCK)), FAST_BLOCK, op, ip, total, *coef,
                    name="norm_hwc_vec", device_index=dev)
             return

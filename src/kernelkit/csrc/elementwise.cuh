@@ -69,6 +69,9 @@ __global__ void unary_fast(T* __restrict__ out, const T* __restrict__ in, i64 n,
   const i64 nvec = (n - head) / N;
   V* __restrict__ ov = reinterpret_cast<V*>(out + head);
   const T* __restrict__ x = in + head;
+  // not unrolled: an unrolled grid-stride loop computes its trip count with a 64-bit division (a
+  // CALL to a ~100-instruction routine) in every thread, paid on each 16 bytes by a full-grid launch
+#pragma unroll 1
   for (i64 base = t; base < nvec; base += stride * U) {
     V v[U];
 #pragma unroll

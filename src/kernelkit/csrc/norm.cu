@@ -1,0 +1,206 @@
+// layer_norm and rms_norm over the last `len` elements of a contiguous (rows, len) tensor, with
+// optional per-element weight (and bias for layer_norm) of the input's type; fp32 statistics.
+// `rms` selects RMS normalization at run time (a uniform branch), so both ops share every kernel.
+//
+// The ladder:
+//   norm_welford  one block per row: a read with a Welford (count, mean, M2) per thread, merged over
+//                 the block with Chan's formula, then a read and a write for the output (any length)
+//   norm_rows     the row held in registers (RowTile): mean, then the sum of squared deviations
+//                 from it (two passes over registers, no cancellation), then the output: one read,
+//                 one write. Rows belong to kGroup lanes of a warp, to one CTA, or to a cluster of
+//                 kCluster CTAs (sm_90) that merge their (mean, M2) with Chan's formula through
+//                 distributed shared memory.
+#include "reduce.cuh"
+
+namespace kk {
+
+// Welford state; merge is Chan et al.'s pairwise update (exact in count order, fixed here by the
+// fixed shuffle pattern).
+struct Welford {
+  float n, mean, m2;
+  __device__ __forceinline__ void add(float x) {
+    n += 1.0f;
+    const float d = x - mean;
+    mean += d / n;
+    m2 += d * (x - mean);
+  }
+  __device__ __forceinline__ static Welford merge(Welford a, Welford b) {
+    const float n = a.n + b.n;
+    if (n == 0.0f) return a;
+    const float d = b.mean - a.mean, fb = b.n / n;
+    return {n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
+  }
+  __device__ __forceinline__ Welford shfl_xor(int o) const {
+    return {__shfl_xor_sync(0xffffffffu, n, o), __shfl_xor_sync(0xffffffffu, mean, o),
+            __shfl_xor_sync(0xffffffffu, m2, o)};
+  }
+};
+
+template <int kBlock>
+__device__ __forceinline__ Welford block_welford(Welford w, float* smem /* 96 floats */) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) w = Welford::merge(w, w.shfl_xor(o));
+  constexpr int kWarps = kBlock / 32;
+  if constexpr (kWarps > 1) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+      smem[warp] = w.n;
+      smem[32 + warp] = w.mean;
+      smem[64 + warp] = w.m2;
+    }
+    __syncthreads();
+    w = lane < kWarps ? Welford{smem[lane], smem[32 + lane], smem[64 + lane]} : Welford{0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int o = kWarps / 2; o > 0; o >>= 1) w = Welford::merge(w, w.shfl_xor(o));
+    __syncthreads();
+  }
+  return w;
+}
+
+// y = (x - mean) * rstd * w + b, with w = 1 and b = 0 where absent.
+template <typename T>
+__device__ __forceinline__ T norm_out(float x, float mean, float rstd, const T* w, const T* b, i64 i) {
+  float y = (x - mean) * rstd;
+  if (w) y *= to_float(w[i]);
+  if (b) y += to_float(b[i]);
+  return from_float<T>(y);
+}
+
+// Elements of slice r (of kSlice) of a row of len: what slice r's mean was taken over.
+__device__ __forceinline__ float slice_count(i64 len, int r, i64 slice) {
+  return (float)max((i64)0, min(slice, len - r * slice));
+}
+
+template <typename T, int kBlock>
+__global__ void __launch_bounds__(kBlock)
+norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
+             const T* __restrict__ bias, i64 len, float eps, int rms) {
+  __shared__ float smem[96];
+  const T* x = in + (i64)blockIdx.x * len;
+  T* y = out + (i64)blockIdx.x * len;
+  float mean = 0.0f, rstd;
+  if (rms) {
+    float ss = 0.0f;
+    for (i64 i = threadIdx.x; i < len; i += kBlock) {
+      const float v = to_float(x[i]);
+      ss += v * v;
+    }
+    ss = block_allreduce<SumOp, kBlock>(ss, smem);
+    rstd = rsqrtf(ss / (float)len + eps);
+  } else {
+    Welford w{0.0f, 0.0f, 0.0f};
+    for (i64 i = threadIdx.x; i < len; i += kBlock) w.add(to_float(x[i]));
+    w = block_welford<kBlock>(w, smem);
+    mean = w.mean;
+    rstd = rsqrtf(w.m2 / (float)len + eps);
+  }
+  for (i64 i = threadIdx.x; i < len; i += kBlock) y[i] = norm_out(to_float(x[i]), mean, rstd, weight, bias, i);
+}
+
+template <typename T, int kGroup, int kVecs, int kCluster, bool kVec>
+__global__ void __launch_bounds__(row_block(kGroup), row_min_blocks(kGroup))
+norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
+          const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
+  constexpr int kBlock = row_block(kGroup);
+  using Tile = RowTile<T, kGroup, kVecs>;
+  constexpr int N = Tile::N;
+  constexpr i64 kSlice = (i64)kGroup * kVecs * N;
+  __shared__ float smem[32];
+  __shared__ float stats[2];
+  const RowPlace<kGroup, kBlock, kCluster> p;
+  const i64 row = p.row < rows ? p.row : 0;  // past-the-end rows run empty (see softmax_rows)
+  const i64 col = (i64)p.rank * kSlice + p.lane * N;  // this thread's first element within the row
+  const int n = p.row < rows ? (int)max((i64)0, min(kSlice, len - (i64)p.rank * kSlice)) : 0;
+  const int rem = n - p.lane * N;
+  Tile t;
+  t.template load<kVec>(in + row * len + col, rem, from_float<T>(0.0f));
+
+  float mean = 0.0f, rstd;
+  if (rms) {
+    float ss = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const float v = to_float(t.v[k].v[j]);
+        ss += v * v;
+      }
+    ss = group_allreduce<SumOp, kGroup>(ss, smem);
+    if constexpr (kCluster > 1) {
+      if (threadIdx.x == 0) stats[0] = ss;
+      cluster_sync();
+      ss = 0.0f;
+#pragma unroll
+      for (int r = 0; r < kCluster; ++r) ss += cluster_load(&stats[0], r);
+      cluster_sync();  // nobody leaves while its shared memory may still be read
+    }
+    rstd = rsqrtf(ss / (float)len + eps);
+  } else {
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < N; ++j) sum += to_float(t.v[k].v[j]);  // padding reads as 0
+    sum = group_allreduce<SumOp, kGroup>(sum, smem);
+    const float mine = n > 0 ? sum / (float)n : 0.0f;  // this slice's mean
+    float m2 = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const float d = to_float(t.v[k].v[j]) - mine;
+        if (Tile::valid(k, j, rem)) m2 += d * d;
+      }
+    m2 = group_allreduce<SumOp, kGroup>(m2, smem);
+    mean = mine;
+    if constexpr (kCluster > 1) {  // Chan: mean = sum n_r mean_r / len, M2 = sum M2_r + n_r (mean_r - mean)^2
+      if (threadIdx.x == 0) {
+        stats[0] = mine;
+        stats[1] = m2;
+      }
+      cluster_sync();
+      float total = 0.0f;
+#pragma unroll
+      for (int r = 0; r < kCluster; ++r) total += slice_count(len, r, kSlice) * cluster_load(&stats[0], r);
+      mean = total / (float)len;
+      m2 = 0.0f;
+#pragma unroll
+      for (int r = 0; r < kCluster; ++r) {
+        const float d = cluster_load(&stats[0], r) - mean;
+        m2 += cluster_load(&stats[1], r) + slice_count(len, r, kSlice) * d * d;
+      }
+      cluster_sync();
+    }
+    rstd = rsqrtf(m2 / (float)len + eps);
+  }
+
+  // y = (x - mean) * rstd * w + b; weight and bias read at the thread's own elements (16-byte
+  // vectors when the row is)
+  const T* w = weight ? weight + col : nullptr;
+  const T* b = bias ? bias + col : nullptr;
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k) {
+    const int off = k * Tile::kStride;
+    Vec<T, N> wv, bv;
+    if constexpr (kVec) {
+      if (w && Tile::valid(k, 0, rem)) wv = load_vec(reinterpret_cast<const Vec<T, N>*>(w + off));
+      if (b && Tile::valid(k, 0, rem)) bv = load_vec(reinterpret_cast<const Vec<T, N>*>(b + off));
+    } else {
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        if (w && Tile::valid(k, j, rem)) wv.v[j] = w[off + j];
+        if (b && Tile::valid(k, j, rem)) bv.v[j] = b[off + j];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      float y = (to_float(t.v[k].v[j]) - mean) * rstd;
+      if (w) y *= to_float(wv.v[j]);
+      if (b) y += to_float(bv.v[j]);
+      t.v[k].v[j] = from_float<T>(y);
+    }
+  }
+  t.template store<kVec>(out + row * len + col, rem);
+}
+
+}  // namespace kk

@@ -1,0 +1,183 @@
+// Shared reduction machinery of the reduction family (reduce.cu, softmax.cu, norm.cu):
+//   * combine functors (sum, NaN-propagating max/min) in fp32,
+//   * warp / block all-reductions built from butterfly shuffles: every lane ends with the same bits,
+//     and the combination order is fixed by the block shape alone (determinism),
+//   * thread-block-cluster primitives (sm_90) for rows split over several CTAs,
+//   * row tiles: a thread's slice of a row held in registers as 16-byte vectors.
+#pragma once
+#include "common.cuh"
+
+namespace kk {
+
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+__device__ __forceinline__ float pos_inf() { return __int_as_float(0x7f800000); }
+__device__ __forceinline__ float qnan() { return __int_as_float(0x7fffffff); }
+
+// max/min that return NaN when either input is NaN, as torch.amax/amin do (fmaxf would drop it).
+// One instruction on sm_80+ (FMNMX.NAN).
+__device__ __forceinline__ float max_nan(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float min_nan(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
+struct SumOp {
+  __device__ __forceinline__ static float identity() { return 0.0f; }
+  __device__ __forceinline__ static float combine(float a, float b) { return a + b; }
+};
+struct MaxOp {
+  __device__ __forceinline__ static float identity() { return neg_inf(); }
+  __device__ __forceinline__ static float combine(float a, float b) { return max_nan(a, b); }
+};
+struct MinOp {
+  __device__ __forceinline__ static float identity() { return pos_inf(); }
+  __device__ __forceinline__ static float combine(float a, float b) { return min_nan(a, b); }
+};
+
+// Butterfly over the W lanes of an aligned group (W a power of two <= 32): every lane gets the result.
+template <typename Op, int W = 32>
+__device__ __forceinline__ float warp_allreduce(float v) {
+#pragma unroll
+  for (int o = W / 2; o > 0; o >>= 1) v = Op::combine(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// All threads of a block of kThreads (a multiple of 32) get the reduction of their values.
+// `smem` holds kThreads / 32 floats; it is free again when the function returns.
+template <typename Op, int kThreads>
+__device__ __forceinline__ float block_allreduce(float v, float* smem) {
+  constexpr int kWarps = kThreads / 32;
+  v = warp_allreduce<Op>(v);
+  if constexpr (kWarps == 1) {
+    return v;
+  } else {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) smem[warp] = v;
+    __syncthreads();
+    // every warp reduces the kWarps partials itself: no second barrier to broadcast a result
+    float r = lane < kWarps ? smem[lane] : Op::identity();
+    r = warp_allreduce<Op, (kWarps < 32 ? kWarps : 32)>(r);
+    __syncthreads();
+    return r;
+  }
+}
+
+// Reduction over a group of kGroup threads that share one row: a warp slice (kGroup <= 32, shuffles
+// only) or the whole block (kGroup == blockDim.x > 32).
+template <typename Op, int kGroup>
+__device__ __forceinline__ float group_allreduce(float v, float* smem) {
+  if constexpr (kGroup <= 32) {
+    return warp_allreduce<Op, kGroup>(v);
+  } else {
+    return block_allreduce<Op, kGroup>(v, smem);
+  }
+}
+
+// ---- thread-block clusters (sm_90): a row split over kCluster CTAs exchanges statistics through
+// distributed shared memory. Compiled for sm_80 too (the ladders are checked there): below sm_90
+// the exchange reads the CTA's own slot, and the host never launches a cluster kernel on it.
+__device__ __forceinline__ void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
+// The float at `local` (a __shared__ address) in the shared memory of CTA `rank` of this cluster.
+__device__ __forceinline__ float cluster_load(const float* local, unsigned rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned remote;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+#else
+  (void)rank;
+  return *local;
+#endif
+}
+
+// ---- row tiles: thread `lane` of a group of kGroup holds kVecs 16-byte vectors of one row slice.
+// Vector k of the thread starts at element k * kGroup * N + lane * N of the slice: consecutive lanes
+// read consecutive 16 bytes (coalesced). Callers pass the thread's own start (slice + lane * N) and
+// `rem` = slice length - lane * N, so every address is that pointer plus a compile-time offset and
+// every bound check a compare with a constant: no per-element address registers.
+// kVec: the row start is 16-byte aligned and the row length a multiple of N, so each vector is one
+// 128-bit access; otherwise the same layout is read element by element (any alignment, any length).
+// Elements past the slice read as `fill`.
+template <typename T, int kGroup, int kVecs>
+struct RowTile {
+  static constexpr int N = 16 / sizeof(T);
+  static constexpr int kStride = kGroup * N;  // elements between a thread's consecutive vectors
+  Vec<T, N> v[kVecs];
+
+  __device__ __forceinline__ static bool valid(int k, int j, int rem) { return k * kStride + j < rem; }
+
+  template <bool kVec>
+  __device__ __forceinline__ void load(const T* __restrict__ p, int rem, T fill) {
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if constexpr (kVec) {
+        if (valid(k, 0, rem)) {
+          v[k] = load_vec(reinterpret_cast<const Vec<T, N>*>(p + k * kStride));
+        } else {
+#pragma unroll
+          for (int j = 0; j < N; ++j) v[k].v[j] = fill;
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < N; ++j) v[k].v[j] = valid(k, j, rem) ? p[k * kStride + j] : fill;
+      }
+    }
+  }
+
+  template <bool kVec>
+  __device__ __forceinline__ void store(T* __restrict__ p, int rem) const {
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if constexpr (kVec) {
+        if (valid(k, 0, rem)) store_vec(reinterpret_cast<Vec<T, N>*>(p + k * kStride), v[k]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < N; ++j)
+          if (valid(k, j, rem)) p[k * kStride + j] = v[k].v[j];
+      }
+    }
+  }
+};
+
+// Block shape of a row kernel: kRowBlockThreads threads holding several rows (kGroup <= 32) or one CTA of
+// kGroup per row slice. The min-blocks hint of __launch_bounds__ lets ptxas use up to 128 registers
+// (64 at 1024 threads) rather than guess a lower target and spill.
+constexpr int kRowBlockThreads = 128;
+__host__ __device__ constexpr int row_block(int group) { return group <= 32 ? kRowBlockThreads : group; }
+__host__ __device__ constexpr int row_min_blocks(int group) {
+  return row_block(group) >= 512 ? 1 : 512 / row_block(group);
+}
+
+// Where a row's group of threads sits: one row per kGroup lanes of a block (kGroup <= 32), or one
+// row slice per CTA (kGroup == block size), kCluster consecutive CTAs sharing a row.
+template <int kGroup, int kBlock, int kCluster>
+struct RowPlace {
+  i64 row;
+  int lane;
+  unsigned rank;  // CTA rank in the cluster (0 without clusters)
+  __device__ __forceinline__ RowPlace() {
+    if constexpr (kGroup <= 32) {
+      row = (i64)blockIdx.x * (kBlock / kGroup) + threadIdx.x / kGroup;
+      lane = threadIdx.x % kGroup;
+      rank = 0;
+    } else {
+      row = (i64)blockIdx.x / kCluster;
+      lane = threadIdx.x;
+      rank = blockIdx.x % kCluster;  // 1-D clusters are runs of kCluster consecutive blocks
+    }
+  }
+};
+
+}  // namespace kk

@@ -1,0 +1,161 @@
+// Softmax over the last dim of a contiguous (rows, len) tensor, fp32 statistics.
+//
+// The ladder:
+//   softmax_three_pass  one block per row: read for the max, read for the sum of exp(x - max), read
+//                       again to write exp(x - max) / sum (three reads, one write)
+//   softmax_online      one read keeps a running (max, sum) per thread, the sum rescaled when the max
+//                       grows; the pairs merge across the block; a second read writes (two reads)
+//   softmax_rows        the row held in registers (RowTile): one read, one write. A row belongs to
+//                       kGroup lanes of a warp (short rows), to one CTA, or to a cluster of kCluster
+//                       CTAs (sm_90) that exchange their (max, sum) through distributed shared memory.
+//
+// Special values follow torch's formula exp(x - max) / sum: a row with +inf or NaN is NaN everywhere,
+// a row of -inf is NaN, -inf elements of any other row give 0.
+#include "reduce.cuh"
+
+namespace kk {
+
+constexpr float kLog2e = 1.4426950408889634f;
+// exp(d) for d = x - max <= 0: one MUFU.EX2 of d * log2(e). d is formed first so that the relative
+// error stays ~|d| * 2^-24 (x * log2e - max * log2e would lose it at large |x|). ftz: results below
+// 2^-126 flush to 0, under every tolerance and below any 16-bit result.
+__device__ __forceinline__ float exp_shifted(float d) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d * kLog2e));
+  return r;
+}
+
+template <typename T, int kBlock>
+__global__ void __launch_bounds__(kBlock)
+softmax_three_pass(const T* __restrict__ in, T* __restrict__ out, i64 len) {
+  __shared__ float smem[32];
+  const T* x = in + (i64)blockIdx.x * len;
+  T* y = out + (i64)blockIdx.x * len;
+  float m = neg_inf();
+  for (i64 i = threadIdx.x; i < len; i += kBlock) m = max_nan(m, to_float(x[i]));
+  m = block_allreduce<MaxOp, kBlock>(m, smem);
+  float s = 0.0f;
+  for (i64 i = threadIdx.x; i < len; i += kBlock) s += exp_shifted(to_float(x[i]) - m);
+  s = block_allreduce<SumOp, kBlock>(s, smem);
+  const float inv = 1.0f / s;
+  for (i64 i = threadIdx.x; i < len; i += kBlock) y[i] = from_float<T>(exp_shifted(to_float(x[i]) - m) * inv);
+}
+
+// A running softmax state: max m and sum s of exp(x - m) over the elements seen. -inf elements add
+// nothing (exp(-inf) = 0), which also keeps the m = -inf start from producing exp(-inf + inf) = NaN.
+struct MaxSum {
+  float m, s;
+  __device__ __forceinline__ void add(float x) {
+    if (x > m) {  // the max grows: rescale the sum; exp(x - x) rather than 1 keeps +inf -> NaN
+      s = s * exp_shifted(m - x) + exp_shifted(x - x);
+      m = x;
+    } else {      // NaN lands here too, and poisons s as in torch
+      s += x == neg_inf() ? 0.0f : exp_shifted(x - m);
+    }
+  }
+  __device__ __forceinline__ static MaxSum merge(MaxSum a, MaxSum b) {
+    const float m = max_nan(a.m, b.m);
+    const float sa = a.m == neg_inf() ? 0.0f : a.s * exp_shifted(a.m - m);
+    const float sb = b.m == neg_inf() ? 0.0f : b.s * exp_shifted(b.m - m);
+    return {m, sa + sb};
+  }
+};
+
+template <int kBlock>
+__device__ __forceinline__ MaxSum block_merge(MaxSum v, float* smem /* 64 floats */) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    v = MaxSum::merge(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
+  constexpr int kWarps = kBlock / 32;
+  if constexpr (kWarps > 1) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+      smem[warp] = v.m;
+      smem[32 + warp] = v.s;
+    }
+    __syncthreads();
+    v = lane < kWarps ? MaxSum{smem[lane], smem[32 + lane]} : MaxSum{neg_inf(), 0.0f};
+#pragma unroll
+    for (int o = kWarps / 2; o > 0; o >>= 1)
+      v = MaxSum::merge(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
+    __syncthreads();
+  }
+  return v;
+}
+
+template <typename T, int kBlock>
+__global__ void __launch_bounds__(kBlock)
+softmax_online(const T* __restrict__ in, T* __restrict__ out, i64 len) {
+  __shared__ float smem[64];
+  const T* x = in + (i64)blockIdx.x * len;
+  T* y = out + (i64)blockIdx.x * len;
+  MaxSum st{neg_inf(), 0.0f};
+  for (i64 i = threadIdx.x; i < len; i += kBlock) st.add(to_float(x[i]));
+  st = block_merge<kBlock>(st, smem);
+  const float inv = 1.0f / st.s;
+  for (i64 i = threadIdx.x; i < len; i += kBlock) y[i] = from_float<T>(exp_shifted(to_float(x[i]) - st.m) * inv);
+}
+
+// Rows short enough to hold: kGroup threads x kVecs 16-byte vectors per row slice, kCluster slices.
+template <typename T, int kGroup, int kVecs, int kCluster, bool kVec>
+__global__ void __launch_bounds__(row_block(kGroup), row_min_blocks(kGroup))
+softmax_rows(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len) {
+  constexpr int kBlock = row_block(kGroup);
+  using Tile = RowTile<T, kGroup, kVecs>;
+  constexpr int N = Tile::N;
+  constexpr i64 kSlice = (i64)kGroup * kVecs * N;
+  __shared__ float smem[32];
+  __shared__ float stats[2];
+  const RowPlace<kGroup, kBlock, kCluster> p;
+  // rows past the end still run (as empty slices): lanes of a warp must not leave before its shuffles
+  const i64 row = p.row < rows ? p.row : 0;
+  const i64 base = row * len + (i64)p.rank * kSlice + p.lane * N;  // this thread's first element
+  const int rem = (p.row < rows ? (int)max((i64)0, min(kSlice, len - (i64)p.rank * kSlice)) : 0) - p.lane * N;
+  Tile t;
+  t.template load<kVec>(in + base, rem, from_float<T>(neg_inf()));
+
+  float m = neg_inf();
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+    for (int j = 0; j < N; ++j) m = max_nan(m, to_float(t.v[k].v[j]));
+  m = group_allreduce<MaxOp, kGroup>(m, smem);
+  float s = 0.0f;
+  float e[kVecs][N];  // the exponentials in fp32: x is dead once they exist, so they reuse its registers
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      e[k][j] = exp_shifted(to_float(t.v[k].v[j]) - m);
+      s += e[k][j];
+    }
+  s = group_allreduce<SumOp, kGroup>(s, smem);
+
+  float scale = 1.0f / s;
+  bool dead = false;  // a cluster slice with nothing above -inf while the row has more
+  if constexpr (kCluster > 1) {
+    if (threadIdx.x == 0) {
+      stats[0] = m;
+      stats[1] = s;
+    }
+    cluster_sync();
+    float M = neg_inf(), S = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) M = max_nan(M, cluster_load(&stats[0], r));
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) {  // fixed rank order: the same bits on every CTA and run
+      const float mr = cluster_load(&stats[0], r);
+      S += mr == neg_inf() ? 0.0f : cluster_load(&stats[1], r) * exp_shifted(mr - M);
+    }
+    cluster_sync();  // no CTA exits (freeing its shared memory) while another may still read it
+    dead = m == neg_inf();
+    scale = dead ? 0.0f / S : exp_shifted(m - M) / S;
+  }
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+    for (int j = 0; j < N; ++j) t.v[k].v[j] = from_float<T>(dead ? scale : e[k][j] * scale);
+  t.template store<kVec>(out + base, rem);
+}
+
+}  // namespace kk

@@ -1,0 +1,151 @@
+"""What softmax and the norms share: row-in-registers configurations, kernel loading, cluster launch.
+
+A row kernel (softmax_rows, norm_rows) is instantiated per configuration ``(group, vecs, cluster)``:
+``group`` threads (a warp slice when <= 32, else a whole CTA) hold ``vecs`` 16-byte vectors each, and
+``cluster`` CTAs (sm_90 thread-block clusters) split one row. Its capacity is
+group * vecs * (16 / element size) * cluster elements; a row uses the smallest configuration that
+holds it. Each family (softmax.py, norm.py) has its tables, sized so that no instantiation spills.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..ladder import Kernel
+from ..runtime import KernelLaunchError, current_stream, device_arch, get_kernel
+from ._common import CXX_TYPE
+
+ROW_BLOCK = 128  # the block size of kernels packing several rows per block (group <= 32)
+
+
+def per_vec(dtype: torch.dtype) -> int:
+    return 128 // torch.finfo(dtype).bits  # elements per 16-byte vector
+
+
+@dataclass(frozen=True)
+class RowTables:
+    """A family's configurations by capacity, per elements-per-vector N (4: fp32, 8: 16-bit):
+    ``fast`` with clusters (sm_90), ``fast_flat`` without (sm_80), ``registers`` (one CTA per row)."""
+
+    fast: dict
+    fast_flat: dict
+    registers: dict
+
+    def table(self, kind: str, dtype: torch.dtype, dev: int) -> dict[int, tuple[int, int, int]]:
+        """The configurations a rung uses on a device, by capacity."""
+        n = per_vec(dtype)
+        if kind == "registers":
+            return self.registers[n]
+        return self.fast[n] if has_clusters(dev) else self.fast_flat[n]
+
+    def configs(self, kind: str, dtype: torch.dtype) -> list[tuple[int, int, int]]:
+        """Every configuration a rung may launch on any device (what its kernels() lists)."""
+        n = per_vec(dtype)
+        if kind == "registers":
+            return sorted(set(self.registers[n].values()))
+        return sorted(set(self.fast[n].values()) | set(self.fast_flat[n].values()))
+
+
+def flat(fast: dict, extra: dict) -> dict:
+    """The cluster-free subset of a table plus replacements (sm_80)."""
+    return {n: {c: g for c, g in t.items() if g[2] == 1} | extra.get(n, {}) for n, t in fast.items()}
+
+
+@functools.cache
+def has_clusters(dev: int) -> bool:
+    return int(device_arch(dev)[3:]) >= 90
+
+
+def pick(len_: int, tab: dict[int, tuple[int, int, int]]):
+    """The smallest configuration holding a row of ``len_`` elements, or None (too long)."""
+    for cap in sorted(tab):
+        if cap >= len_:
+            return tab[cap]
+    return None
+
+
+def row_name(kernel: str, dtype: torch.dtype, cfg: tuple[int, int, int], vec: bool) -> str:
+    g, v, c = cfg
+    return f"kk::{kernel}<{CXX_TYPE[dtype]}, {g}, {v}, {c}, {'true' if vec else 'false'}>"
+
+
+def row_kernels(source: str, kernel: str, tables: RowTables, kind: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
+    """Every instantiation a row rung can launch for ``dtype``: each configuration, aligned or not."""
+    bits = torch.finfo(dtype).bits
+    out = []
+    for cfg in tables.configs(kind, dtype):
+        block = cfg[0] if cfg[0] > 32 else ROW_BLOCK
+        out.append(Kernel(source, row_name(kernel, dtype, cfg, True), 128, 128, block=block))
+        out.append(Kernel(source, row_name(kernel, dtype, cfg, False), bits, bits, block=block))
+    return tuple(out)
+
+
+def vec_ok(len_: int, dtype: torch.dtype, *tensors) -> bool:
+    """Rows can move as 16-byte vectors: every pointer aligned and the row a whole number of vectors."""
+    return len_ % per_vec(dtype) == 0 and all(t is None or t.data_ptr() % 16 == 0 for t in tensors)
+
+
+def grid_for_rows(rows: int, cfg: tuple[int, int, int]) -> tuple[int, int, int]:
+    """(blocks, block size, cluster) of a row launch."""
+    g, _v, c = cfg
+    if g <= 32:
+        return -(-rows // (ROW_BLOCK // g)), ROW_BLOCK, 1
+    return rows * c, g, c
+
+
+class SourceNames:
+    """All instantiations of one .cu file across the ops that use it, built in one NVRTC run.
+
+    Every rung loads its kernels with the same name list, so a process compiles each source once per
+    device arch instead of once per (op, rung, dtype).
+    """
+
+    def __init__(self, source: str, ops: tuple[str, ...]):
+        self.source, self.ops = source, ops
+
+    @functools.cached_property
+    def names(self) -> tuple[str, ...]:
+        from ..ladder import get_op
+
+        seen: dict[str, None] = {}
+        for name in self.ops:
+            op = get_op(name)
+            for v in op.variants:
+                for dt in v.dtypes:
+                    for params in op.param_combinations():
+                        for k in v.kernels(dt, **params):
+                            if k.source == self.source:
+                                seen[k.name] = None
+        return tuple(seen)
+
+    def load(self, name: str, dev: int):
+        names = self.names if name in self.names else (name,)  # (tuning may ask for others)
+        return get_kernel(self.source, name, device_index=dev, names=names)
+
+
+_cluster_configs: dict[tuple, object] = {}
+
+
+def launch_cluster(kernel, blocks: int, block: int, cluster: int, *args, dev: int) -> None:
+    """Launch with 1-D thread-block clusters of ``cluster`` CTAs (``blocks`` counts CTAs)."""
+    from cuda.core import LaunchConfig, launch
+
+    key = (blocks, block, cluster)
+    cfg = _cluster_configs.get(key)
+    if cfg is None:  # cuda.core counts the grid in clusters when a cluster shape is given
+        cfg = _cluster_configs[key] = LaunchConfig(grid=blocks // cluster, cluster=cluster, block=block)
+    try:
+        launch(current_stream(dev), cfg, kernel, *args)
+    except Exception as exc:
+        raise KernelLaunchError(f"cluster launch (grid={blocks}, block={block}, cluster={cluster}) failed: {exc}") from exc
+
+
+def i32(v: int) -> np.int32:
+    return np.int32(v)
+
+
+def f32(v: float) -> np.float32:
+    return np.float32(v)

@@ -1,0 +1,215 @@
+"""layer_norm and rms_norm (torch.nn.functional semantics): ladder and dispatch.
+
+Both normalize each row of the trailing ``normalized_shape`` elements with fp32 statistics and share
+every kernel (norm.cu takes `rms` as a run-time flag): Welford over a looping block, then the row in
+registers (mean, then squared deviations from it: two passes over registers), then per row length
+warp-packed rows, a CTA per row or a cluster per row.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence, Union
+
+import numpy as np
+import torch
+
+from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
+from ..runtime import launch
+from ._common import CXX_TYPE, check_out, check_tensor, pick_variant
+from ._rowwise import RowTables, SourceNames, flat, grid_for_rows, launch_cluster, pick, row_kernels, row_name, vec_ok
+
+__all__ = ["layer_norm", "rms_norm"]
+
+SRC = "norm.cu"
+LOOP_BLOCK = 512
+NAMES = SourceNames(SRC, ("layer_norm", "rms_norm"))
+
+# (group, vecs, cluster) by capacity; 16 values per thread at most: besides x, each thread holds its
+# slice of weight and bias, which the compiler loads early (at 32 values it needed 96-128 registers).
+_FAST = {
+    4: {128: (32, 1, 1), 256: (32, 2, 1), 512: (32, 4, 1), 1024: (64, 4, 1), 2048: (128, 4, 1),
+        4096: (256, 4, 1), 8192: (512, 4, 1), 16384: (1024, 4, 1), 32768: (256, 4, 8), 65536: (512, 4, 8),
+        131072: (1024, 4, 8)},
+    8: {256: (32, 1, 1), 512: (32, 2, 1), 1024: (64, 2, 1), 2048: (128, 2, 1), 4096: (256, 2, 1),
+        8192: (512, 2, 1), 16384: (1024, 2, 1), 32768: (256, 2, 8), 65536: (512, 2, 8), 131072: (1024, 2, 8)},
+}
+TABLES = RowTables(
+    fast=_FAST,
+    fast_flat=flat(_FAST, {}),  # longer rows: welford
+    registers={
+        4: {512: (128, 1, 1), 1024: (128, 2, 1), 2048: (128, 4, 1), 4096: (256, 4, 1), 8192: (512, 4, 1),
+            16384: (1024, 4, 1)},
+        8: {1024: (128, 1, 1), 2048: (128, 2, 1), 4096: (256, 2, 1), 8192: (512, 2, 1), 16384: (1024, 2, 1)},
+    },
+)
+
+
+def _welford(dtype) -> Kernel:
+    bits = torch.finfo(dtype).bits
+    return Kernel(SRC, f"kk::norm_welford<{CXX_TYPE[dtype]}, {LOOP_BLOCK}>", bits, bits, block=LOOP_BLOCK)
+
+
+def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
+    if kind == "welford":
+        return (_welford(dtype),)
+    return row_kernels(SRC, "norm_rows", TABLES, kind, dtype) + (_welford(dtype),)  # + the fallback for long rows
+
+
+_plans: dict[tuple, tuple] = {}
+
+
+def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool):
+    key = (v.name, dtype, dev, len_, vec)
+    plan = _plans.get(key)
+    if plan is None:
+        kind = v.params["kind"]
+        cfg = None if kind == "welford" else pick(len_, TABLES.table(kind, dtype, dev))
+        name = _welford(dtype).name if cfg is None else row_name("norm_rows", dtype, cfg, vec)
+        plan = _plans[key] = (NAMES.load(name, dev), cfg)
+    return plan
+
+
+def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
+    dev = x.get_device()
+    vec = vec_ok(len_, x.dtype, x, out, w, b)
+    kernel, cfg = _plan(v, x.dtype, dev, len_, vec)
+    wp = w.data_ptr() if w is not None else 0
+    bp = b.data_ptr() if b is not None else 0
+    flags = (np.float32(eps), np.int32(rms))
+    if cfg is None:
+        launch(kernel, rows, LOOP_BLOCK, x.data_ptr(), out.data_ptr(), wp, bp, len_, *flags, device_index=dev)
+        return
+    blocks, block, cluster = grid_for_rows(rows, cfg)
+    args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, *flags)
+    if cluster > 1:
+        launch_cluster(kernel, blocks, block, cluster, *args, dev=dev)
+    else:
+        launch(kernel, blocks, block, *args, device_index=dev)
+
+
+def _norm_into(x, out, weight, bias, len_: int, eps: float, rms: bool, variant: Optional[str]) -> None:
+    if x.numel() == 0:
+        return
+    v = pick_variant(OPS["rms_norm" if rms else "layer_norm"], variant, x.dtype)
+    xc = x.contiguous()
+    w = None if weight is None else weight.contiguous()
+    b = None if bias is None else bias.contiguous()
+    rows = xc.numel() // len_
+    if out.is_contiguous():
+        _run(v, xc, out, w, b, rows, len_, eps, rms)
+    else:
+        tmp = torch.empty_like(xc)
+        _run(v, xc, tmp, w, b, rows, len_, eps, rms)
+        out.copy_(tmp)
+
+
+@torch.library.custom_op("kernelkit::norm_out", mutates_args=("out",))
+def _norm_out_op(x: torch.Tensor, out: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor],
+                 len_: int, eps: float, rms: bool, variant: Optional[str]) -> None:
+    _norm_into(x, out, weight, bias, len_, eps, rms, variant)
+
+
+@_norm_out_op.register_fake
+def _(x, out, weight, bias, len_, eps, rms, variant):
+    return None
+
+
+Shape = Union[int, Sequence[int], torch.Size]
+
+
+def _check(op: str, x, normalized_shape, weight, bias, out) -> tuple[int, torch.Tensor]:
+    """Validate as torch does; returns (elements per row, out)."""
+    check_tensor(x, "x", FLOAT_DTYPES, op)
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not ns or any(not isinstance(s, int) or s < 0 for s in ns):
+        raise ValueError(f"{op}: normalized_shape must be a non-empty sequence of sizes, got {normalized_shape!r}")
+    if x.dim() < len(ns) or tuple(x.shape[x.dim() - len(ns):]) != ns:
+        raise ValueError(f"{op}: normalized_shape={list(ns)} expects an input of shape [*, "
+                         f"{', '.join(map(str, ns))}], got {list(x.shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is None:
+            continue
+        check_tensor(t, name, (x.dtype,), op)
+        if t.device != x.device:
+            raise ValueError(f"{op}: {name} is on {t.device}, x on {x.device}")
+        if tuple(t.shape) != ns:
+            raise ValueError(f"{op}: {name} has shape {list(t.shape)}, expected normalized_shape {list(ns)}")
+    if out is None:
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    else:
+        check_out(out, x, op)
+    return math.prod(ns), out
+
+
+def layer_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.Tensor] = None,
+               bias: Optional[torch.Tensor] = None, eps: float = 1e-5, *, out: Optional[torch.Tensor] = None,
+               variant: Optional[str] = None) -> torch.Tensor:
+    """torch.nn.functional.layer_norm: (x - mean) / sqrt(var + eps) * weight + bias over the trailing
+    ``normalized_shape`` (biased variance, fp32 statistics); weight and bias in x's dtype."""
+    len_, out = _check("layer_norm", x, normalized_shape, weight, bias, out)
+    return _dispatch(x, out, weight, bias, len_, float(eps), False, variant)
+
+
+def rms_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.Tensor] = None,
+             eps: Optional[float] = None, *, out: Optional[torch.Tensor] = None,
+             variant: Optional[str] = None) -> torch.Tensor:
+    """torch.nn.functional.rms_norm: x / sqrt(mean(x^2) + eps) * weight; eps None is finfo(x.dtype).eps."""
+    len_, out = _check("rms_norm", x, normalized_shape, weight, None, out)
+    eps = torch.finfo(x.dtype).eps if eps is None else float(eps)
+    return _dispatch(x, out, weight, None, len_, eps, True, variant)
+
+
+def _dispatch(x, out, weight, bias, len_, eps, rms, variant):
+    op = "rms_norm" if rms else "layer_norm"
+    if variant is not None:
+        OPS[op].variant(variant)
+    if torch.compiler.is_compiling():
+        torch.ops.kernelkit.norm_out(x, out, weight, bias, len_, eps, rms, variant)
+    else:
+        _norm_into(x, out, weight, bias, len_, eps, rms, variant)
+    return out
+
+
+RUNGS = (
+    ("welford", "one block per row: Welford (count, mean, M2) per thread in one read, merged by Chan's "
+     "formula; a second read writes (2 reads + 1 write)"),
+    ("registers", "one CTA per row holding it in registers: mean, then squared deviations (two passes "
+     "over registers), then the output; one read, one write; > 16K elements fall back to welford"),
+    ("fast", "per row length: rows packed into warps, a CTA per row, or a thread-block cluster per row "
+     "merging (mean, M2) through distributed shared memory (sm_90); welford beyond 128K"),
+)
+
+
+def _example(op: str):
+    def make(shape, dtype):
+        n = shape[-1]
+        x = torch.randn(shape, dtype=dtype, device="cuda") * 2 + 0.5
+        w = torch.randn(n, dtype=dtype, device="cuda")
+        if op == "rms_norm":
+            return (x, (n,), w), {}
+        return (x, (n,), w, torch.randn(n, dtype=dtype, device="cuda")), {}
+    return make
+
+
+def _bytes(x, normalized_shape, weight=None, bias=None, *a, **k):
+    extra = sum(t.numel() * t.element_size() for t in (weight, bias) if isinstance(t, torch.Tensor))
+    return 2 * x.numel() * x.element_size() + extra
+
+
+OPS: dict[str, Op] = {}
+for _op, _fn, _torch in (
+    ("layer_norm", layer_norm, lambda x, ns, w=None, b=None, eps=1e-5: torch.nn.functional.layer_norm(x, ns, w, b, eps)),
+    ("rms_norm", rms_norm, lambda x, ns, w=None, eps=None: torch.nn.functional.rms_norm(x, ns, w, eps)),
+):
+    OPS[_op] = register(Op(
+        name=_op, family="reduction",
+        variants=tuple(Variant(name=n, technique=t, dtypes=FLOAT_DTYPES,
+                               kernels=lambda dtype, _k=n, **_p: _kernels(_k, dtype), default=n == "fast",
+                               params={"kind": n}) for n, t in RUNGS),
+        bytes_moved=_bytes,
+        flops=lambda x, *a, **k: 8 * x.numel(),
+        call=_fn, torch_fn=_torch, example=_example(_op),
+        doc=f"torch.nn.functional.{_op}, fp32 statistics",
+        bench_shapes=((4096, 4096), (16384, 8192), (32768, 32768), (65536, 1024), (1024, 65536)),
+        bench_dtypes=(torch.float32, torch.float16),
+    ))

@@ -1,0 +1,169 @@
+"""softmax(x, dim): the ladder from three passes to rows held in registers (and clusters), dispatch.
+
+The kernels work on the last dim of a contiguous tensor; another dim is moved last (a copy in, a copy
+out: the correct path, not the fast one).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
+from ..runtime import launch
+from ._common import CXX_TYPE, check_out, check_tensor, pick_variant
+from ._rowwise import RowTables, SourceNames, flat, grid_for_rows, launch_cluster, pick, row_kernels, row_name, vec_ok
+from .reduce import wrap_dim
+
+__all__ = ["softmax"]
+
+SRC = "softmax.cu"
+LOOP_BLOCK = 512  # the looping kernels (three-pass, online): one block of 512 threads per row
+NAMES = SourceNames(SRC, ("softmax",))
+
+# (group, vecs, cluster) by capacity; up to 32 values per thread (x, then its fp32 exponentials, fill
+# the same registers: 48-64 per thread). Small rows pack into warps; from 2K elements a CTA per row;
+# past 16K (fp32) a cluster keeps each CTA's slice at 32 KB or less, so that several CTAs share an SM
+# and one row's loads overlap another's reductions and stores.
+_FAST = {
+    4: {128: (32, 1, 1), 256: (32, 2, 1), 512: (32, 4, 1), 1024: (32, 8, 1), 2048: (128, 4, 1),
+        4096: (256, 4, 1), 8192: (256, 8, 1), 16384: (512, 8, 1), 32768: (256, 8, 4), 65536: (256, 8, 8),
+        131072: (512, 8, 8), 262144: (1024, 8, 8)},
+    8: {256: (32, 1, 1), 512: (32, 2, 1), 1024: (32, 4, 1), 2048: (128, 2, 1), 4096: (128, 4, 1),
+        8192: (256, 4, 1), 16384: (512, 4, 1), 32768: (256, 4, 4), 65536: (256, 4, 8), 131072: (512, 4, 8),
+        262144: (1024, 4, 8)},
+}
+TABLES = RowTables(
+    fast=_FAST,
+    fast_flat=flat(_FAST, {4: {32768: (1024, 8, 1)}, 8: {32768: (1024, 4, 1)}}),  # longer: online
+    registers={
+        4: {512: (128, 1, 1), 1024: (128, 2, 1), 2048: (128, 4, 1), 4096: (256, 4, 1), 8192: (256, 8, 1),
+            16384: (512, 8, 1), 32768: (1024, 8, 1)},
+        8: {1024: (128, 1, 1), 2048: (128, 2, 1), 4096: (128, 4, 1), 8192: (256, 4, 1), 16384: (512, 4, 1),
+            32768: (1024, 4, 1)},
+    },
+)
+
+
+def _loop_kernel(kind: str, dtype) -> Kernel:
+    bits = torch.finfo(dtype).bits
+    return Kernel(SRC, f"kk::softmax_{kind}<{CXX_TYPE[dtype]}, {LOOP_BLOCK}>", bits, bits, block=LOOP_BLOCK)
+
+
+def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
+    if kind in ("three_pass", "online"):
+        return (_loop_kernel(kind, dtype),)
+    # rows too long for any configuration fall back to the online kernel
+    return row_kernels(SRC, "softmax_rows", TABLES, kind, dtype) + (_loop_kernel("online", dtype),)
+
+
+_plans: dict[tuple, tuple] = {}
+
+
+def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool):
+    """(kernel, blocks, block, cluster) for rows of len_ (blocks per row when cluster == 0: looping)."""
+    key = (v.name, dtype, dev, len_, vec)
+    plan = _plans.get(key)
+    if plan is None:
+        kind = v.params["kind"]
+        cfg = None if kind in ("three_pass", "online") else pick(len_, TABLES.table(kind, dtype, dev))
+        if cfg is None:
+            k = _loop_kernel("online" if kind != "three_pass" else kind, dtype)
+            plan = (NAMES.load(k.name, dev), None)
+        else:
+            plan = (NAMES.load(row_name("softmax_rows", dtype, cfg, vec), dev), cfg)
+        _plans[key] = plan
+    return plan
+
+
+def _run(v: Variant, x: torch.Tensor, out: torch.Tensor, rows: int, len_: int) -> None:
+    """Softmax of each row of contiguous (rows, len_) x into contiguous out."""
+    dev = x.get_device()
+    vec = vec_ok(len_, x.dtype, x, out)
+    kernel, cfg = _plan(v, x.dtype, dev, len_, vec)
+    if cfg is None:
+        launch(kernel, rows, LOOP_BLOCK, x.data_ptr(), out.data_ptr(), len_, device_index=dev)
+        return
+    blocks, block, cluster = grid_for_rows(rows, cfg)
+    args = (x.data_ptr(), out.data_ptr(), rows, len_)
+    if cluster > 1:
+        launch_cluster(kernel, blocks, block, cluster, *args, dev=dev)
+    else:
+        launch(kernel, blocks, block, *args, device_index=dev)
+
+
+def _softmax_into(x: torch.Tensor, out: torch.Tensor, dim: int, variant: Optional[str]) -> None:
+    if x.numel() == 0:
+        return
+    v = pick_variant(OP, variant, x.dtype)
+    last = x.dim() <= 1 or dim == x.dim() - 1
+    xc = (x if last else x.movedim(dim, -1)).contiguous()
+    len_ = xc.shape[-1] if xc.dim() else 1
+    rows = xc.numel() // len_
+    if last and out.is_contiguous():
+        _run(v, xc, out, rows, len_)
+        return
+    tmp = torch.empty_like(xc)
+    _run(v, xc, tmp, rows, len_)
+    out.copy_(tmp if last else tmp.movedim(-1, dim))
+
+
+@torch.library.custom_op("kernelkit::softmax_out", mutates_args=("out",))
+def _softmax_out_op(x: torch.Tensor, out: torch.Tensor, dim: int, variant: Optional[str]) -> None:
+    _softmax_into(x, out, dim, variant)
+
+
+@_softmax_out_op.register_fake
+def _(x, out, dim, variant):
+    return None
+
+
+def softmax(x: torch.Tensor, dim: int = -1, *, out: Optional[torch.Tensor] = None,
+            variant: Optional[str] = None) -> torch.Tensor:
+    """torch.softmax(x, dim): exp(x - max) / sum along ``dim`` with fp32 statistics, in x's dtype.
+
+    Rows holding +inf or NaN come out NaN and a row of -inf is NaN, as in torch. ``out``: optional
+    result tensor of x's shape and dtype (may be x itself). ``variant``: a rung of
+    ``kernelkit.ladder("softmax")``; None picks the fastest for the row length.
+    """
+    check_tensor(x, "x", FLOAT_DTYPES, "softmax")
+    d = wrap_dim(dim, x.dim(), "softmax")
+    if out is None:
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    else:
+        check_out(out, x, "softmax")
+    if variant is not None:
+        OP.variant(variant)
+    if torch.compiler.is_compiling():
+        torch.ops.kernelkit.softmax_out(x, out, d, variant)
+    else:
+        _softmax_into(x, out, d, variant)
+    return out
+
+
+RUNGS = (
+    ("three_pass", "one block per row: a read for the max, a read for the sum of exp(x - max), a read "
+     "and a write for the result (3 reads + 1 write)"),
+    ("online", "online softmax: running (max, sum) per thread in one read, rescaled when the max grows, "
+     "merged over the block; a second read writes (2 reads + 1 write)"),
+    ("registers", "one CTA per row holding it in registers (16-byte loads): one read, one write; rows "
+     "over 32K elements fall back to online"),
+    ("fast", "per row length: rows packed into warps (<= 1-2K), a CTA per row (<= 16K), a thread-block "
+     "cluster per row exchanging (max, sum) through distributed shared memory (sm_90, <= 256K); online "
+     "beyond"),
+)
+
+OP = register(Op(
+    name="softmax", family="reduction",
+    variants=tuple(Variant(name=n, technique=t, dtypes=FLOAT_DTYPES,
+                           kernels=lambda dtype, _k=n, **_p: _kernels(_k, dtype), default=n == "fast",
+                           params={"kind": n}) for n, t in RUNGS),
+    bytes_moved=lambda x, dim=-1, **_: 2 * x.numel() * x.element_size(),
+    flops=lambda x, dim=-1, **_: 5 * x.numel(),  # max, subtract, exp, add, scale
+    call=softmax,
+    torch_fn=lambda x, dim=-1: torch.softmax(x, dim),
+    example=lambda shape, dtype: ((torch.randn(shape, dtype=dtype, device="cuda") * 3,), {}),
+    doc="softmax along a dim (torch.softmax), fp32 statistics",
+    bench_shapes=((4096, 4096), (16384, 8192), (32768, 32768), (65536, 1024), (1024, 65536)),
+    bench_dtypes=(torch.float32, torch.float16),
+))

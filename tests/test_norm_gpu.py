@@ -1,0 +1,124 @@
+"""layer_norm and rms_norm on the GPU: every rung x dtype x row length against float64, with and
+without weight/bias, multi-dim normalized_shape, views, special values, errors."""
+import pytest
+import torch
+
+import kernelkit
+from kernelkit import reference
+from gpu_helpers import assert_close, poisoned_like, random_input
+
+pytestmark = pytest.mark.gpu
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+RUNGS = [v.name for v in kernelkit.ladder("layer_norm")]
+OPS = ("layer_norm", "rms_norm")
+CASES = [(op, r, d) for op in OPS for r in RUNGS for d in DTYPES]
+IDS = [f"{o}-{r}-{str(d)[6:]}" for o, r, d in CASES]
+
+SMALL_LENS = (1, 3, 127, 128, 129, 1000, 1024, 1025, 2048, 4100, 8192, 16385, 32768, 40000)
+LARGE_LENS = (65536, 65537, 131072, 131073, 200003)
+
+
+def call(op, x, n, w, b, out, variant, eps=1e-5):
+    if op == "layer_norm":
+        return kernelkit.layer_norm(x, (n,), w, b, eps, out=out, variant=variant)
+    return kernelkit.rms_norm(x, (n,), w, eps, out=out, variant=variant)
+
+
+def ref(op, x, n, w, b, eps=1e-5):
+    return reference.layer_norm(x, (n,), w, b, eps) if op == "layer_norm" else reference.rms_norm(x, (n,), w, eps)
+
+
+def check_rows(op, variant, dtype, lens, offsets=(0, 1)):
+    for i, len_ in enumerate(lens):
+        rows = max(1, min(37, 2**20 // len_))
+        for offset in offsets:
+            x = (random_input(rows * len_, dtype, offset) + 0.7).view(rows, len_)
+            w = random_input(len_, dtype, offset) if i % 3 != 2 else None
+            b = random_input(len_, dtype, offset) if i % 3 == 0 else None
+            out = poisoned_like(x, offset)
+            got = call(op, x, len_, w, b, out, variant)
+            assert got is out
+            assert_close(out, ref(op, x, len_, w, b), dtype, f"{op} {variant} rows={rows} len={len_} offset={offset}")
+
+
+@pytest.mark.parametrize("op,variant,dtype", CASES, ids=IDS)
+def test_small_every_rung_every_length(op, variant, dtype):
+    check_rows(op, variant, dtype, SMALL_LENS)
+
+
+@pytest.mark.parametrize("op,variant,dtype", CASES, ids=IDS)
+def test_long_rows_every_rung(op, variant, dtype):
+    check_rows(op, variant, dtype, LARGE_LENS, offsets=(0,))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_shapes_like_torch(dtype):
+    x = torch.randn(6, 5, 48, device="cuda", dtype=dtype) * 4 + 100  # a large mean: no cancellation allowed
+    w = torch.randn(5, 48, device="cuda", dtype=dtype)
+    b = torch.randn(5, 48, device="cuda", dtype=dtype)
+    assert_close(kernelkit.layer_norm(x, (5, 48), w, b), reference.layer_norm(x, (5, 48), w, b), dtype, "2-d shape")
+    assert_close(kernelkit.rms_norm(x, [48]), reference.rms_norm(x, [48]), dtype, "rms, eps None")
+    torch.testing.assert_close(kernelkit.layer_norm(x, 48, eps=1e-3).float(),
+                               torch.nn.functional.layer_norm(x, (48,), eps=1e-3).float(), rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(kernelkit.rms_norm(x, (48,), w[0]).float(),
+                               torch.nn.functional.rms_norm(x, (48,), w[0]).float(), rtol=2e-2, atol=2e-2)
+    xt = x.transpose(0, 1)  # non-contiguous
+    assert_close(kernelkit.layer_norm(xt, (48,)), reference.layer_norm(xt, (48,)), dtype, "transposed")
+    out = poisoned_like(xt.contiguous()).view(5, 6, 48).transpose(0, 1)
+    kernelkit.rms_norm(x, (48,), out=out)
+    assert_close(out, reference.rms_norm(x, (48,)), dtype, "non-contiguous out")
+    assert kernelkit.layer_norm(torch.empty(0, 8, device="cuda", dtype=dtype), (8,)).shape == (0, 8)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_small_special_values_match_torch(dtype):
+    inf, nan = float("inf"), float("nan")
+    for len_ in (7, 1000, 3000, 40000):
+        x = torch.randn(5, len_, device="cuda", dtype=dtype)
+        x[1, len_ // 2] = inf
+        x[2, len_ // 3] = nan
+        x[3, :] = 5.0  # constant row: var 0, output 0 (x - mean exactly 0)
+        x[4] = x[4] * (1e3 if dtype == torch.float16 else 1e15)  # x^2 stays finite in fp32
+        for op in OPS:
+            want = (torch.nn.functional.layer_norm(x, (len_,)) if op == "layer_norm"
+                    else torch.nn.functional.rms_norm(x, (len_,)))
+            for variant in RUNGS:
+                got = call(op, x, len_, None, None, None, variant)
+                assert torch.equal(torch.isnan(got), torch.isnan(want)), (op, variant, len_)
+                fin = ~torch.isnan(want[4])
+                torch.testing.assert_close(got[4][fin].float(), want[4][fin].float(), rtol=3e-2, atol=3e-2)
+
+
+def test_bad_arguments_raise_clearly():
+    x = torch.randn(3, 4, device="cuda")
+    with pytest.raises(ValueError, match="normalized_shape"):
+        kernelkit.layer_norm(x, (5,))
+    with pytest.raises(ValueError, match="weight has shape"):
+        kernelkit.layer_norm(x, (4,), torch.ones(5, device="cuda"))
+    with pytest.raises(TypeError, match="weight must have dtype"):
+        kernelkit.rms_norm(x, (4,), torch.ones(4, device="cuda", dtype=torch.float16))
+    with pytest.raises(TypeError, match="x must have dtype"):
+        kernelkit.rms_norm(torch.ones(3, 4, device="cuda", dtype=torch.int32), (4,))
+    with pytest.raises(ValueError, match="unknown variant"):
+        kernelkit.layer_norm(x, (4,), variant="nope")
+
+
+def test_same_bits_and_graph_and_compile():
+    x = torch.randn(256, 40000, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(40000, device="cuda", dtype=torch.bfloat16)
+    a = kernelkit.layer_norm(x, (40000,), w, w)
+    assert torch.equal(a, kernelkit.layer_norm(x, (40000,), w, w))
+    f = torch.compile(lambda t: kernelkit.rms_norm(t, (1000,)) + 1, fullgraph=True)
+    y = torch.randn(33, 1000, device="cuda")
+    assert_close(f(y), reference.rms_norm(y, (1000,)) + 1, torch.float32, "compiled")
+    out = torch.empty_like(x)
+    kernelkit.layer_norm(x, (40000,), w, w, out=out)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        kernelkit.layer_norm(x, (40000,), w, w, out=out)
+    x.copy_(torch.randn_like(x))
+    out.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    assert_close(out, reference.layer_norm(x, (40000,), w, w), torch.bfloat16, "graph replay")

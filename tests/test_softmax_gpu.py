@@ -1,0 +1,133 @@
+"""softmax on the GPU: every rung x dtype x row length (every bucket, clusters, the fallback) against
+float64, special values against torch, any dim, views, poisoned outputs."""
+import pytest
+import torch
+
+import kernelkit
+from kernelkit import reference
+from gpu_helpers import assert_close, poisoned_like, random_input
+
+pytestmark = pytest.mark.gpu
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+RUNGS = [v.name for v in kernelkit.ladder("softmax")]
+CASES = [(r, d) for r in RUNGS for d in DTYPES]
+IDS = [f"{r}-{str(d)[6:]}" for r, d in CASES]
+
+# every capacity boundary of the tables (and one past), plus odd lengths for the element-wise path
+SMALL_LENS = (1, 3, 127, 128, 129, 1000, 1024, 1025, 2048, 2049, 4100, 8192, 16385, 32768, 40000)
+LARGE_LENS = (65536, 65537, 131072, 200003, 262144, 262145)
+
+
+def rows_for(len_: int) -> int:
+    return max(1, min(67, 2**20 // len_))
+
+
+def check_rows(variant, dtype, lens, offsets=(0, 1)):
+    for len_ in lens:
+        rows = rows_for(len_)
+        for offset in offsets:  # offset 1: misaligned rows (the element-wise path)
+            x = random_input(rows * len_, dtype, offset).view(rows, len_)
+            out = poisoned_like(x, offset)
+            got = kernelkit.softmax(x, -1, out=out, variant=variant)
+            assert got is out
+            assert_close(out, reference.softmax(x, -1), dtype, f"{variant} rows={rows} len={len_} offset={offset}")
+
+
+@pytest.mark.parametrize("variant,dtype", CASES, ids=IDS)
+def test_small_every_rung_every_length(variant, dtype):
+    check_rows(variant, dtype, SMALL_LENS)
+
+
+@pytest.mark.parametrize("variant,dtype", CASES, ids=IDS)
+def test_long_rows_every_rung(variant, dtype):
+    check_rows(variant, dtype, LARGE_LENS, offsets=(0,))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_many_rows(dtype):
+    for shape in ((65536, 1024), (3000, 4096), (100000, 7)):
+        x = random_input(shape[0] * shape[1], dtype).view(shape)
+        assert_close(kernelkit.softmax(x), reference.softmax(x), dtype, f"{shape}")
+
+
+def special_rows(len_: int, dtype) -> torch.Tensor:
+    inf, nan = float("inf"), float("nan")
+    x = torch.randn(8, len_, device="cuda") * 3
+    x[1, len_ // 3] = inf  # one +inf: NaN row (torch's exp(inf - inf))
+    x[2, :] = -inf  # all -inf: NaN row
+    x[3, : (len_ * 3) // 4] = -inf  # a -inf prefix (a cluster slice with nothing else): zeros there
+    x[4, len_ // 2] = nan
+    x[5, ::2] = -inf
+    x[6, -1] = 80.0  # one dominant element
+    x[7] *= 1e4  # large magnitudes
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_small_special_values_match_torch(dtype):
+    for len_ in (5, 1000, 3000, 40000):
+        x = special_rows(len_, dtype)
+        want = torch.softmax(x, -1)
+        ref = reference.softmax(x, -1)
+        for variant in RUNGS:
+            got = kernelkit.softmax(x, variant=variant)
+            assert torch.equal(torch.isnan(got), torch.isnan(want)), (variant, len_)
+            assert_close(got, ref, dtype, f"{variant} special len={len_}")
+
+
+def test_any_dim_views_and_in_place():
+    x = torch.randn(37, 129, device="cuda")
+    for dim in (0, 1, -2):
+        assert_close(kernelkit.softmax(x, dim), reference.softmax(x, dim), torch.float32, f"dim {dim}")
+    y = torch.randn(4, 300, 5, device="cuda", dtype=torch.float16)
+    assert_close(kernelkit.softmax(y, 1), reference.softmax(y, 1), torch.float16, "middle dim")
+    xt = x.t()
+    assert_close(kernelkit.softmax(xt, -1), reference.softmax(xt, -1), torch.float32, "transposed")
+    out = poisoned_like(x).t()
+    kernelkit.softmax(xt, 1, out=out)
+    assert_close(out, reference.softmax(xt, 1), torch.float32, "non-contiguous out")
+    z = x.clone()
+    kernelkit.softmax(z, out=z)
+    assert_close(z, reference.softmax(x, -1), torch.float32, "in place")
+    s = torch.tensor(2.5, device="cuda")
+    assert kernelkit.softmax(s, 0).item() == 1.0
+    assert kernelkit.softmax(torch.empty(0, 5, device="cuda")).shape == (0, 5)
+    assert kernelkit.softmax(torch.empty(5, 0, device="cuda"), 0).shape == (5, 0)
+    assert kernelkit.softmax(x.half()).dtype == torch.float16
+
+
+def test_same_bits_every_time():
+    x = torch.randn(64, 40000, device="cuda", dtype=torch.float16)
+    a = kernelkit.softmax(x)
+    for _ in range(3):
+        assert torch.equal(a, kernelkit.softmax(x))
+
+
+def test_bad_arguments_raise_clearly():
+    x = torch.randn(3, 4, device="cuda")
+    with pytest.raises(TypeError, match="x must have dtype"):
+        kernelkit.softmax(torch.ones(3, device="cuda", dtype=torch.int64))
+    with pytest.raises(IndexError, match="out of range"):
+        kernelkit.softmax(x, 2)
+    with pytest.raises(ValueError, match="out has shape"):
+        kernelkit.softmax(x, out=torch.empty(4, 3, device="cuda"))
+    with pytest.raises(ValueError, match="unknown variant"):
+        kernelkit.softmax(x, variant="nope")
+
+
+def test_torch_compile_and_cuda_graph():
+    f = torch.compile(lambda t: kernelkit.softmax(t) * 2, fullgraph=True)
+    x = torch.randn(33, 1000, device="cuda")
+    assert_close(f(x), reference.softmax(x) * 2, torch.float32, "compiled")
+    y = torch.randn(64, 40000, device="cuda")
+    out = torch.empty_like(y)
+    kernelkit.softmax(y, out=out)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        kernelkit.softmax(y, out=out)
+    y.copy_(torch.randn_like(y))
+    out.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    assert_close(out, reference.softmax(y), torch.float32, "graph replay (cluster kernel)")

@@ -52,7 +52,11 @@ def time_rungs(op: str, x: torch.Tensor, args: tuple, torch_fn, reps: int = 50) 
     ref = torch_fn(x)
     fn = getattr(kernelkit, op)
     for v in kernelkit.ladder(op):
-        out = fn(x, *args, variant=v.name)
+        try:
+            out = fn(x, *args, variant=v.name)
+        except ValueError:  # the wide rung refuses shapes its vectors do not fit
+            rows[v.name] = "n/a"
+            continue
         if not _same(out, ref):
             rows[v.name] = "WRONG"
             continue

@@ -295,7 +295,7 @@ def test_shared_memory_instruction_census():
 
 
 def test_best_tile_fits_the_matrix():
-    assert best_tile(2, 16384, 16384) == BEST_TILES[2][0]
+    assert best_tile(2, 16384, 16384) == BEST_TILES[2][0] and best_tile(4, 16384, 16384) == BEST_TILES[4][0]
     tr, tc, _ = best_tile(2, 64, 224 * 224)  # NCHW -> NHWC, 64 channels: no half-empty tiles
     assert 64 % tr == 0
     tr, tc, _ = best_tile(2, 224 * 224, 64)

@@ -30,15 +30,17 @@ DTYPES = (
 MAX_GRID = 2**31 - 1
 GATHER_BLOCK = 256
 # Wide-tile shapes (rows, cols, threads) per element size. WIDE_TILE is the first design: 16 KB of
-# tile, 4 vectors per thread each way. BEST_TILES are the candidates of the best rung, in order of
+# tile, 4 vectors per thread each way. BEST_TILES are the best rung's candidates, in order of
 # preference from the H100 sweep (benchmarks/NOTES.md); a call takes the first that wastes the least
 # of its tiles on the matrix edges (a 64-channel NCHW -> NHWC must not run 128-row tiles half empty).
+# 8-byte elements have none: there the padded tile (8-byte accesses, 8 KB, 8 blocks per SM) measured
+# 2911 GB/s against 2856-2862 for every wide tile (8192^2 float64).
 WIDE_TILE = {1: (128, 128, 256), 2: (128, 64, 256), 4: (64, 64, 256), 8: (32, 64, 256)}
 BEST_TILES = {
     1: ((128, 128, 256),),
-    2: ((128, 128, 256), (64, 128, 256), (128, 64, 512)),
+    2: ((128, 128, 512), (64, 128, 256), (128, 64, 512)),
     4: ((64, 64, 512), (32, 64, 256)),
-    8: ((32, 64, 256), (16, 64, 128)),
+    8: (),
 }
 
 
@@ -144,7 +146,7 @@ def _launch(op: Op, v: Variant, x: torch.Tensor, y: torch.Tensor, out: torch.Ten
     if p.kind == "tile":
         mode = v.params["tile"]
         if mode == "best":
-            mode = "best" if p.wide_ok else "padded"
+            mode = "best" if p.wide_ok and BEST_TILES[p.esize] else "padded"
         elif mode == "wide" and not p.wide_ok:
             vec = 16 // p.esize
             raise ValueError(

@@ -97,33 +97,35 @@ def grid_for_rows(rows: int, cfg: tuple[int, int, int]) -> tuple[int, int, int]:
 
 
 class SourceNames:
-    """All instantiations of one .cu file across the ops that use it, built in one NVRTC run.
+    """All instantiations of one .cu file for one dtype across the ops that use it: one NVRTC run.
 
     Every rung loads its kernels with the same name list, so a process compiles each source once per
-    device arch instead of once per (op, rung, dtype).
+    (dtype, arch) instead of once per (op, rung, dtype); the three dtypes' builds can run in parallel.
     """
 
     def __init__(self, source: str, ops: tuple[str, ...]):
         self.source, self.ops = source, ops
+        self._names: dict[torch.dtype, tuple[str, ...]] = {}
 
-    @functools.cached_property
-    def names(self) -> tuple[str, ...]:
-        from ..ladder import get_op
+    def names(self, dtype: torch.dtype) -> tuple[str, ...]:
+        got = self._names.get(dtype)
+        if got is None:
+            from ..ladder import get_op
 
-        seen: dict[str, None] = {}
-        for name in self.ops:
-            op = get_op(name)
-            for v in op.variants:
-                for dt in v.dtypes:
+            seen: dict[str, None] = {}
+            for name in self.ops:
+                op = get_op(name)
+                for v in op.variants_for(dtype):
                     for params in op.param_combinations():
-                        for k in v.kernels(dt, **params):
+                        for k in v.kernels(dtype, **params):
                             if k.source == self.source:
                                 seen[k.name] = None
-        return tuple(seen)
+            got = self._names[dtype] = tuple(seen)
+        return got
 
-    def load(self, name: str, dev: int):
-        names = self.names if name in self.names else (name,)  # (tuning may ask for others)
-        return get_kernel(self.source, name, device_index=dev, names=names)
+    def load(self, name: str, dtype: torch.dtype, dev: int):
+        names = self.names(dtype)
+        return get_kernel(self.source, name, device_index=dev, names=names if name in names else (name,))
 
 
 _cluster_configs: dict[tuple, object] = {}

@@ -65,7 +65,7 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool):
         kind = v.params["kind"]
         cfg = None if kind == "welford" else pick(len_, TABLES.table(kind, dtype, dev))
         name = _welford(dtype).name if cfg is None else row_name("norm_rows", dtype, cfg, vec)
-        plan = _plans[key] = (NAMES.load(name, dev), cfg)
+        plan = _plans[key] = (NAMES.load(name, dtype, dev), cfg)
     return plan
 
 

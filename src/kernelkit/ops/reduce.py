@@ -93,7 +93,7 @@ def _run_rows(v: Variant, op: str, x: torch.Tensor, out: torch.Tensor, rows: int
     """out[r] = reduce(x[r, :]) for a contiguous (rows, len_) x, by rung ``v``."""
     dev, dt, kind = x.get_device(), x.dtype, v.params["kind"]
     fn = FUNCTOR[op]
-    load = lambda name: NAMES.load(name, dev)  # noqa: E731
+    load = lambda name: NAMES.load(name, dt, dev)  # noqa: E731
     if kind in ("interleaved", "sequential", "first_add", "warp_shuffle"):
         per_block = TREE_BLOCK * (2 if kind in ("first_add", "warp_shuffle") else 1)
         src, tin, length = x, dt, len_
@@ -145,17 +145,17 @@ def _run_cols(op: str, x: torch.Tensor, out: torch.Tensor, outer: int, R: int, i
     rsplit = -(-R // rps)
     block = (32, COL_BLOCK_ROWS)
     if rsplit == 1:
-        k = NAMES.load(_cols_name(fn, dt, dt, v), dev)
+        k = NAMES.load(_cols_name(fn, dt, dt, v), dt, dev)
         launch(k, col_blocks * outer, block, x.data_ptr(), out.data_ptr(), R, inner, col_blocks, 1, rps,
                f32(scale), device_index=dev)
         return
     part = torch.empty(outer * rsplit * inner, dtype=F32, device=x.device)
-    k = NAMES.load(_cols_name(fn, dt, F32, v), dev)
+    k = NAMES.load(_cols_name(fn, dt, F32, v), dt, dev)
     launch(k, col_blocks * rsplit * outer, block, x.data_ptr(), part.data_ptr(), R, inner, col_blocks, rsplit,
            rps, f32(1.0), device_index=dev)
     v2 = 4 if inner % 4 == 0 else 1
     cb2 = -(-inner // (32 * v2))
-    k = NAMES.load(_cols_name(fn, F32, dt, v2), dev)
+    k = NAMES.load(_cols_name(fn, F32, dt, v2), dt, dev)
     launch(k, cb2 * outer, block, part.data_ptr(), out.data_ptr(), rsplit, inner, cb2, 1, rsplit, f32(scale),
            device_index=dev)
 

@@ -69,9 +69,9 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool):
         cfg = None if kind in ("three_pass", "online") else pick(len_, TABLES.table(kind, dtype, dev))
         if cfg is None:
             k = _loop_kernel("online" if kind != "three_pass" else kind, dtype)
-            plan = (NAMES.load(k.name, dev), None)
+            plan = (NAMES.load(k.name, dtype, dev), None)
         else:
-            plan = (NAMES.load(row_name("softmax_rows", dtype, cfg, vec), dev), cfg)
+            plan = (NAMES.load(row_name("softmax_rows", dtype, cfg, vec), dtype, dev), cfg)
         _plans[key] = plan
     return plan
 

@@ -1,0 +1,281 @@
+"""Issue 4 measurements on one GPU: the reduction ladders at 2^28 elements, softmax / layer_norm /
+rms_norm on the five benchmark shapes, torch and the device copy beside each, and tuning sweeps.
+
+    python benchmarks/reduction_tuning.py --warm            # compile every kernel (parallel, no GPU)
+    python benchmarks/reduction_tuning.py --out FILE [--sections full,sweep,dims,rows,alts]
+
+Timing: kernelkit.bench.time_cuda (CUDA events around each call, warm-up first, median; inputs under
+2x L2 get a cold-L2 flush before every rep). Full reductions count the bytes read and compare with
+the large-buffer copy; row ops count read + write and compare with a copy of the same number of
+bytes, measured in the same run.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+
+import torch
+
+N = 1 << 28
+SHAPES = ((4096, 4096), (16384, 8192), (32768, 32768), (65536, 1024), (1024, 65536))
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# fast-rung launch shapes of the full reduction: (block, loads in flight per thread, blocks per SM)
+SWEEP = ((512, 4, 4), (256, 4, 8), (1024, 4, 2), (512, 2, 4), (512, 8, 4), (256, 8, 8), (512, 4, 8), (1024, 2, 2))
+# alternative (group, vecs, cluster) per (family, elements per vector, row length)
+ALTS = {
+    ("softmax", 4): {1024: [(128, 2, 1)], 4096: [(128, 8, 1), (512, 2, 1)], 8192: [(512, 4, 1), (1024, 2, 1), (128, 8, 2)],
+                     32768: [(512, 8, 2), (1024, 8, 1), (128, 8, 8)], 65536: [(512, 8, 4), (1024, 8, 2)]},
+    ("softmax", 8): {1024: [(64, 2, 1), (128, 1, 1)], 4096: [(256, 2, 1), (512, 1, 1)], 8192: [(512, 2, 1), (128, 4, 2)],
+                     32768: [(512, 4, 2), (1024, 4, 1), (128, 4, 8)], 65536: [(512, 4, 4), (1024, 4, 2)]},
+    ("norm", 4): {1024: [(128, 2, 1), (256, 1, 1)], 4096: [(512, 2, 1), (1024, 1, 1)], 8192: [(256, 4, 2), (1024, 2, 1)],
+                  32768: [(512, 4, 4), (1024, 4, 2)], 65536: [(1024, 4, 4)]},
+    ("norm", 8): {1024: [(32, 4, 1), (128, 1, 1)], 4096: [(512, 1, 1), (128, 2, 2)], 8192: [(256, 2, 2), (1024, 1, 1)],
+                  32768: [(512, 2, 4), (1024, 2, 2)], 65536: [(1024, 2, 4)]},
+}
+
+
+SAVE = lambda: None  # noqa: E731  (main sets it: rows save after every shape)
+
+
+def modules():
+    import kernelkit  # noqa: F401  (registers the ops)
+
+    return {m: sys.modules[f"kernelkit.ops.{m}"] for m in ("reduce", "softmax", "norm")}
+
+
+def extend_names() -> None:
+    """Put the sweep's extra instantiations into the per-dtype builds, so --warm compiles them and the
+    timed loads hit the same cache entries."""
+    from kernelkit.ops._common import CXX_TYPE
+    from kernelkit.ops._rowwise import per_vec, row_name
+
+    mods = modules()
+    for dt in DTYPES:
+        ct = CXX_TYPE[dt]
+        r = mods["reduce"].NAMES
+        extra = [f"kk::reduce_fast<{ct}, {ct}, {fn}, {b}, {u}>" for b, u, _ in SWEEP for fn in ("kk::SumOp", "kk::MaxOp")]
+        r._names[dt] = tuple(dict.fromkeys(r.names(dt) + tuple(extra)))
+        for fam, mod, kern in (("softmax", mods["softmax"], "softmax_rows"), ("norm", mods["norm"], "norm_rows")):
+            extra = [row_name(kern, dt, cfg, True) for alts in ALTS[(fam, per_vec(dt))].values() for cfg in alts]
+            mod.NAMES._names[dt] = tuple(dict.fromkeys(mod.NAMES.names(dt) + tuple(extra)))
+
+
+def _compile(job):
+    from kernelkit.runtime import compile_source
+
+    source, names, arch = job
+    try:
+        compile_source(source, names, arch)
+    except Exception as exc:
+        return f"{source}: {type(exc).__name__}: {str(exc)[:400]}"
+    return None
+
+
+def warm(arch: str) -> None:
+    extend_names()
+    jobs = [(m.SRC, m.NAMES.names(dt), arch) for m in modules().values() for dt in DTYPES]
+    with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
+        errors = [e for e in pool.map(_compile, jobs) if e]
+    print(f"warmed {len(jobs)} builds for {arch}" + "".join(f"\n  {e}" for e in errors), flush=True)
+
+
+def timed(fn, nbytes: int, reps: int = 50) -> tuple[float, float]:
+    from kernelkit.bench import time_cuda
+
+    t = time_cuda(fn, reps=reps, working_set_bytes=nbytes)
+    return t.median_us, nbytes / t.seconds / 1e9
+
+
+def sec_full(res, copy_large):
+    import kernelkit
+
+    for dt in DTYPES:
+        x = torch.randn(N, device="cuda", dtype=dt)
+        nb = x.numel() * x.element_size()
+        for op in ("sum", "amax", "mean", "amin"):
+            f = getattr(kernelkit, op)
+            want = getattr(torch, op)(x).float()
+            rungs = [v.name for v in kernelkit.ladder(op)] if op in ("sum", "amax") else ["fast"]
+            tus, tgbs = timed(lambda: getattr(torch, op)(x), nb)
+            for r in rungs:
+                got = f(x, variant=r).float()
+                ok = bool(torch.allclose(got, want, rtol=2e-2, atol=1e-2 * abs(float(want)) + 1e-3))
+                us, gbs = timed(lambda: f(x, variant=r), nb)
+                res.append(dict(section="full", op=op, dtype=str(dt)[6:], n=N, rung=r, us=us, gbs=gbs, ok=ok,
+                                pct_copy=100 * gbs / copy_large, torch_gbs=tgbs, vs_torch=gbs / tgbs))
+                print(f"full {op:5s} {str(dt)[6:]:9s} {r:13s} {us:9.1f} us {gbs:7.0f} GB/s {100 * gbs / copy_large:5.1f}% "
+                      f"torch {tgbs:6.0f} ok={ok}", flush=True)
+        del x
+
+
+def sec_sweep(res, copy_large):
+    import kernelkit
+
+    R = modules()["reduce"]
+    saved = (R.FAST_BLOCK, R.FAST_UNROLL, R.FAST_BLOCKS_PER_SM)
+    for dt, op in ((torch.float32, "sum"), (torch.float16, "sum"), (torch.float16, "amax"), (torch.bfloat16, "sum")):
+        x = torch.randn(N, device="cuda", dtype=dt)
+        nb = x.numel() * x.element_size()
+        f = getattr(kernelkit, op)
+        for b, u, bps in SWEEP:
+            R.FAST_BLOCK, R.FAST_UNROLL, R.FAST_BLOCKS_PER_SM = b, u, bps
+            us, gbs = timed(lambda: f(x), nb)
+            res.append(dict(section="sweep", op=op, dtype=str(dt)[6:], block=b, unroll=u, blocks_per_sm=bps, us=us,
+                            gbs=gbs, pct_copy=100 * gbs / copy_large))
+            print(f"sweep {op} {str(dt)[6:]:9s} block={b:4d} U={u} bps={bps}: {gbs:7.0f} GB/s", flush=True)
+        del x
+    R.FAST_BLOCK, R.FAST_UNROLL, R.FAST_BLOCKS_PER_SM = saved
+
+
+def sec_dims(res):
+    import kernelkit
+
+    for dt in (torch.float32, torch.float16):
+        x = torch.randn(16384, 8192, device="cuda", dtype=dt)
+        nb = x.numel() * x.element_size()
+        for op in ("sum", "amax"):
+            for dim in (1, 0):
+                tus, tgbs = timed(lambda: getattr(torch, op)(x, dim), nb)
+                us, gbs = timed(lambda: getattr(kernelkit, op)(x, dim), nb)
+                ok = bool(torch.allclose(getattr(kernelkit, op)(x, dim).float(), getattr(torch, op)(x, dim).float(),
+                                         rtol=1e-2, atol=1e-1))
+                res.append(dict(section="dims", op=op, dtype=str(dt)[6:], shape=[16384, 8192], dim=dim, us=us, gbs=gbs,
+                                torch_gbs=tgbs, vs_torch=gbs / tgbs, ok=ok))
+                print(f"dims {op} {str(dt)[6:]:9s} 16384x8192 dim={dim}: {gbs:6.0f} GB/s torch {tgbs:6.0f} ok={ok}", flush=True)
+        del x
+
+
+def _row_ops(x):
+    import kernelkit
+
+    n = x.shape[-1]
+    w = torch.randn(n, device="cuda", dtype=x.dtype)
+    b = torch.randn(n, device="cuda", dtype=x.dtype)
+    F = torch.nn.functional
+    return {
+        "softmax": (lambda: kernelkit.softmax(x), lambda: torch.softmax(x, -1)),
+        "layer_norm": (lambda: kernelkit.layer_norm(x, (n,), w, b), lambda: F.layer_norm(x, (n,), w, b)),
+        "rms_norm": (lambda: kernelkit.rms_norm(x, (n,), w), lambda: F.rms_norm(x, (n,), w)),
+    }
+
+
+def sec_rows(res, alts: bool):
+    from kernelkit.bench import copy_bandwidth
+    from kernelkit.ops._rowwise import per_vec
+
+    mods = modules()
+    for dt in (torch.float32, torch.float16):
+        for shape in SHAPES:
+            x = torch.randn(shape, device="cuda", dtype=dt)
+            nb = 2 * x.numel() * x.element_size()
+            copy = copy_bandwidth(nb)
+            reps = 20 if nb > (4 << 30) else 50
+            for op, (ours, theirs) in _row_ops(x).items():
+                want = theirs().float()
+                ok = bool(torch.allclose(ours().float(), want, rtol=2e-2, atol=2e-2))
+                tus, tgbs = timed(theirs, nb, reps)
+                us, gbs = timed(ours, nb, reps)
+                row = dict(section="rows", op=op, dtype=str(dt)[6:], shape=list(shape), us=us, gbs=gbs, ok=ok,
+                           copy_gbs=copy, pct_copy=100 * gbs / copy, torch_gbs=tgbs, vs_torch=gbs / tgbs)
+                res.append(row)
+                print(f"rows {op:10s} {str(dt)[6:]:8s} {str(shape):15s} {us:9.1f} us {gbs:6.0f} GB/s "
+                      f"{row['pct_copy']:5.1f}% of copy {copy:5.0f}; torch {tgbs:5.0f} ok={ok}", flush=True)
+                if not alts or op == "rms_norm":
+                    continue
+                fam = "softmax" if op == "softmax" else "norm"
+                mod = mods[fam]
+                tab = mod.TABLES.fast[per_vec(dt)]
+                cap = min(c for c in tab if c >= shape[1])
+                default = tab[cap]
+                for cfg in ALTS[(fam, per_vec(dt))].get(shape[1], []):
+                    tab[cap] = cfg
+                    mod._plans.clear()
+                    try:
+                        good = bool(torch.allclose(ours().float(), want, rtol=2e-2, atol=2e-2))
+                        aus, agbs = timed(ours, nb, reps)
+                    except Exception as exc:  # a configuration that cannot launch (cluster too large, ...)
+                        print(f"  alt {cfg}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+                        continue
+                    finally:
+                        tab[cap] = default
+                        mod._plans.clear()
+                    res.append(dict(section="alts", op=op, dtype=str(dt)[6:], shape=list(shape), config=list(cfg),
+                                    default=list(default), us=aus, gbs=agbs, ok=good, pct_copy=100 * agbs / copy))
+                    print(f"  alt {op} {cfg} (default {default}): {agbs:6.0f} GB/s ok={good}", flush=True)
+            del x
+            torch.cuda.empty_cache()
+            SAVE()
+
+
+def summary(path: str) -> None:
+    """A compact table of a results file: the default rungs and the sweeps' best."""
+    doc = json.load(open(path))
+    print(f"{doc['device']} torch {doc['torch']} copy {doc['copy_gbs_large']:.0f} GB/s")
+    for r in doc["results"]:
+        if r["section"] == "full" and r["rung"] in ("fast", "vector", "interleaved", "warp_shuffle"):
+            print(f"F {r['op']:5s} {r['dtype']:8s} {r['rung']:12s} {r['gbs']:5.0f} {r['pct_copy']:5.1f}% t{r['torch_gbs']:5.0f} {r['ok']}")
+        elif r["section"] == "rows":
+            print(f"R {r['op']:10s} {r['dtype']:8s} {'x'.join(map(str, r['shape'])):11s} {r['gbs']:5.0f} "
+                  f"{r['pct_copy']:5.1f}% t{r['torch_gbs']:5.0f} {r['ok']}")
+    best = {}
+    for r in doc["results"]:
+        if r["section"] in ("sweep", "alts"):
+            k = (r["section"], r["op"], r["dtype"], str(r.get("shape", "")))
+            if k not in best or r["gbs"] > best[k]["gbs"]:
+                best[k] = r
+    for k, r in best.items():
+        cfg = r.get("config") or (r["block"], r["unroll"], r["blocks_per_sm"])
+        print(f"B {k[0]} {k[1]} {k[2]} {k[3]} best {cfg} {r['gbs']:.0f} GB/s")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--warm", action="store_true")
+    ap.add_argument("--summary")
+    ap.add_argument("--out", default="benchmarks/results/reduction-tuning.json")
+    ap.add_argument("--sections", default="full,sweep,dims,rows,alts")
+    a = ap.parse_args(argv)
+    if a.warm:
+        warm(os.environ.get("KK_ARCH", "sm_90"))
+        return 0
+    if a.summary:
+        summary(a.summary)
+        return 0
+    from kernelkit.bench import copy_bandwidth
+
+    extend_names()
+    sections = a.sections.split(",")
+    copy_large = copy_bandwidth(None)
+    print(f"copy ceiling (1 GiB buffers, read + write): {copy_large:.0f} GB/s", flush=True)
+    res: list[dict] = []
+    doc = {
+        "device": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(),
+        "torch": torch.__version__, "cuda": torch.version.cuda,
+        "sm_count": torch.cuda.get_device_properties(0).multi_processor_count,
+        "copy_gbs_large": copy_large, "method": "kernelkit.bench.time_cuda median; GB/s = bytes read (full, dims) or "
+        "read + write (rows) / median; pct_copy vs copy_bandwidth of the same bytes (rows) or 1 GiB buffers (full)",
+        "results": res,
+    }
+    os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
+    def save():  # after every section (and rows shape): a run cut short keeps what it measured
+        with open(a.out, "w") as f:
+            json.dump(doc, f, indent=1)
+
+    global SAVE
+    SAVE = save
+    steps = [("full", lambda: sec_full(res, copy_large)), ("rows", lambda: sec_rows(res, "alts" in sections)),
+             ("sweep", lambda: sec_sweep(res, copy_large)), ("dims", lambda: sec_dims(res))]
+    for name, step in steps:
+        if name in sections:
+            step()
+            save()
+    print(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -153,10 +153,23 @@ def main(argv=None) -> int:
             del x, y, out
 
     if want("relu"):
-        for dt in (torch.float32, torch.float16, torch.bfloat16):
+        from kernelkit.ops._launch_util import occupancy_limiter
+        from kernelkit.runtime import get_kernel, launch
+        import numpy as np
+
+        for dt, ct in ((torch.float32, "float"), (torch.float16, "__half"), (torch.bfloat16, "__nv_bfloat16")):
             x = torch.randn(N, device="cuda", dtype=dt)
             ladder("relu", (N,), dt, (x,), {})
-            del x
+            # the shared unary fast kernel's launch (GELU's choice: 256 threads, 100% occupancy) vs others
+            out = torch.empty_like(x)
+            k = get_kernel("relu.cu", f"kk::unary_fast<{ct}, kk::Relu, 1, true, false>", device_index=0)
+            nvec = N * x.element_size() // 16
+            for block, lim in ((256, 0), (512, 0), (1024, 0), (256, 6)):
+                sh = occupancy_limiter(0, lim) if lim else 0
+                rec("relu", f"2^28 {str(dt)[6:]} fast tune", f"block={block}{f' limit {lim}/SM' if lim else ''}",
+                    lambda b=block, sh=sh: launch(k, -(-(nvec + 1) // b), b, out.data_ptr(), x.data_ptr(), N,
+                                                  np.int32(0), shmem=sh), 2 * N * x.element_size())
+            del x, out
 
     if want("saxpy"):
         for dt in (torch.float32, torch.float16, torch.bfloat16):
@@ -212,18 +225,24 @@ def main(argv=None) -> int:
                 for v in op.variants:
                     rec("normalize_image", case, v.name,
                         lambda v=v: kernelkit.normalize_image(img, mean, std, variant=v.name, **kw), nbytes, tus)
-            if len(shape) == 3:  # block size of the CHW vector kernel
+            if len(shape) == 3:  # the CHW vector kernel's launch: block, occupancy limiter, groups per thread
+                from kernelkit.ops._launch_util import occupancy_limiter
                 from kernelkit.runtime import get_kernel, launch
                 import numpy as np
 
-                out = torch.empty((3, shape[0], shape[1]), dtype=torch.float16, device="cuda")
-                k = get_kernel("normalize.cu", "kk::norm_chw_vec<__half, 3>", device_index=0)
-                units, coef = shape[0] * shape[1] // 8, [np.float32(0.01)] * 8
-                for block in (128, 256, 512, 1024):
-                    rec("normalize_image", "16384x16384x3 float16 CHW block", f"block={block}",
-                        lambda b=block: launch(k, -(-units // b), b, out.data_ptr(), img.data_ptr(), units,
-                                               shape[0] * shape[1], *coef), img.numel() * 3)
-                del out
+                hw, coef = shape[0] * shape[1], [np.float32(0.01)] * 8
+                for dt, ct in ((torch.float32, "float"), (torch.float16, "__half")):
+                    out = torch.empty((3, shape[0], shape[1]), dtype=dt, device="cuda")
+                    units = hw // (16 // out.element_size())
+                    nb = img.numel() * (1 + out.element_size())
+                    for u, block, lim in ((1, 256, 0), (1, 1024, 0), (1, 256, 6), (2, 256, 0), (2, 256, 6)):
+                        k = get_kernel("normalize.cu", f"kk::norm_chw_vec<{ct}, 3, {u}>", device_index=0)
+                        sh = occupancy_limiter(0, lim) if lim else 0
+                        rec("normalize_image", f"16384x16384x3 {str(dt)[6:]} CHW tune",
+                            f"U={u} block={block}{f' limit {lim}/SM' if lim else ''}",
+                            lambda k=k, b=block, u=u, sh=sh: launch(k, -(-units // (b * u)), b, out.data_ptr(),
+                                                                    img.data_ptr(), units, hw, *coef, shmem=sh), nb)
+                    del out
             del img
 
     props = torch.cuda.get_device_properties(0)

@@ -136,23 +136,31 @@ __device__ __forceinline__ u8 byte_at(const unsigned (&w)[NW], int b) {  // b co
 // instruction of a warp writes 512 contiguous bytes of one plane and each load instruction reads
 // within one contiguous E * C * 32-byte span (an earlier form gave each thread 16 pixels: its
 // stores strode 32-64 bytes across the warp and ran at 39-79% of the copy rate).
-// units = N * hw / E groups; hw % E == 0, so a group never straddles two images.
-template <typename TO, int C>
+// units = N * hw / E groups; hw % E == 0, so a group never straddles two images. U: groups per
+// thread and iteration (a grid-stride apart, all loads issued first), a tuning option.
+template <typename TO, int C, int U = 1>
 __global__ void norm_chw_vec(TO* __restrict__ out, const u8* __restrict__ in, i64 units, i64 hw, KK_COEF_PARAMS) {
   constexpr int E = 16 / sizeof(TO);
   const Coef k = KK_COEF;
-  const i64 per_image = hw / E;
+  const i64 per_image = hw / E, stride = grid_threads();
 #pragma unroll 1
-  for (i64 u = global_thread(); u < units; u += grid_threads()) {
-    unsigned w[E * C / 4];
-    load_bytes<E * C>(w, in + u * (E * C));
-    const i64 n = div_u(u, per_image), q = (u - n * per_image) * E;
+  for (i64 base = global_thread(); base < units; base += stride * U) {
+    unsigned w[U][E * C / 4];
 #pragma unroll
-    for (int c = 0; c < C; ++c) {
-      float v[E];
+    for (int j = 0; j < U; ++j)
+      if (base + j * stride < units) load_bytes<E * C>(w[j], in + (base + j * stride) * (E * C));
 #pragma unroll
-      for (int p = 0; p < E; ++p) v[p] = k.apply(byte_at(w, p * C + c), c);
-      store_row16(out + (n * C + c) * hw + q, v);
+    for (int j = 0; j < U; ++j) {
+      const i64 u = base + j * stride;
+      if (u >= units) break;
+      const i64 n = div_u(u, per_image), q = (u - n * per_image) * E;
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        float v[E];
+#pragma unroll
+        for (int p = 0; p < E; ++p) v[p] = k.apply(byte_at(w[j], p * C + c), c);
+        store_row16(out + (n * C + c) * hw + q, v);
+      }
     }
   }
 }

@@ -5,6 +5,7 @@ device), compute a grid, launch. Everything that can be resolved once is resolve
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -64,3 +65,24 @@ def check_no_partial_overlap(op: str, out: torch.Tensor, **inputs: torch.Tensor)
                 f"{op}: out partially overlaps {name} (they share memory at different offsets); pass "
                 f"out={name} itself for an in-place result, or a separate tensor"
             )
+
+
+_SMEM_PER_SM = {(8, 0): 167936, (8, 6): 102400, (8, 7): 167936, (8, 9): 102400, (9, 0): 233472}
+
+
+@functools.cache
+def occupancy_limiter(dev: int, blocks_per_sm: int) -> int:
+    """Bytes of dynamic shared memory (never touched) that let ``blocks_per_sm`` blocks share an SM, not one more.
+
+    Why: the 3-stream kernels (add, saxpy) ran ~1% faster on an H100 at 75% occupancy (six 256-thread
+    blocks per SM) than at 100% (benchmarks/results/elementwise-tuning.json): fewer warps in flight,
+    fewer DRAM pages open at once. Shared memory is the one knob that caps blocks per SM without
+    touching the kernel. 0 where no size below the 48 KB default limit does it.
+    """
+    props = torch.cuda.get_device_properties(dev)
+    per_sm = getattr(props, "shared_memory_per_multiprocessor", 0) or _SMEM_PER_SM.get((props.major, props.minor), 0)
+    reserved = 1024  # the runtime's per-block reservation
+    lo = per_sm // (blocks_per_sm + 1) - reserved + 1  # one block more must not fit
+    hi = per_sm // blocks_per_sm - reserved  # blocks_per_sm must fit
+    size = ((lo + hi) // 2) // 256 * 256
+    return size if 0 < lo <= size <= hi and size <= 48 * 1024 else 0

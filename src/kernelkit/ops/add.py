@@ -8,18 +8,21 @@ import torch
 from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
 from ..runtime import launch
 from ._common import CXX_TYPE, check_out, check_tensor, dtype_name, grid_for, pick_variant
-from ._launch_util import cdiv, check_no_partial_overlap, i32, load
+from ._launch_util import cdiv, check_no_partial_overlap, i32, load, occupancy_limiter
 
 __all__ = ["add"]
 
 SRC = "binary.cu"
 BLOCK = 256
 RUNG_BLOCKS_PER_SM = 32  # grid cap of the teaching grid-stride rung (as the unary ladder)
-# The fast rung's launch shape: one 16-byte vector per thread over a grid covering the tensor,
-# 512 threads (the shape the GELU sweep found best on an H100, re-measured for add in
-# benchmarks/results/elementwise-tuning.json).
+# The fast rung's launch shape (sweep on an H100, benchmarks/results/elementwise-tuning.json): one
+# 16-byte vector per thread over a grid covering the tensor (a grid-stride cap of 32 blocks/SM:
+# 2917 GB/s fp32; 2 or 4 vectors per thread: no better), 256-thread blocks held to 6 per SM (75%
+# occupancy) by the occupancy limiter: 3088 GB/s fp32 / 3071 fp16 against 3058 / 3045 at 100%.
 FAST_UNROLL = 1
-FAST_BLOCK = 512
+FAST_BLOCK = 256
+FAST_BLOCKS_PER_SM = 6
+SHUFFLE_BLOCK = 512  # add_shuffle's __launch_bounds__(512, 3): 75% occupancy through its register cap
 
 
 def _kernels(kind: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
@@ -34,10 +37,10 @@ def _kernels(kind: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
     if kind == "prologue":  # same misalignment: prologue/main/epilogue; otherwise the 1D kernel
         return (Kernel(SRC, f"kk::add_aligned<{ct}, 1>", 128, 128), one_d)
     if kind == "shuffle":
-        return (Kernel(SRC, f"kk::add_shuffle<{ct}>", 128, 128, block=FAST_BLOCK),)
+        return (Kernel(SRC, f"kk::add_shuffle<{ct}>", 128, 128, block=SHUFFLE_BLOCK),)
     return (  # fast
         Kernel(SRC, f"kk::add_aligned<{ct}, {FAST_UNROLL}>", 128, 128, block=FAST_BLOCK),
-        Kernel(SRC, f"kk::add_shuffle<{ct}>", 128, 128, block=FAST_BLOCK),
+        Kernel(SRC, f"kk::add_shuffle<{ct}>", 128, 128, block=SHUFFLE_BLOCK),
     )
 
 
@@ -57,8 +60,9 @@ VARIANTS = (
     _rung("shuffle", "any misalignments: aligned 16-byte stores; inputs read as aligned 16-byte chunks "
                      "and realigned with __shfl_down_sync from the neighbouring lane (source 001's "
                      "shuffle option, chosen over padding, which needs aligned copies of the inputs)"),
-    _rung("fast", "one 16-byte vector per thread over a grid covering the tensor, prologue/main/epilogue "
-                  "when the misalignments agree, the shuffle kernel when they differ", default=True),
+    _rung("fast", "one 16-byte vector per thread over a grid covering the tensor at 75% occupancy, "
+                  "prologue/main/epilogue when the misalignments agree, the shuffle kernel when they differ",
+          default=True),
 )
 
 
@@ -95,13 +99,14 @@ def _launch(v: Variant, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> 
         else:
             launch(ks[1], cdiv(n, BLOCK), BLOCK, op, ap, bp, n, name="add_1d", device_index=dev)
         return
-    blocks = max(1, cdiv(nvec, FAST_BLOCK * FAST_UNROLL))
     if kind == "fast" and same:
-        launch(ks[0], blocks, FAST_BLOCK, op, ap, bp, n, i32(head), name="add_aligned", device_index=dev)
+        blocks = max(1, cdiv(nvec, FAST_BLOCK * FAST_UNROLL))
+        launch(ks[0], blocks, FAST_BLOCK, op, ap, bp, n, i32(head), shmem=occupancy_limiter(dev, FAST_BLOCKS_PER_SM),
+               name="add_aligned", device_index=dev)
         return
     da, db = (ap + head * es) % 16, (bp + head * es) % 16
     k = ks[0] if kind == "shuffle" else ks[1]
-    launch(k, max(1, cdiv(nvec, FAST_BLOCK)), FAST_BLOCK, op, ap, bp, n, i32(head), i32(da), i32(db),
+    launch(k, max(1, cdiv(nvec, SHUFFLE_BLOCK)), SHUFFLE_BLOCK, op, ap, bp, n, i32(head), i32(da), i32(db),
            name="add_shuffle", device_index=dev)
 
 

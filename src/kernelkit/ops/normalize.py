@@ -18,6 +18,8 @@ __all__ = ["normalize_image"]
 
 SRC = "normalize.cu"
 BLOCK = 256
+# fast rung: 256 threads; 1024 threads or 75% occupancy moved 16384x16384x3 by <= 0.4% on an H100
+# (benchmarks/results/elementwise-tuning.json), two groups per thread lost 1.5% (fp32)
 FAST_BLOCK = 256
 VEC_CHANNELS = (1, 2, 3, 4)  # a vector kernel per channel count (compile-time C keeps bytes in registers)
 LAYOUTS = ("CHW", "HWC")

@@ -112,7 +112,8 @@ def bench(path: str) -> None:
         doc["sweep"][key] = sweep(_random(shape, torch.float16))
         print("  sweep", key, doc["sweep"][key], flush=True)
     pcases = [((64, 64, 224, 224), (0, 2, 3, 1), torch.float16), ((64, 224, 224, 64), (0, 3, 1, 2), torch.float16),
-              ((64, 3, 224, 224), (0, 2, 3, 1), torch.float16), ((64, 512, 1024), (1, 0, 2), torch.float16),
+              ((64, 3, 224, 224), (0, 2, 3, 1), torch.float16), ((64, 224, 224, 3), (0, 3, 1, 2), torch.float16),
+              ((64, 3, 224, 224), (0, 2, 3, 1), torch.uint8), ((64, 512, 1024), (1, 0, 2), torch.float16),
               ((32, 48, 40, 56), (3, 1, 0, 2), torch.float32)]
     for shape, dims, dt in pcases:
         x = _random(shape, dt)
@@ -142,10 +143,13 @@ def small() -> None:
                     bad += not _same(kernelkit.transpose(x, variant=v.name), x.transpose(-2, -1))
                 except ValueError:
                     pass
-        x = _random((2, 16, 7, 9), dt)
-        for v in kernelkit.ladder("permute"):
-            for dims in ((0, 2, 3, 1), (3, 1, 0, 2), (1, 0, 2, 3)):
-                bad += not _same(kernelkit.permute(x, dims, variant=v.name), x.permute(dims))
+        for shape in ((2, 16, 7, 9), (2, 3, 16, 16), (3, 4, 8, 32)):  # odd, then RGB / RGBA (skinny)
+            x = _random(shape, dt)
+            for v in kernelkit.ladder("permute"):
+                for dims in ((0, 2, 3, 1), (3, 1, 0, 2), (1, 0, 2, 3)):
+                    bad += not _same(kernelkit.permute(x, dims, variant=v.name), x.permute(dims))
+            y = x.permute(0, 2, 3, 1).contiguous()
+            bad += not _same(kernelkit.permute(y, (0, 3, 1, 2)), y.permute(0, 3, 1, 2))
     torch.cuda.synchronize()
     print("small cases wrong:", bad)
 

@@ -31,7 +31,8 @@ def test_every_4d_permutation(variant, dtype):
 @pytest.mark.parametrize("variant", RUNGS)
 def test_deployment_layouts(variant, dtype):
     """NCHW <-> NHWC, the last-two swap and the batch-axis move, at aligned and odd sizes."""
-    for shape in ((2, 3, 17, 19), (4, 64, 14, 14), (2, 16, 8, 8), (3, 24, 5, 8)):
+    for shape in ((2, 3, 17, 19), (4, 64, 14, 14), (2, 16, 8, 8), (3, 24, 5, 8), (2, 3, 16, 16), (3, 4, 8, 32),
+                  (2, 8, 16, 16), (2, 3, 32, 48)):  # RGB / RGBA / 8 channels: the skinny kernels
         x = random_tensor(shape, dtype)
         nhwc = kernelkit.permute(x, (0, 2, 3, 1), variant=variant)
         assert_same_bits(nhwc, x.permute(0, 2, 3, 1), f"NCHW->NHWC {shape}")

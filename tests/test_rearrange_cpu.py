@@ -300,3 +300,79 @@ def test_best_tile_fits_the_matrix():
     assert 64 % tr == 0
     tr, tc, _ = best_tile(2, 224 * 224, 64)
     assert 64 % tc == 0
+
+
+# ----------------------------------------------------------------------------- skinny kernels
+
+def elem_bits(e, v, m):
+    """csrc elem_bits: element m of a run of 16-byte vectors v (lists of 4 words)."""
+    x = v[m // (16 // e)]
+    byte = (m % (16 // e)) * e
+    if e == 8:
+        return x[byte // 4] | (x[byte // 4 + 1] << 32)
+    return (x[byte // 4] >> (8 * (byte % 4))) & ((1 << (8 * e)) - 1)
+
+
+def build_vec(e, bits_of):
+    """csrc build_vec: four words from the bits of 16/e elements."""
+    w = [0, 0, 0, 0]
+    for i in range(16 // e):
+        b = bits_of(i)
+        if e == 8:
+            w[2 * i], w[2 * i + 1] = b & 0xFFFFFFFF, b >> 32
+        else:
+            w[i * e // 4] |= b << (8 * (i * e % 4))
+    return w
+
+
+def emulate_skinny(p: R_.Plan, inbuf: np.ndarray, nbytes_out: int) -> np.ndarray:
+    """transpose_skinny_rows / _cols, thread by thread (element offsets from byte 0 of inbuf)."""
+    e, (side, n) = p.esize, p.skinny
+    B, R, C, isb, isr, osb, osc = p.args
+    V = 16 // e
+    out = np.zeros(nbytes_out, dtype=np.uint8)
+
+    def load(elem):  # a 16-byte vector as 4 words
+        return [int.from_bytes(inbuf[elem * e + 4 * k: elem * e + 4 * k + 4].tobytes(), "little") for k in range(4)]
+
+    def store(elem, w):
+        out[elem * e: elem * e + 16] = np.frombuffer(b"".join(x.to_bytes(4, "little") for x in w), dtype=np.uint8)
+
+    for b in range(B):
+        for j in range((C if side == "rows" else R) // V):
+            if side == "rows":
+                v = [load(b * isb + r * isr + j * V) for r in range(n)]
+                for q in range(n):
+                    store(b * osb + j * V * n + q * V,
+                          build_vec(e, lambda i: elem_bits(e, v[(q * V + i) % n:], (q * V + i) // n)))
+            else:
+                v = [load(b * isb + j * V * n + k * V) for k in range(n)]
+                for cc in range(n):
+                    store(b * osb + cc * osc + j * V, build_vec(e, lambda i: elem_bits(e, v, i * n + cc)))
+    return out
+
+
+@pytest.mark.parametrize("e", [1, 2, 4, 8])
+def test_skinny_emulation_transposes(e):
+    dtype = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[e]
+    v = 16 // e
+    seen = set()
+    for shape, perm in [((2, 3, 5 * v), (0, 2, 1)), ((4, v * 2), (1, 0)), ((3, 7 * v, 2), (0, 2, 1)),
+                        ((5 * v, 4), (1, 0)), ((2, 8, v), (0, 2, 1)), ((v, 6), (1, 0))]:
+        x = torch.randint(0, 100, shape, dtype=dtype)
+        y = x.permute(perm)
+        p = R_.make_plan(y.shape, y.stride(), e, 0, 0)
+        assert p.kind == "tile" and p.skinny, (shape, p)
+        seen.add(p.skinny[0])
+        got = emulate_skinny(p, _bytes_of(x), y.numel() * e)
+        assert bytes(got) == bytes(y.clone(memory_format=torch.contiguous_format).untyped_storage()), (shape, p)
+    assert seen == {"rows", "cols"}
+
+
+def test_rgb_images_take_the_skinny_path():
+    x = torch.empty(64, 3, 224, 224, device="meta")
+    for perm, side in (((0, 2, 3, 1), "rows"),):
+        y = x.permute(perm)
+        assert R_.make_plan(y.shape, y.stride(), 2, 0, 0).skinny == (side, 3)
+    z = torch.empty(64, 224, 224, 3, device="meta").permute(0, 3, 1, 2)
+    assert R_.make_plan(z.shape, z.stride(), 2, 0, 0).skinny == ("cols", 3)

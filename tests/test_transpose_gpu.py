@@ -9,7 +9,9 @@ pytestmark = pytest.mark.gpu
 
 RUNGS = [v.name for v in kernelkit.ladder("transpose")]
 SHAPES = [(1, 1), (1, 7), (7, 1), (2, 3), (37, 53), (31, 33), (64, 64), (128, 256), (129, 257), (1000, 3),
-          (3, 1000), (96, 520), (3, 37, 53), (2, 64, 128), (5, 1, 16), (4, 48, 16)]
+          (3, 1000), (96, 520), (3, 37, 53), (2, 64, 128), (5, 1, 16), (4, 48, 16),
+          # 2..8 rows or columns: the best rung's skinny kernels (where 16-byte vectors fit the other side)
+          (3, 4096), (4096, 3), (7, 512), (512, 5), (2, 3, 512), (2, 512, 8), (8, 2048), (2, 64)]
 
 
 def _expect_refusal(variant: str, x: torch.Tensor, out: torch.Tensor) -> bool:

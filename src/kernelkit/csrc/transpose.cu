@@ -190,6 +190,95 @@ __global__ void __launch_bounds__(THREADS) transpose_wide(T* __restrict__ out, c
   }
 }
 
+// Skinny transposes (best rung): a tile kernel wastes most of its tile when one side has 2 to 4
+// elements (NCHW -> NHWC of an RGB image: R = 3), so each thread moves whole 16-byte vectors and
+// transposes an N x V block in registers (V = 16/E; indices are compile-time, so no local memory).
+// Rows: R == N, output rows of N contiguous elements (out_sc == N). A thread loads V columns of each
+// of the N rows (N coalesced 16-byte loads) and stores N*V contiguous output elements (N stores).
+// Cols: C == N, input rows of N contiguous elements (in_sr == N). A thread loads V whole input rows
+// (N vectors) and stores V elements to each of the N output rows. The host checks alignment.
+// Bits of element m of a run of 16-byte vectors, and a vector built from element bits: word
+// selects and shifts with constant operands once unrolled (a byte-addressed view of the registers
+// sent one instantiation's array to local memory).
+template <int E>
+__device__ __forceinline__ unsigned long long elem_bits(const uint4* v, int m) {
+  constexpr int V = 16 / E;
+  const uint4& x = v[m / V];
+  const int byte = (m % V) * E;
+  auto word = [&](int w) -> unsigned { return w == 0 ? x.x : w == 1 ? x.y : w == 2 ? x.z : x.w; };
+  if constexpr (E == 8) {
+    return word(byte / 4) | ((unsigned long long)word(byte / 4 + 1) << 32);
+  } else {
+    return (word(byte / 4) >> (8 * (byte % 4))) & ((1ull << (8 * E)) - 1);
+  }
+}
+
+template <int E, typename F>
+__device__ __forceinline__ uint4 build_vec(F bits_of) {  // bits_of(i): the bits of element i
+  unsigned w[4] = {0, 0, 0, 0};
+#pragma unroll
+  for (int i = 0; i < 16 / E; ++i) {
+    const unsigned long long b = bits_of(i);
+    if constexpr (E == 8) {
+      w[2 * i] = (unsigned)b;
+      w[2 * i + 1] = (unsigned)(b >> 32);
+    } else {
+      w[i * E / 4] |= (unsigned)b << (8 * (i * E % 4));
+    }
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// Thread t of B * n -> (batch, index of its vector within the batch); 32-bit divides when they fit.
+__device__ __forceinline__ bool split_thread(i64 B, i64 n, i64& b, i64& j) {
+  const i64 t = global_thread();
+  if (t >= B * n) return false;
+  if (B * n <= 0xffffffffLL) {
+    b = (unsigned)t / (unsigned)n;
+    j = (unsigned)t - (unsigned)b * (unsigned)n;
+  } else {
+    b = t / n;
+    j = t - b * n;
+  }
+  return true;
+}
+
+template <typename T, int N>
+__global__ void __launch_bounds__(256) transpose_skinny_rows(T* __restrict__ out, const T* __restrict__ in, i64 B,
+                                                             i64 R, i64 C, i64 in_sb, i64 in_sr, i64 out_sb,
+                                                             i64 out_sc) {
+  constexpr int V = 16 / sizeof(T);
+  i64 b, j;
+  if (!split_thread(B, C / V, b, j)) return;
+  const T* src = in + b * in_sb + j * V;
+  uint4 v[N], o[N];
+#pragma unroll
+  for (int r = 0; r < N; ++r) v[r] = __ldg(reinterpret_cast<const uint4*>(src + r * in_sr));
+#pragma unroll
+  for (int q = 0; q < N; ++q)  // output element m = q*V + i is column m / N of row m % N
+    o[q] = build_vec<sizeof(T)>([&](int i) { return elem_bits<sizeof(T)>(v + (q * V + i) % N, (q * V + i) / N); });
+  T* dst = out + b * out_sb + j * V * N;
+#pragma unroll
+  for (int q = 0; q < N; ++q) store16(dst + q * V, o[q]);
+}
+
+template <typename T, int N>
+__global__ void __launch_bounds__(256) transpose_skinny_cols(T* __restrict__ out, const T* __restrict__ in, i64 B,
+                                                             i64 R, i64 C, i64 in_sb, i64 in_sr, i64 out_sb,
+                                                             i64 out_sc) {
+  constexpr int V = 16 / sizeof(T);
+  i64 b, j;
+  if (!split_thread(B, R / V, b, j)) return;
+  const uint4* src = reinterpret_cast<const uint4*>(in + b * in_sb + j * V * N);
+  uint4 v[N];
+#pragma unroll
+  for (int k = 0; k < N; ++k) v[k] = __ldg(src + k);
+  T* dst = out + b * out_sb + j * V;
+#pragma unroll
+  for (int cc = 0; cc < N; ++cc)  // output element i of row cc is input row j*V + i, column cc
+    store16(dst + cc * out_sc, build_vec<sizeof(T)>([&](int i) { return elem_bits<sizeof(T)>(v, i * N + cc); }));
+}
+
 // The general path: out (contiguous, n elements) gathered from any strided view of up to 6 dims,
 // given innermost first (sizes[0] is the fastest-varying output dim). One element per thread of a
 // grid-stride loop; Idx is 32-bit when the element count allows (a 32-bit divide is a handful of

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 
 MAX_DIMS = 6
+SKINNY_MAX = 8  # the skinny kernels are instantiated for 2..8 rows (or columns)
 CARRIER = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long", 16: "uint4"}
 IDX32, IDX64 = "unsigned int", "unsigned long long"
 
@@ -45,7 +46,8 @@ class Plan:
     """One launch: ``kind`` "tile" (batched transpose) or "gather", in units of ``esize`` bytes.
 
     tile: ``args`` = (B, R, C, in_sb, in_sr, out_sb, out_sc); ``wide_ok``: R, C, strides multiples of
-    16/esize and both pointers 16-byte aligned (the wide rungs' condition).
+    16/esize and both pointers 16-byte aligned (the wide rungs' condition); ``skinny``: ("rows", R) or
+    ("cols", C) where that side has 2..SKINNY_MAX elements and 16-byte vectors fit the other side.
     gather: ``args`` = (n, nd, sizes innermost first (6), strides (6)).
     """
 
@@ -53,6 +55,7 @@ class Plan:
     esize: int
     args: tuple
     wide_ok: bool = False
+    skinny: tuple | None = None
 
 
 def _widen(dims, esize: int, ptr_mod: int, max_width: int) -> int:
@@ -115,8 +118,14 @@ def _tile_plan(dims, k: int, esize: int, ptr_mod: int) -> Plan:
         B, in_sb, out_sb = 1, 0, 0
     out_sc = out_strides[k]
     v = 16 // esize
-    wide_ok = ptr_mod % 16 == 0 and all(x % v == 0 for x in (R, C, in_sb, in_sr, out_sb, out_sc))
-    return Plan("tile", esize, (B, R, C, in_sb, in_sr, out_sb, out_sc), wide_ok)
+    aligned = ptr_mod % 16 == 0 and in_sb % v == 0 and out_sb % v == 0
+    wide_ok = aligned and all(x % v == 0 for x in (R, C, in_sr, out_sc))
+    skinny = None
+    if aligned and R <= SKINNY_MAX and out_sc == R and C % v == 0 and in_sr % v == 0:
+        skinny = ("rows", R)  # a few input rows: each output row (R elements) is contiguous
+    elif aligned and C <= SKINNY_MAX and in_sr == C and R % v == 0 and out_sc % v == 0:
+        skinny = ("cols", C)  # a few input columns: each input row (C elements) is contiguous
+    return Plan("tile", esize, (B, R, C, in_sb, in_sr, out_sb, out_sc), wide_ok, skinny)
 
 
 def idx_type(n: int) -> str:

@@ -16,7 +16,7 @@ import torch
 from ..ladder import Kernel, Op, Variant, register
 from ..runtime import get_kernel, launch
 from ._common import check_out, check_tensor, pick_variant
-from ._rearrange import CARRIER, IDX32, IDX64, Plan, idx_type, make_plan
+from ._rearrange import CARRIER, IDX32, IDX64, SKINNY_MAX, Plan, idx_type, make_plan
 
 __all__ = ["transpose", "permute"]
 
@@ -64,6 +64,11 @@ def _tile_kernel(mode: str, esize: int, R: int = 1 << 20, C: int = 1 << 20, cfg=
     return f"kk::transpose_wide<{t}, {tr}, {tc}, {threads}>", threads, tr, tc
 
 
+def _skinny_kernel(esize: int, skinny: tuple) -> tuple[str, int, int, int]:
+    side, n = skinny
+    return f"kk::transpose_skinny_{side}<{CARRIER[esize]}, {n}>", 256, 0, 0
+
+
 def _sizes(start: int, stop: int) -> list[int]:
     return [e for e in (1, 2, 4, 8, 16) if start <= e <= stop]
 
@@ -75,12 +80,13 @@ def _kernels(mode: Optional[str], widen: bool, dtype: torch.dtype) -> tuple[Kern
     out = []
     if mode is not None:
         for e in _sizes(e0, 8 if widen else e0):
-            if mode == "best":  # every candidate tile, and the padded tile it falls back to
+            if mode == "best":  # every candidate tile, the skinny kernels, the padded tile fallback
                 cands = [_tile_kernel("best", e, cfg=c) for c in BEST_TILES[e]] + [_tile_kernel("padded", e)]
+                cands += [_skinny_kernel(e, (side, n)) for side in ("rows", "cols") for n in range(2, SKINNY_MAX + 1)]
             else:
                 cands = [_tile_kernel(mode, e)]
             for name, block, _, _ in cands:
-                bits = 128 if "wide" in name else 8 * e
+                bits = 128 if "wide" in name or "skinny" in name else 8 * e  # 16-byte vectors
                 out.append(Kernel(SOURCE, name, bits, bits, block=block))
     for e in _sizes(e0, 16 if widen else e0):
         for idx in (IDX32, IDX64):
@@ -102,8 +108,9 @@ TRANSPOSE_LADDER = (
     _rung("padded", "the shared tile with one element of padding per row: column reads hit 32 banks", "padded"),
     _rung("wide", "16-byte loads and stores, 16 KB XOR-swizzled tile, register transposes of 1/2-byte "
           "elements; needs rows, cols and strides multiples of 16/E bytes and aligned data", "wide"),
-    _rung("best", "wide tiles (tuned per element size) where the shape allows, the padded tile otherwise; "
-          "copies and row moves widened to 16-byte elements", "best", default=True),
+    _rung("best", "wide tiles (tuned per element size) where the shape allows, register transposes of "
+          "16-byte vectors when one side has 2-8 elements, the padded tile otherwise; copies and row moves "
+          "widened to 16-byte elements", "best", default=True),
 )
 PERMUTE_LADDER = (
     _rung("naive", "strided gather: one element per thread, output coordinates decomposed per element "
@@ -145,6 +152,13 @@ def _launch(op: Op, v: Variant, x: torch.Tensor, y: torch.Tensor, out: torch.Ten
     p = _plan(v, y, out)
     if p.kind == "tile":
         mode = v.params["tile"]
+        if mode == "best" and p.skinny:  # one 16-byte vector per thread and side, no tile
+            B, R, C = p.args[:3]
+            name, block, _, _ = _skinny_kernel(p.esize, p.skinny)
+            n = B * (C if p.skinny[0] == "rows" else R) // (16 // p.esize)
+            launch(_kernel(op, v, x.dtype, name, dev), min(-(-n // block), MAX_GRID), block, out.data_ptr(),
+                   y.data_ptr(), *p.args, name=name, device_index=dev)
+            return
         if mode == "best":
             mode = "best" if p.wide_ok and BEST_TILES[p.esize] else "padded"
         elif mode == "wide" and not p.wide_ok:

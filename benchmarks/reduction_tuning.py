@@ -27,14 +27,13 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 SWEEP = ((512, 4, 4), (256, 4, 8), (1024, 4, 2), (512, 2, 4), (512, 8, 4), (256, 8, 8), (512, 4, 8), (1024, 2, 2))
 # alternative (group, vecs, cluster) per (family, elements per vector, row length)
 ALTS = {
-    ("softmax", 4): {1024: [(128, 2, 1)], 4096: [(128, 8, 1), (512, 2, 1)], 8192: [(512, 4, 1), (1024, 2, 1), (128, 8, 2)],
-                     32768: [(512, 8, 2), (1024, 8, 1), (128, 8, 8)], 65536: [(512, 8, 4), (1024, 8, 2)]},
-    ("softmax", 8): {1024: [(64, 2, 1), (128, 1, 1)], 4096: [(256, 2, 1), (512, 1, 1)], 8192: [(512, 2, 1), (128, 4, 2)],
-                     32768: [(512, 4, 2), (1024, 4, 1), (128, 4, 8)], 65536: [(512, 4, 4), (1024, 4, 2)]},
-    ("norm", 4): {1024: [(128, 2, 1), (256, 1, 1)], 4096: [(512, 2, 1), (1024, 1, 1)], 8192: [(256, 4, 2), (1024, 2, 1)],
-                  32768: [(512, 4, 4), (1024, 4, 2)], 65536: [(1024, 4, 4)]},
-    ("norm", 8): {1024: [(32, 4, 1), (128, 1, 1)], 4096: [(512, 1, 1), (128, 2, 2)], 8192: [(256, 2, 2), (1024, 1, 1)],
-                  32768: [(512, 2, 4), (1024, 2, 2)], 65536: [(1024, 2, 4)]},
+    ("softmax", 4): {4096: [(128, 8, 1)], 8192: [(1024, 2, 1)], 32768: [(256, 8, 4)], 65536: [(512, 8, 4)]},
+    ("softmax", 8): {1024: [(32, 4, 1)], 4096: [(256, 2, 1)], 8192: [(512, 2, 1)], 32768: [(512, 8, 1), (256, 4, 4)],
+                     65536: [(256, 4, 8), (1024, 4, 2), (512, 4, 4)]},
+    ("norm", 4): {1024: [(128, 2, 1)], 4096: [(512, 2, 1)], 8192: [(256, 4, 2)],
+                  32768: [(256, 4, 8)]},
+    ("norm", 8): {1024: [(32, 4, 1)], 4096: [(128, 2, 2)], 8192: [(256, 2, 2)],
+                  32768: [(256, 2, 8), (512, 4, 2)], 65536: [(512, 4, 4)]},
 }
 
 
@@ -149,6 +148,12 @@ def sec_dims(res):
         del x
 
 
+def close(a, b) -> bool:
+    """Every element within 2% of torch's, or within 0.1% of the mean magnitude (tiny outputs)."""
+    a, b = a.float(), b.float()
+    return bool(((a - b).abs() <= 2e-2 * b.abs() + 1e-3 * b.abs().mean()).all())
+
+
 def _row_ops(x):
     import kernelkit
 
@@ -176,7 +181,7 @@ def sec_rows(res, alts: bool):
             reps = 20 if nb > (4 << 30) else 50
             for op, (ours, theirs) in _row_ops(x).items():
                 want = theirs().float()
-                ok = bool(torch.allclose(ours().float(), want, rtol=2e-2, atol=2e-2))
+                ok = close(ours(), want)
                 tus, tgbs = timed(theirs, nb, reps)
                 us, gbs = timed(ours, nb, reps)
                 row = dict(section="rows", op=op, dtype=str(dt)[6:], shape=list(shape), us=us, gbs=gbs, ok=ok,
@@ -184,18 +189,30 @@ def sec_rows(res, alts: bool):
                 res.append(row)
                 print(f"rows {op:10s} {str(dt)[6:]:8s} {str(shape):15s} {us:9.1f} us {gbs:6.0f} GB/s "
                       f"{row['pct_copy']:5.1f}% of copy {copy:5.0f}; torch {tgbs:5.0f} ok={ok}", flush=True)
-                if not alts or op == "rms_norm":
+                if not alts:
                     continue
                 fam = "softmax" if op == "softmax" else "norm"
                 mod = mods[fam]
+                if fam == "norm":  # the fast rung with one group per row instead of resident CTAs
+                    mod.PERSISTENT = False
+                    try:
+                        aus, agbs = timed(ours, nb, reps)
+                    finally:
+                        mod.PERSISTENT = True
+                    res.append(dict(section="alts", op=op, dtype=str(dt)[6:], shape=list(shape), config="one group per row",
+                                    default="persistent", us=aus, gbs=agbs, ok=True, pct_copy=100 * agbs / copy))
+                    print(f"  alt {op} one group per row: {agbs:6.0f} GB/s", flush=True)
+                    if op == "rms_norm":
+                        continue
                 tab = mod.TABLES.fast[per_vec(dt)]
                 cap = min(c for c in tab if c >= shape[1])
                 default = tab[cap]
                 for cfg in ALTS[(fam, per_vec(dt))].get(shape[1], []):
+                    assert cfg[0] * cfg[1] * cfg[2] * per_vec(dt) >= shape[1], cfg
                     tab[cap] = cfg
                     mod._plans.clear()
                     try:
-                        good = bool(torch.allclose(ours().float(), want, rtol=2e-2, atol=2e-2))
+                        good = close(ours(), want)
                         aus, agbs = timed(ours, nb, reps)
                     except Exception as exc:  # a configuration that cannot launch (cluster too large, ...)
                         print(f"  alt {cfg}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
@@ -229,7 +246,8 @@ def summary(path: str) -> None:
                 best[k] = r
     for k, r in best.items():
         cfg = r.get("config") or (r["block"], r["unroll"], r["blocks_per_sm"])
-        print(f"B {k[0]} {k[1]} {k[2]} {k[3]} best {cfg} {r['gbs']:.0f} GB/s")
+        k = k + (str(r.get("default", "")),)
+        print(f"B {k[0]} {k[1]} {k[2]} {k[3]} best {cfg} {r['gbs']:.0f} GB/s (default {k[4]})")
 
 
 def main(argv=None) -> int:

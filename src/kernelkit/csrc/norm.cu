@@ -49,7 +49,8 @@ __device__ __forceinline__ Welford block_welford(Welford w, float* smem /* 96 fl
       smem[64 + warp] = w.m2;
     }
     __syncthreads();
-    w = lane < kWarps ? Welford{smem[lane], smem[32 + lane], smem[64 + lane]} : Welford{0.0f, 0.0f, 0.0f};
+    const int i = lane & (kWarps - 1);  // a full copy per group of kWarps lanes: all lanes get the result
+    w = Welford{smem[i], smem[32 + i], smem[64 + i]};
 #pragma unroll
     for (int o = kWarps / 2; o > 0; o >>= 1) w = Welford::merge(w, w.shfl_xor(o));
     __syncthreads();
@@ -97,25 +98,14 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
   for (i64 i = threadIdx.x; i < len; i += kBlock) y[i] = norm_out(to_float(x[i]), mean, rstd, weight, bias, i);
 }
 
-template <typename T, int kGroup, int kVecs, int kCluster, bool kVec>
-__global__ void __launch_bounds__(row_block(kGroup), row_min_blocks(kGroup))
-norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
-          const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
-  constexpr int kBlock = row_block(kGroup);
-  using Tile = RowTile<T, kGroup, kVecs>;
-  constexpr int N = Tile::N;
-  constexpr i64 kSlice = (i64)kGroup * kVecs * N;
-  __shared__ float smem[32];
-  __shared__ float stats[2];
-  const RowPlace<kGroup, kBlock, kCluster> p;
-  const i64 row = p.row < rows ? p.row : 0;  // past-the-end rows run empty (see softmax_rows)
-  const i64 col = (i64)p.rank * kSlice + p.lane * N;  // this thread's first element within the row
-  const int n = p.row < rows ? (int)max((i64)0, min(kSlice, len - (i64)p.rank * kSlice)) : 0;
-  const int rem = n - p.lane * N;
-  Tile t;
-  t.template load<kVec>(in + row * len + col, rem, from_float<T>(0.0f));
-
-  float mean = 0.0f, rstd;
+// (mean, rstd) of the row whose slice this thread group holds in `t` (n valid elements, rem of them
+// from this thread's first one). Clusters exchange (sum of squares) or (slice mean, M2) through
+// `slot`, two floats of this CTA's shared memory, in one barrier; the caller keeps the slot unread-
+// from until the next barrier (a parity pair of slots when looping over rows).
+template <int kGroup, int kCluster, typename Tile>
+__device__ __forceinline__ float2 row_stats(const Tile& t, int n, int rem, i64 len, i64 slice, float eps,
+                                            int rms, float* smem, float* slot) {
+  constexpr int kVecs = sizeof(t.v) / sizeof(t.v[0]), N = Tile::N;
   if (rms) {
     float ss = 0.0f;
 #pragma unroll
@@ -127,80 +117,98 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
       }
     ss = group_allreduce<SumOp, kGroup>(ss, smem);
     if constexpr (kCluster > 1) {
-      if (threadIdx.x == 0) stats[0] = ss;
+      if (threadIdx.x == 0) slot[0] = ss;
       cluster_sync();
       ss = 0.0f;
 #pragma unroll
-      for (int r = 0; r < kCluster; ++r) ss += cluster_load(&stats[0], r);
-      cluster_sync();  // nobody leaves while its shared memory may still be read
+      for (int r = 0; r < kCluster; ++r) ss += cluster_load(slot, r);
     }
-    rstd = rsqrtf(ss / (float)len + eps);
-  } else {
-    float sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-      for (int j = 0; j < N; ++j) sum += to_float(t.v[k].v[j]);  // padding reads as 0
-    sum = group_allreduce<SumOp, kGroup>(sum, smem);
-    const float mine = n > 0 ? sum / (float)n : 0.0f;  // this slice's mean
-    float m2 = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-      for (int j = 0; j < N; ++j) {
-        const float d = to_float(t.v[k].v[j]) - mine;
-        if (Tile::valid(k, j, rem)) m2 += d * d;
-      }
-    m2 = group_allreduce<SumOp, kGroup>(m2, smem);
-    mean = mine;
-    if constexpr (kCluster > 1) {  // Chan: mean = sum n_r mean_r / len, M2 = sum M2_r + n_r (mean_r - mean)^2
-      if (threadIdx.x == 0) {
-        stats[0] = mine;
-        stats[1] = m2;
-      }
-      cluster_sync();
-      float total = 0.0f;
-#pragma unroll
-      for (int r = 0; r < kCluster; ++r) total += slice_count(len, r, kSlice) * cluster_load(&stats[0], r);
-      mean = total / (float)len;
-      m2 = 0.0f;
-#pragma unroll
-      for (int r = 0; r < kCluster; ++r) {
-        const float d = cluster_load(&stats[0], r) - mean;
-        m2 += cluster_load(&stats[1], r) + slice_count(len, r, kSlice) * d * d;
-      }
-      cluster_sync();
-    }
-    rstd = rsqrtf(m2 / (float)len + eps);
+    return {0.0f, rsqrtf(ss / (float)len + eps)};
   }
-
-  // y = (x - mean) * rstd * w + b; weight and bias read at the thread's own elements (16-byte
-  // vectors when the row is)
-  const T* w = weight ? weight + col : nullptr;
-  const T* b = bias ? bias + col : nullptr;
+  float sum = 0.0f;
 #pragma unroll
-  for (int k = 0; k < kVecs; ++k) {
-    const int off = k * Tile::kStride;
-    Vec<T, N> wv, bv;
-    if constexpr (kVec) {
-      if (w && Tile::valid(k, 0, rem)) wv = load_vec(reinterpret_cast<const Vec<T, N>*>(w + off));
-      if (b && Tile::valid(k, 0, rem)) bv = load_vec(reinterpret_cast<const Vec<T, N>*>(b + off));
-    } else {
+  for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-      for (int j = 0; j < N; ++j) {
-        if (w && Tile::valid(k, j, rem)) wv.v[j] = w[off + j];
-        if (b && Tile::valid(k, j, rem)) bv.v[j] = b[off + j];
-      }
-    }
+    for (int j = 0; j < N; ++j) sum += to_float(t.v[k].v[j]);  // padding reads as 0
+  sum = group_allreduce<SumOp, kGroup>(sum, smem);
+  const float mine = n > 0 ? sum / (float)n : 0.0f;  // this slice's mean
+  float m2 = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k)
 #pragma unroll
     for (int j = 0; j < N; ++j) {
-      float y = (to_float(t.v[k].v[j]) - mean) * rstd;
-      if (w) y *= to_float(wv.v[j]);
-      if (b) y += to_float(bv.v[j]);
-      t.v[k].v[j] = from_float<T>(y);
+      const float d = to_float(t.v[k].v[j]) - mine;
+      if (Tile::valid(k, j, rem)) m2 += d * d;
+    }
+  m2 = group_allreduce<SumOp, kGroup>(m2, smem);
+  float mean = mine;
+  if constexpr (kCluster > 1) {  // Chan: mean = sum n_r mean_r / len, M2 = sum M2_r + n_r (mean_r - mean)^2
+    if (threadIdx.x == 0) {
+      slot[0] = mine;
+      slot[1] = m2;
+    }
+    cluster_sync();
+    float total = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) total += slice_count(len, r, slice) * cluster_load(slot, r);
+    mean = total / (float)len;
+    m2 = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) {
+      const float d = cluster_load(slot, r) - mean;
+      m2 += cluster_load(slot + 1, r) + slice_count(len, r, slice) * d * d;
     }
   }
-  t.template store<kVec>(out + row * len + col, rem);
+  return {mean, rsqrtf(m2 / (float)len + eps)};
+}
+
+// Grid-stride over rows: the grid may cover every row once (the registers rung) or be capped at the
+// resident CTAs (the fast rung), each group then visiting many rows with its slice of weight and
+// bias loaded into registers once, instead of once per row from L2 (at 3 TB/s of rows, layer_norm's
+// per-row weight + bias reads would be another 6 TB/s of L2 traffic). The loop bound is uniform per
+// block (and per cluster), so groups sharing a warp run the same iterations.
+template <typename T, int kGroup, int kVecs, int kCluster, bool kVec>
+__global__ void __launch_bounds__(row_block(kGroup), row_min_blocks(kGroup))
+norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
+          const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
+  constexpr int kBlock = row_block(kGroup);
+  using Tile = RowTile<T, kGroup, kVecs>;
+  constexpr int N = Tile::N;
+  constexpr i64 kSlice = (i64)kGroup * kVecs * N;
+  constexpr int kUnits = kGroup <= 32 ? kBlock / kGroup : 1;  // rows a block holds at once
+  __shared__ float smem[32];
+  __shared__ float slots[2][2];
+  const RowPlace<kGroup, kBlock, kCluster> p;
+  const i64 col = (i64)p.rank * kSlice + p.lane * N;  // this thread's first element within a row
+  const int n = (int)max((i64)0, min(kSlice, len - (i64)p.rank * kSlice));
+  const int rem = n - p.lane * N;
+  Tile w, b;
+  if (weight) w.template load<kVec>(weight + col, rem, from_float<T>(1.0f));
+  if (bias) b.template load<kVec>(bias + col, rem, from_float<T>(0.0f));
+  const i64 first = kGroup <= 32 ? (i64)blockIdx.x * kUnits : (i64)blockIdx.x / kCluster;
+  const i64 stride = kGroup <= 32 ? (i64)gridDim.x * kUnits : (i64)gridDim.x / kCluster;
+  const int unit = kGroup <= 32 ? threadIdx.x / kGroup : 0;
+  int parity = 0;
+  for (i64 r0 = first; r0 < rows; r0 += stride, parity ^= 1) {
+    const i64 row = r0 + unit;
+    const bool live = row < rows;  // groups past the end run empty: the shuffles stay full-warp
+    const int rrem = live ? rem : -p.lane * N - 1;
+    Tile t;
+    t.template load<kVec>(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
+    const float2 st = row_stats<kGroup, kCluster>(t, live ? n : 0, rrem, len, kSlice, eps, rms, smem,
+                                                  slots[parity]);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        float y = (to_float(t.v[k].v[j]) - st.x) * st.y;
+        if (weight) y *= to_float(w.v[k].v[j]);
+        if (bias) y += to_float(b.v[k].v[j]);
+        t.v[k].v[j] = from_float<T>(y);
+      }
+    if (live) t.template store<kVec>(out + row * len + col, rem);
+  }
+  if constexpr (kCluster > 1) cluster_sync();  // nobody exits while its slots may still be read
 }
 
 }  // namespace kk

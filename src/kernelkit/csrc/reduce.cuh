@@ -59,9 +59,11 @@ __device__ __forceinline__ float block_allreduce(float v, float* smem) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) smem[warp] = v;
     __syncthreads();
-    // every warp reduces the kWarps partials itself: no second barrier to broadcast a result
-    float r = lane < kWarps ? smem[lane] : Op::identity();
-    r = warp_allreduce<Op, (kWarps < 32 ? kWarps : 32)>(r);
+    // every warp reduces the kWarps partials itself (no second barrier to broadcast a result); each
+    // aligned group of kWarps lanes holds a full copy, so every lane, not only the first kWarps,
+    // ends with the result
+    float r = smem[lane & (kWarps - 1)];
+    r = warp_allreduce<Op, kWarps>(r);
     __syncthreads();
     return r;
   }

@@ -128,6 +128,38 @@ class SourceNames:
         return get_kernel(self.source, name, device_index=dev, names=names if name in names else (name,))
 
 
+_resident: dict[tuple, int] = {}
+
+
+def resident_blocks(kernel, block: int, cluster: int, dev: int) -> int:
+    """CTAs of ``kernel`` that fit on the device at once (a whole number of clusters): the grid of a
+    persistent launch. Asked of the driver's occupancy calculator once per (kernel, shape)."""
+    key = (id(kernel), block, cluster, dev)
+    got = _resident.get(key)
+    if got is None:
+        from ._common import sm_count
+
+        occ = kernel.occupancy
+        try:
+            per_sm = int(occ.max_active_blocks_per_multiprocessor(block, 0))
+        except Exception:  # an older cuda.core: one CTA per SM is always resident
+            per_sm = 1
+        got = max(1, per_sm) * sm_count(dev)
+        if cluster > 1:  # clusters must fit inside one GPC: fewer than blocks / cluster may be resident
+            from cuda.core import LaunchConfig
+
+            cfg = LaunchConfig(grid=1, cluster=cluster, block=block)
+            try:
+                clusters = int(occ.max_active_clusters(cfg, stream=current_stream(dev)))
+            except TypeError:
+                clusters = int(occ.max_active_clusters(cfg))
+            except Exception:
+                clusters = got // cluster // 2
+            got = max(1, clusters) * cluster
+        _resident[key] = got
+    return got
+
+
 _cluster_configs: dict[tuple, object] = {}
 
 

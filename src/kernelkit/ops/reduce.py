@@ -25,10 +25,12 @@ SRC = "reduce.cu"
 FUNCTOR = {"sum": "kk::SumOp", "mean": "kk::SumOp", "amax": "kk::MaxOp", "amin": "kk::MinOp"}
 TREE_BLOCK = 256  # rungs 1-4: one (or two) elements per thread, a 256-float tree in shared memory
 VEC_BLOCK, VEC_UNROLL, VEC_BLOCKS_PER_SM = 256, 2, 8  # rung 5: the plain vectorized two-pass rung
-# rung 6 (default): 512 threads x 4 16-byte loads in flight, one wave of 4 blocks per SM (2048 threads,
-# full occupancy at <= 32 registers): 128 KB in flight per SM, well past the ~40 KB that Little's law
-# asks of HBM3 at ~3.3 TB/s and ~1.5 us of latency spread over 132 SMs.
-FAST_BLOCK, FAST_UNROLL, FAST_BLOCKS_PER_SM = 512, 4, 4
+# rung 6 (default): 1024 threads x 2 16-byte loads in flight, one wave of 2 blocks per SM (full
+# occupancy). Swept on an H100 (benchmarks/reduction_tuning.py, run 1: block 256-1024, 2-8 loads,
+# 2-8 blocks/SM): 1024 x 2 x 2 read 3091 GB/s fp32, 3033 fp16, 3036 bf16, where the first choice,
+# 512 x 4 x 4, read 3036 / 2923 / 2995. Unrolling further bought nothing: 2 x 16 B x 2048 threads is
+# already 64 KB in flight per SM.
+FAST_BLOCK, FAST_UNROLL, FAST_BLOCKS_PER_SM = 1024, 2, 2
 WARP_ROWS_MAX = 2048  # rows up to this length: one warp each (a block per row would idle its warps)
 COL_BLOCK_ROWS = 8  # reduce_cols' threadIdx.y extent (kColRows in reduce.cu)
 COL_MIN_ROWS = 64  # least rows per split of a column reduction
@@ -307,7 +309,7 @@ RUNGS = (
     ("warp_shuffle", "first add + shared-memory tree to 64 values, the last warp by shuffles (no barriers)"),
     ("vector", "grid-stride 16-byte loads (2 in flight), fixed grid of 8 blocks/SM, shuffle block "
      "reduction; a second fixed-order pass"),
-    ("fast", "16-byte loads (4 in flight per thread, one full-occupancy wave), last-block finish by "
+    ("fast", "16-byte loads (2 in flight per thread, one full-occupancy wave of 1024-thread blocks), last-block finish by "
      "integer ticket (one launch, no float atomics); a warp per short row; coalesced column reads "
      "for leading dims"),
 )

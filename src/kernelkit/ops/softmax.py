@@ -21,21 +21,22 @@ SRC = "softmax.cu"
 LOOP_BLOCK = 512  # the looping kernels (three-pass, online): one block of 512 threads per row
 NAMES = SourceNames(SRC, ("softmax",))
 
-# (group, vecs, cluster) by capacity; up to 32 values per thread (x, then its fp32 exponentials, fill
-# the same registers: 48-64 per thread). Small rows pack into warps; from 2K elements a CTA per row;
-# past 16K (fp32) a cluster keeps each CTA's slice at 32 KB or less, so that several CTAs share an SM
-# and one row's loads overlap another's reductions and stores.
+# (group, vecs, cluster) by capacity. Small rows pack into warps; then a CTA per row, up to 1024
+# threads x 32 values; past that a cluster splits the row (16-bit: 512 threads x 64 values, the
+# exponentials recomputed at the store, in clusters of 2 for 64K rows). Chosen on an H100 (benchmarks/reduction_tuning.py, run 1): one 1024-thread
+# CTA per 32K row beat a cluster of 4 x 256 (3016 vs 2882 GB/s fp32, 2985 vs 2662 fp16), and at 1K
+# 16-bit rows a 128-thread CTA per row beat a warp per row (2888 vs 2480 GB/s).
 _FAST = {
     4: {128: (32, 1, 1), 256: (32, 2, 1), 512: (32, 4, 1), 1024: (32, 8, 1), 2048: (128, 4, 1),
-        4096: (256, 4, 1), 8192: (256, 8, 1), 16384: (512, 8, 1), 32768: (256, 8, 4), 65536: (256, 8, 8),
+        4096: (256, 4, 1), 8192: (256, 8, 1), 16384: (512, 8, 1), 32768: (1024, 8, 1), 65536: (256, 8, 8),
         131072: (512, 8, 8), 262144: (1024, 8, 8)},
-    8: {256: (32, 1, 1), 512: (32, 2, 1), 1024: (32, 4, 1), 2048: (128, 2, 1), 4096: (128, 4, 1),
-        8192: (256, 4, 1), 16384: (512, 4, 1), 32768: (256, 4, 4), 65536: (256, 4, 8), 131072: (512, 4, 8),
+    8: {256: (32, 1, 1), 512: (32, 2, 1), 1024: (128, 1, 1), 2048: (128, 2, 1), 4096: (128, 4, 1),
+        8192: (256, 4, 1), 16384: (512, 4, 1), 32768: (1024, 4, 1), 65536: (512, 8, 2), 131072: (512, 4, 8),
         262144: (1024, 4, 8)},
 }
 TABLES = RowTables(
     fast=_FAST,
-    fast_flat=flat(_FAST, {4: {32768: (1024, 8, 1)}, 8: {32768: (1024, 4, 1)}}),  # longer: online
+    fast_flat=flat(_FAST, {}),  # longer rows: online
     registers={
         4: {512: (128, 1, 1), 1024: (128, 2, 1), 2048: (128, 4, 1), 4096: (256, 4, 1), 8192: (256, 8, 1),
             16384: (512, 8, 1), 32768: (1024, 8, 1)},
@@ -148,9 +149,9 @@ RUNGS = (
      "merged over the block; a second read writes (2 reads + 1 write)"),
     ("registers", "one CTA per row holding it in registers (16-byte loads): one read, one write; rows "
      "over 32K elements fall back to online"),
-    ("fast", "per row length: rows packed into warps (<= 1-2K), a CTA per row (<= 16K), a thread-block "
-     "cluster per row exchanging (max, sum) through distributed shared memory (sm_90, <= 256K); online "
-     "beyond"),
+    ("fast", "per row length: rows packed into warps (fp32 <= 1K), a CTA per row up to 1024 threads x 32 "
+     "values, a thread-block cluster per row exchanging (max, sum) through distributed shared memory "
+     "(sm_90, <= 256K); online beyond"),
 )
 
 OP = register(Op(

@@ -105,7 +105,8 @@ TRANSPOSE_LADDER = (
           "(every warp store touches 32 sectors)", "naive"),
     _rung("shared", "32x32 tile staged in shared memory so both global accesses are coalesced; the tile's "
           "column reads conflict (32-way for 4-byte elements)", "shared"),
-    _rung("padded", "the shared tile with one element of padding per row: column reads hit 32 banks", "padded"),
+    _rung("padded", "the shared tile with one 4-byte bank word of padding per row (1 element of 4-8 bytes, "
+          "2 or 4 of 2 or 1 byte): column reads hit 32 banks", "padded"),
     _rung("wide", "16-byte loads and stores, 16 KB XOR-swizzled tile, register transposes of 1/2-byte "
           "elements; needs rows, cols and strides multiples of 16/E bytes and aligned data", "wide"),
     _rung("best", "wide tiles (tuned per element size) where the shape allows, register transposes of "
@@ -117,8 +118,8 @@ PERMUTE_LADDER = (
           "(any permutation of up to 6 dims)", None, widen=False),
     _rung("tiled", "dims merged; batched transposes (NCHW<->NHWC, last-two swap, ...) through the padded "
           "tile, contiguous inner runs moved as 16-byte elements, the gather for the rest", "padded"),
-    _rung("best", "as tiled, with the transposes on the best transpose rung (wide swizzled tiles)", "best",
-          default=True),
+    _rung("best", "as tiled, with the transposes on the best transpose rung (wide swizzled tiles, skinny "
+          "register transposes for 2-8 channels)", "best", default=True),
 )
 
 _plans: dict[tuple, Plan] = {}

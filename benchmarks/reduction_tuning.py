@@ -27,13 +27,10 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 SWEEP = ((512, 4, 4), (256, 4, 8), (1024, 4, 2), (512, 2, 4), (512, 8, 4), (256, 8, 8), (512, 4, 8), (1024, 2, 2))
 # alternative (group, vecs, cluster) per (family, elements per vector, row length)
 ALTS = {
-    ("softmax", 4): {4096: [(128, 8, 1)], 8192: [(1024, 2, 1)], 32768: [(256, 8, 4)], 65536: [(512, 8, 4)]},
-    ("softmax", 8): {1024: [(32, 4, 1)], 4096: [(256, 2, 1)], 8192: [(512, 2, 1)], 32768: [(512, 8, 1), (256, 4, 4)],
-                     65536: [(256, 4, 8), (1024, 4, 2), (512, 4, 4)]},
-    ("norm", 4): {1024: [(128, 2, 1)], 4096: [(512, 2, 1)], 8192: [(256, 4, 2)],
-                  32768: [(256, 4, 8)]},
-    ("norm", 8): {1024: [(32, 4, 1)], 4096: [(128, 2, 2)], 8192: [(256, 2, 2)],
-                  32768: [(256, 2, 8), (512, 4, 2)], 65536: [(512, 4, 4)]},
+    ("softmax", 4): {4096: [(128, 8, 1)], 8192: [(1024, 2, 1)], 65536: [(512, 8, 4)]},
+    ("softmax", 8): {4096: [(256, 2, 1)], 8192: [(512, 2, 1)], 65536: [(512, 4, 4), (512, 8, 2)]},
+    ("norm", 4): {4096: [(512, 2, 1)], 8192: [(256, 4, 2)], 32768: [(512, 4, 4), (1024, 4, 2)], 65536: [(1024, 4, 4)]},
+    ("norm", 8): {4096: [(128, 2, 2)], 8192: [(256, 2, 2)], 32768: [(256, 2, 8), (1024, 2, 2)], 65536: [(1024, 2, 4)]},
 }
 
 
@@ -149,9 +146,10 @@ def sec_dims(res):
 
 
 def close(a, b) -> bool:
-    """Every element within 2% of torch's, or within 0.1% of the mean magnitude (tiny outputs)."""
+    """Every element within 2% of torch's, or within 0.1% of the mean magnitude (tiny outputs), or a
+    16-bit subnormal step (softmax of long rows lands there)."""
     a, b = a.float(), b.float()
-    return bool(((a - b).abs() <= 2e-2 * b.abs() + 1e-3 * b.abs().mean()).all())
+    return bool(((a - b).abs() <= 2e-2 * b.abs() + 1e-3 * b.abs().mean() + 2 ** -23).all())
 
 
 def _row_ops(x):
@@ -193,17 +191,17 @@ def sec_rows(res, alts: bool):
                     continue
                 fam = "softmax" if op == "softmax" else "norm"
                 mod = mods[fam]
-                if fam == "norm":  # the fast rung with one group per row instead of resident CTAs
+                if fam == "norm" and shape[1] >= 32768:  # cluster rows: one cluster per row, not resident CTAs
                     mod.PERSISTENT = False
                     try:
                         aus, agbs = timed(ours, nb, reps)
                     finally:
                         mod.PERSISTENT = True
-                    res.append(dict(section="alts", op=op, dtype=str(dt)[6:], shape=list(shape), config="one group per row",
+                    res.append(dict(section="alts", op=op, dtype=str(dt)[6:], shape=list(shape), config="one cluster per row",
                                     default="persistent", us=aus, gbs=agbs, ok=True, pct_copy=100 * agbs / copy))
-                    print(f"  alt {op} one group per row: {agbs:6.0f} GB/s", flush=True)
-                    if op == "rms_norm":
-                        continue
+                    print(f"  alt {op} one cluster per row: {agbs:6.0f} GB/s", flush=True)
+                if op == "rms_norm":
+                    continue
                 tab = mod.TABLES.fast[per_vec(dt)]
                 cap = min(c for c in tab if c >= shape[1])
                 default = tab[cap]
@@ -233,21 +231,16 @@ def summary(path: str) -> None:
     doc = json.load(open(path))
     print(f"{doc['device']} torch {doc['torch']} copy {doc['copy_gbs_large']:.0f} GB/s")
     for r in doc["results"]:
-        if r["section"] == "full" and r["rung"] in ("fast", "vector", "interleaved", "warp_shuffle"):
+        if r["section"] == "full" and r["rung"] == "fast":
             print(f"F {r['op']:5s} {r['dtype']:8s} {r['rung']:12s} {r['gbs']:5.0f} {r['pct_copy']:5.1f}% t{r['torch_gbs']:5.0f} {r['ok']}")
         elif r["section"] == "rows":
             print(f"R {r['op']:10s} {r['dtype']:8s} {'x'.join(map(str, r['shape'])):11s} {r['gbs']:5.0f} "
                   f"{r['pct_copy']:5.1f}% t{r['torch_gbs']:5.0f} {r['ok']}")
-    best = {}
     for r in doc["results"]:
         if r["section"] in ("sweep", "alts"):
-            k = (r["section"], r["op"], r["dtype"], str(r.get("shape", "")))
-            if k not in best or r["gbs"] > best[k]["gbs"]:
-                best[k] = r
-    for k, r in best.items():
-        cfg = r.get("config") or (r["block"], r["unroll"], r["blocks_per_sm"])
-        k = k + (str(r.get("default", "")),)
-        print(f"B {k[0]} {k[1]} {k[2]} {k[3]} best {cfg} {r['gbs']:.0f} GB/s (default {k[4]})")
+            cfg = r.get("config") or (r["block"], r["unroll"], r["blocks_per_sm"])
+            print(f"A {r['op']} {r['dtype']} {r.get('shape', '')} {cfg} {r['gbs']:.0f} GB/s {r['pct_copy']:.1f}% "
+                  f"(default {r.get('default', '')}) {r.get('ok', '')}")
 
 
 def main(argv=None) -> int:

@@ -122,3 +122,17 @@ def test_same_bits_and_graph_and_compile():
     g.replay()
     torch.cuda.synchronize()
     assert_close(out, reference.layer_norm(x, (40000,), w, w), torch.bfloat16, "graph replay")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_persistent_cluster_rows(dtype):
+    """More cluster rows than resident CTAs: each CTA loops over rows with its staged weight slice."""
+    for rows, len_ in ((300, 40000), (1500, 32768), (130, 65536)):
+        x = random_input(rows * len_, dtype).view(rows, len_) + 0.3
+        w = random_input(len_, dtype)
+        b = random_input(len_, dtype)
+        assert_close(kernelkit.layer_norm(x, (len_,), w, b), reference.layer_norm(x, (len_,), w, b), dtype,
+                     f"layer_norm {rows}x{len_}")
+        assert_close(kernelkit.rms_norm(x, (len_,), w), reference.rms_norm(x, (len_,), w), dtype,
+                     f"rms_norm {rows}x{len_}")
+        assert_close(kernelkit.layer_norm(x, (len_,)), reference.layer_norm(x, (len_,)), dtype, "no weight")

@@ -131,24 +131,24 @@ class SourceNames:
 _resident: dict[tuple, int] = {}
 
 
-def resident_blocks(kernel, block: int, cluster: int, dev: int) -> int:
+def resident_blocks(kernel, block: int, cluster: int, dev: int, shmem: int = 0) -> int:
     """CTAs of ``kernel`` that fit on the device at once (a whole number of clusters): the grid of a
     persistent launch. Asked of the driver's occupancy calculator once per (kernel, shape)."""
-    key = (id(kernel), block, cluster, dev)
+    key = (id(kernel), block, cluster, dev, shmem)
     got = _resident.get(key)
     if got is None:
         from ._common import sm_count
 
         occ = kernel.occupancy
         try:
-            per_sm = int(occ.max_active_blocks_per_multiprocessor(block, 0))
+            per_sm = int(occ.max_active_blocks_per_multiprocessor(block, shmem))
         except Exception:  # an older cuda.core: one CTA per SM is always resident
             per_sm = 1
         got = max(1, per_sm) * sm_count(dev)
         if cluster > 1:  # clusters must fit inside one GPC: fewer than blocks / cluster may be resident
             from cuda.core import LaunchConfig
 
-            cfg = LaunchConfig(grid=1, cluster=cluster, block=block)
+            cfg = LaunchConfig(grid=1, cluster=cluster, block=block, shmem_size=shmem)
             try:
                 clusters = int(occ.max_active_clusters(cfg, stream=current_stream(dev)))
             except TypeError:
@@ -163,14 +163,31 @@ def resident_blocks(kernel, block: int, cluster: int, dev: int) -> int:
 _cluster_configs: dict[tuple, object] = {}
 
 
-def launch_cluster(kernel, blocks: int, block: int, cluster: int, *args, dev: int) -> None:
+def allow_shared(kernel, nbytes: int, dev: int) -> None:
+    """Let ``kernel`` take ``nbytes`` of dynamic shared memory (past the default 48 KB: an opt-in)."""
+    if nbytes <= 48 * 1024:
+        return
+    key = ("smem", id(kernel), dev)
+    if _resident.get(key, 0) >= nbytes:
+        return
+    from cuda.bindings import driver
+
+    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    (err,) = driver.cuKernelSetAttribute(attr, nbytes, kernel.handle, driver.CUdevice(dev))
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise KernelLaunchError(f"cannot give a kernel {nbytes} bytes of shared memory: {err}")
+    _resident[key] = nbytes
+
+
+def launch_cluster(kernel, blocks: int, block: int, cluster: int, *args, dev: int, shmem: int = 0) -> None:
     """Launch with 1-D thread-block clusters of ``cluster`` CTAs (``blocks`` counts CTAs)."""
     from cuda.core import LaunchConfig, launch
 
-    key = (blocks, block, cluster)
+    key = (blocks, block, cluster, shmem)
     cfg = _cluster_configs.get(key)
     if cfg is None:  # cuda.core counts the grid in clusters when a cluster shape is given
-        cfg = _cluster_configs[key] = LaunchConfig(grid=blocks // cluster, cluster=cluster, block=block)
+        cfg = _cluster_configs[key] = LaunchConfig(grid=blocks // cluster, cluster=cluster, block=block,
+                                                   shmem_size=shmem)
     try:
         launch(current_stream(dev), cfg, kernel, *args)
     except Exception as exc:

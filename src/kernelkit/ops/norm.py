@@ -16,31 +16,33 @@ import torch
 from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
 from ..runtime import launch
 from ._common import CXX_TYPE, check_out, check_tensor, pick_variant
-from ._rowwise import (RowTables, SourceNames, flat, grid_for_rows, launch_cluster, pick, resident_blocks, row_kernels,
-                       row_name, vec_ok)
+from ._rowwise import (RowTables, SourceNames, allow_shared, flat, grid_for_rows, launch_cluster, per_vec, pick,
+                       resident_blocks, row_kernels, row_name, vec_ok)
 
 __all__ = ["layer_norm", "rms_norm"]
 
 SRC = "norm.cu"
 LOOP_BLOCK = 512
 NAMES = SourceNames(SRC, ("layer_norm", "rms_norm"))
-PERSISTENT = True  # the fast rung's grid: resident CTAs looping over rows (False: one group per row)
+PERSISTENT = True  # cluster rows: a grid of resident CTAs looping over rows (False: one cluster per row)
 
-# (group, vecs, cluster) by capacity; at most 512 threads x 16 values per thread: besides x, each
-# thread holds its slice of weight and bias in registers (1024 threads, capped at 64 registers, or 32
-# values spill). Past one CTA (8K fp32 / 16-bit) a cluster splits the row.
+# (group, vecs, cluster) by capacity; at most 16 values per thread (x, with weight and bias read at
+# the output: 40-56 registers). Rows up to one CTA (16K) take a CTA each (weight and bias from L1);
+# longer rows a cluster (sm_90), persistent, weight and bias staged in shared memory (32 KB a CTA,
+# 64 KB for 64K fp32 rows).
 _FAST = {
     4: {128: (32, 1, 1), 256: (32, 2, 1), 512: (32, 4, 1), 1024: (64, 4, 1), 2048: (128, 4, 1),
-        4096: (256, 4, 1), 8192: (512, 4, 1), 16384: (512, 4, 2), 32768: (512, 4, 4), 65536: (512, 4, 8)},
+        4096: (256, 4, 1), 8192: (512, 4, 1), 16384: (1024, 4, 1), 32768: (256, 4, 8), 65536: (512, 4, 8)},
     8: {256: (32, 1, 1), 512: (32, 2, 1), 1024: (64, 2, 1), 2048: (128, 2, 1), 4096: (256, 2, 1),
-        8192: (512, 2, 1), 16384: (512, 2, 2), 32768: (512, 2, 4), 65536: (512, 2, 8)},
+        8192: (512, 2, 1), 16384: (1024, 2, 1), 32768: (512, 2, 4), 65536: (512, 2, 8)},
 }
 TABLES = RowTables(
     fast=_FAST,
     fast_flat=flat(_FAST, {}),  # longer rows: welford
     registers={
-        4: {512: (128, 1, 1), 1024: (128, 2, 1), 2048: (128, 4, 1), 4096: (256, 4, 1), 8192: (512, 4, 1)},
-        8: {1024: (128, 1, 1), 2048: (128, 2, 1), 4096: (256, 2, 1), 8192: (512, 2, 1)},
+        4: {512: (128, 1, 1), 1024: (128, 2, 1), 2048: (128, 4, 1), 4096: (256, 4, 1), 8192: (512, 4, 1),
+            16384: (1024, 4, 1)},
+        8: {1024: (128, 1, 1), 2048: (128, 2, 1), 4096: (256, 2, 1), 8192: (512, 2, 1), 16384: (1024, 2, 1)},
     },
 )
 
@@ -81,13 +83,16 @@ def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
         launch(kernel, rows, LOOP_BLOCK, x.data_ptr(), out.data_ptr(), wp, bp, len_, *flags, device_index=dev)
         return
     blocks, block, cluster = grid_for_rows(rows, cfg)
-    if PERSISTENT and v.params["kind"] == "fast":  # resident CTAs only, weight and bias loaded once each
-        blocks = min(blocks, resident_blocks(kernel, block, cluster, dev))
     args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, *flags)
-    if cluster > 1:
-        launch_cluster(kernel, blocks, block, cluster, *args, dev=dev)
-    else:
+    if cluster == 1:
         launch(kernel, blocks, block, *args, device_index=dev)
+        return
+    # cluster rows: persistent, each CTA's weight and bias slice staged in shared memory
+    shmem = 2 * cfg[0] * cfg[1] * per_vec(x.dtype) * x.element_size()
+    allow_shared(kernel, shmem, dev)
+    if PERSISTENT:
+        blocks = min(blocks, resident_blocks(kernel, block, cluster, dev, shmem))
+    launch_cluster(kernel, blocks, block, cluster, *args, dev=dev, shmem=shmem)
 
 
 def _norm_into(x, out, weight, bias, len_: int, eps: float, rms: bool, variant: Optional[str]) -> None:
@@ -177,10 +182,10 @@ RUNGS = (
     ("welford", "one block per row: Welford (count, mean, M2) per thread in one read, merged by Chan's "
      "formula; a second read writes (2 reads + 1 write)"),
     ("registers", "one CTA per row holding it in registers: mean, then squared deviations (two passes "
-     "over registers), then the output; one read, one write; > 8K elements fall back to welford"),
+     "over registers), then the output; one read, one write; > 16K elements fall back to welford"),
     ("fast", "per row length: rows packed into warps, a CTA per row, or a thread-block cluster per row "
-     "merging (mean, M2) through distributed shared memory (sm_90); persistent (resident CTAs only, "
-     "weight and bias held in registers across rows); welford beyond 64K"),
+     "merging (mean, M2) through distributed shared memory (sm_90), persistent (resident CTAs only) with weight and bias staged in shared "
+     "memory once; welford beyond 64K"),
 )
 
 

@@ -27,10 +27,10 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 SWEEP = ((512, 4, 4), (256, 4, 8), (1024, 4, 2), (512, 2, 4), (512, 8, 4), (256, 8, 8), (512, 4, 8), (1024, 2, 2))
 # alternative (group, vecs, cluster) per (family, elements per vector, row length)
 ALTS = {
-    ("softmax", 4): {4096: [(128, 8, 1)], 8192: [(1024, 2, 1)], 65536: [(512, 8, 4)]},
-    ("softmax", 8): {4096: [(256, 2, 1)], 8192: [(512, 2, 1)], 65536: [(512, 4, 4), (512, 8, 2)]},
-    ("norm", 4): {4096: [(512, 2, 1)], 8192: [(256, 4, 2)], 32768: [(512, 4, 4), (1024, 4, 2)], 65536: [(1024, 4, 4)]},
-    ("norm", 8): {4096: [(128, 2, 2)], 8192: [(256, 2, 2)], 32768: [(256, 2, 8), (1024, 2, 2)], 65536: [(1024, 2, 4)]},
+    ("softmax", 4): {4096: [(128, 8, 1)], 8192: [(1024, 2, 1)]},
+    ("softmax", 8): {4096: [(256, 2, 1)], 8192: [(512, 2, 1)]},
+    ("norm", 4): {4096: [(512, 2, 1)]},
+    ("norm", 8): {32768: [(512, 4, 2)], 65536: [(512, 4, 4)]},
 }
 
 
@@ -56,7 +56,9 @@ def extend_names() -> None:
         extra = [f"kk::reduce_fast<{ct}, {ct}, {fn}, {b}, {u}>" for b, u, _ in SWEEP for fn in ("kk::SumOp", "kk::MaxOp")]
         r._names[dt] = tuple(dict.fromkeys(r.names(dt) + tuple(extra)))
         for fam, mod, kern in (("softmax", mods["softmax"], "softmax_rows"), ("norm", mods["norm"], "norm_rows")):
-            extra = [row_name(kern, dt, cfg, True) for alts in ALTS[(fam, per_vec(dt))].values() for cfg in alts]
+            flags = (lambda c: [()]) if fam == "softmax" else (lambda c: [(False,), (True,)] if c[2] > 1 else [(False,)])
+            extra = [row_name(kern, dt, cfg, True, *f) for alts in ALTS[(fam, per_vec(dt))].values() for cfg in alts
+                     for f in flags(cfg)]
             mod.NAMES._names[dt] = tuple(dict.fromkeys(mod.NAMES.names(dt) + tuple(extra)))
 
 
@@ -191,15 +193,18 @@ def sec_rows(res, alts: bool):
                     continue
                 fam = "softmax" if op == "softmax" else "norm"
                 mod = mods[fam]
-                if fam == "norm" and shape[1] >= 32768:  # cluster rows: one cluster per row, not resident CTAs
-                    mod.PERSISTENT = False
-                    try:
-                        aus, agbs = timed(ours, nb, reps)
-                    finally:
-                        mod.PERSISTENT = True
-                    res.append(dict(section="alts", op=op, dtype=str(dt)[6:], shape=list(shape), config="one cluster per row",
-                                    default="persistent", us=aus, gbs=agbs, ok=True, pct_copy=100 * agbs / copy))
-                    print(f"  alt {op} one cluster per row: {agbs:6.0f} GB/s", flush=True)
+                if fam == "norm" and shape[1] >= 32768:  # cluster rows: the persistent grid and the prefetch
+                    for knob, label in (("PERSISTENT", "one cluster per row"), ("PREFETCH", "no prefetch")):
+                        setattr(mod, knob, False)
+                        try:
+                            good = close(ours(), want)
+                            aus, agbs = timed(ours, nb, reps)
+                        finally:
+                            setattr(mod, knob, True)
+                        res.append(dict(section="alts", op=op, dtype=str(dt)[6:], shape=list(shape), config=label,
+                                        default="persistent+prefetch", us=aus, gbs=agbs, ok=good,
+                                        pct_copy=100 * agbs / copy))
+                        print(f"  alt {op} {label}: {agbs:6.0f} GB/s ok={good}", flush=True)
                 if op == "rms_norm":
                     continue
                 tab = mod.TABLES.fast[per_vec(dt)]

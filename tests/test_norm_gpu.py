@@ -76,18 +76,24 @@ def test_small_special_values_match_torch(dtype):
     inf, nan = float("inf"), float("nan")
     for len_ in (7, 1000, 3000, 40000):
         x = torch.randn(5, len_, device="cuda", dtype=dtype)
-        x[1, len_ // 2] = inf
-        x[2, len_ // 3] = nan
+        x[1, len_ // 2] = inf  # layer_norm: a NaN row; rms_norm: 0 and NaN (torch gives that for 1000
+        x[2, len_ // 3] = nan  # elements but a NaN row for 7: row 1 of rms_norm is checked by formula)
         x[3, :] = 5.0  # constant row: var 0, output 0 (x - mean exactly 0)
         x[4] = x[4] * (1e3 if dtype == torch.float16 else 1e15)  # x^2 stays finite in fp32
         for op in OPS:
             want = (torch.nn.functional.layer_norm(x, (len_,)) if op == "layer_norm"
                     else torch.nn.functional.rms_norm(x, (len_,)))
+            if op == "rms_norm":
+                want = want.clone()
+                want[1] = 0.0
+                want[1, len_ // 2] = nan
             for variant in RUNGS:
                 got = call(op, x, len_, None, None, None, variant)
                 assert torch.equal(torch.isnan(got), torch.isnan(want)), (op, variant, len_)
                 fin = ~torch.isnan(want[4])
                 torch.testing.assert_close(got[4][fin].float(), want[4][fin].float(), rtol=3e-2, atol=3e-2)
+                if op == "rms_norm":
+                    assert (got[1][~torch.isnan(got[1])] == 0).all(), (variant, len_)
 
 
 def test_bad_arguments_raise_clearly():
@@ -136,3 +142,32 @@ def test_persistent_cluster_rows(dtype):
         assert_close(kernelkit.rms_norm(x, (len_,), w), reference.rms_norm(x, (len_,), w), dtype,
                      f"rms_norm {rows}x{len_}")
         assert_close(kernelkit.layer_norm(x, (len_,)), reference.layer_norm(x, (len_,)), dtype, "no weight")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_configuration(dtype, monkeypatch):
+    """Every instantiation a rung lists (each table entry, aligned and element-wise, with and without
+    the prefetch of cluster rows), forced onto rows it holds exactly and rows one vector shorter."""
+    import sys
+
+    from kernelkit.ops._rowwise import has_clusters, per_vec
+
+    mod = sys.modules["kernelkit.ops.norm"]
+    n = per_vec(dtype)
+    for kind in ("registers", "fast"):
+        for cfg in mod.TABLES.configs(kind, dtype):
+            if cfg[2] > 1 and not has_clusters(0):
+                continue
+            cap = cfg[0] * cfg[1] * cfg[2] * n
+            for prefetch in ((False, True) if cfg[2] > 1 else (False,)):
+                monkeypatch.setattr(mod, "pick", lambda _len, _tab, c=cfg: c)
+                monkeypatch.setattr(mod, "PREFETCH", prefetch)
+                mod._plans.clear()
+                for len_ in {cap, max(1, cap - n - 1)}:
+                    rows = 300 if cfg[2] > 1 else 5  # cluster rows: more than are resident
+                    x = random_input(rows * len_, dtype).view(rows, len_)
+                    w, b = random_input(len_, dtype), random_input(len_, dtype)
+                    for op in OPS:
+                        got = call(op, x, len_, w, b, None, kind)
+                        assert_close(got, ref(op, x, len_, w, b), dtype, f"{op} {kind} {cfg} prefetch={prefetch} len={len_}")
+    mod._plans.clear()

@@ -131,3 +131,27 @@ def test_torch_compile_and_cuda_graph():
     g.replay()
     torch.cuda.synchronize()
     assert_close(out, reference.softmax(y), torch.float32, "graph replay (cluster kernel)")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_configuration(dtype, monkeypatch):
+    """Every instantiation a rung lists (each table entry, aligned and element-wise), forced onto rows
+    it holds exactly and rows one vector shorter."""
+    import sys
+
+    from kernelkit.ops._rowwise import has_clusters, per_vec
+
+    mod = sys.modules["kernelkit.ops.softmax"]
+    n = per_vec(dtype)
+    for kind in ("registers", "fast"):
+        for cfg in mod.TABLES.configs(kind, dtype):
+            if cfg[2] > 1 and not has_clusters(0):
+                continue
+            cap = cfg[0] * cfg[1] * cfg[2] * n
+            monkeypatch.setattr(mod, "pick", lambda _len, _tab, c=cfg: c)
+            mod._plans.clear()
+            for len_ in {cap, max(1, cap - n - 1)}:
+                rows = max(3, min(40, 2**21 // len_))
+                x = random_input(rows * len_, dtype).view(rows, len_)
+                assert_close(kernelkit.softmax(x, variant=kind), reference.softmax(x), dtype, f"{kind} {cfg} len={len_}")
+    mod._plans.clear()

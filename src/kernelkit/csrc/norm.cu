@@ -67,11 +67,10 @@ __device__ __forceinline__ T norm_out(float x, float mean, float rstd, const T* 
   return from_float<T>(y);
 }
 
-// 1 / sqrt(mean(x^2) + eps). A sum of squares that is inf (an inf element, or squares past fp32)
-// gives NaN, as torch's rms_norm does (its whole row comes out NaN, not x * 0).
-__device__ __forceinline__ float rms_rstd(float ss, i64 len, float eps) {
-  return ss == pos_inf() ? qnan() : rsqrtf(ss / (float)len + eps);
-}
+// 1 / sqrt(mean(x^2) + eps). A row holding inf gets rstd 0: its finite elements give 0 and the inf
+// NaN, torch's formula and what torch's rms_norm gives for rows of 1000 elements (for 7 it gives a
+// NaN row: torch itself differs by row length, so kernelkit keeps the formula).
+__device__ __forceinline__ float rms_rstd(float ss, i64 len, float eps) { return rsqrtf(ss / (float)len + eps); }
 
 // Elements of slice r (of kSlice) of a row of len: what slice r's mean was taken over.
 __device__ __forceinline__ float slice_count(i64 len, int r, i64 slice) {
@@ -190,12 +189,15 @@ __device__ __forceinline__ V lds_volatile(const V* p) {
 // CTAs, each stages its weight and bias slice in shared memory once (each thread its own elements:
 // no barrier) and loops over rows. The loop bound is uniform per block and per cluster, so groups
 // sharing a warp run the same iterations and every CTA of a cluster the same barriers.
-// At most 64 registers a thread (2048 / block size blocks per SM): memory parallelism is what these
-// kernels live on, and ptxas left alone picks 55-76, one or two fewer blocks per SM.
-__host__ __device__ constexpr int norm_min_blocks(int group) { return 1024 / row_block(group); }
+// At most 64 registers a thread (2048 / block size blocks per SM) for 16 values a thread: memory
+// parallelism is what these kernels live on, and ptxas left alone picks 55-76, one or two fewer
+// blocks per SM. Kernels holding a prefetched row too, or 32 values, get up to 128.
+__host__ __device__ constexpr int norm_min_blocks(int group, bool prefetch, int values) {
+  return prefetch || values > 16 ? row_min_blocks(group) : 1024 / row_block(group);
+}
 
-template <typename T, int kGroup, int kVecs, int kCluster, bool kVec>
-__global__ void __launch_bounds__(row_block(kGroup), norm_min_blocks(kGroup))
+template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch>
+__global__ void __launch_bounds__(row_block(kGroup), norm_min_blocks(kGroup, kPrefetch, kVecs * 16 / sizeof(T)))
 norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
           const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
   constexpr int kBlock = row_block(kGroup);
@@ -205,6 +207,7 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   constexpr i64 kSlice = (i64)kGroup * kVecs * N;
   constexpr int kUnits = kGroup <= 32 ? kBlock / kGroup : 1;  // rows a block holds at once
   constexpr bool kStage = kCluster > 1;
+  static_assert(kStage || !kPrefetch, "only persistent (cluster) launches prefetch");
   __shared__ float smem[32];
   __shared__ float slots[2][2];
   extern __shared__ __align__(16) unsigned char staged[];  // kStage: weight slice, then bias slice
@@ -229,12 +232,28 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   const i64 stride = kGroup <= 32 ? (i64)gridDim.x * kUnits : (i64)gridDim.x / kCluster;
   const int unit = kGroup <= 32 ? threadIdx.x / kGroup : 0;
   int parity = 0;
+  // kPrefetch (staged launches): the next row's loads are issued before this row's reductions,
+  // barriers and stores, so a CTA keeps bytes in flight through its whole loop (for a register
+  // tile more: 64-94 registers, fewer CTAs per SM; both forms are measured).
+  Tile t;
+  if (kPrefetch && first < rows) {
+    const bool live = first + unit < rows;
+    t.template load<kVec>(in + (live ? first + unit : 0) * len + col, live ? rem : -1 - p.lane * N,
+                          from_float<T>(0.0f));
+  }
   for (i64 r0 = first; r0 < rows; r0 += stride, parity ^= 1) {
     const i64 row = r0 + unit;
     const bool live = row < rows;  // groups past the end run empty: the shuffles stay full-warp
     const int rrem = live ? rem : -p.lane * N - 1;
-    Tile t;
-    t.template load<kVec>(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
+    if constexpr (!kPrefetch) t.template load<kVec>(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
+    Tile next;
+    if constexpr (kPrefetch) {
+      const i64 nrow = row + stride;
+      if (r0 + stride < rows) {
+        next.template load<kVec>(in + (nrow < rows ? nrow : 0) * len + col, nrow < rows ? rem : -1 - p.lane * N,
+                                 from_float<T>(0.0f));
+      }
+    }
     const float2 st = row_stats<kGroup, kCluster>(t, live ? n : 0, rrem, len, kSlice, eps, rms, smem,
                                                   slots[parity]);
 #pragma unroll
@@ -263,6 +282,7 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
       }
     }
     if (live) t.template store<kVec>(out + row * len + col, rem);
+    if constexpr (kPrefetch) t = next;
   }
   if constexpr (kCluster > 1) cluster_sync();  // nobody exits while its slots may still be read
 }

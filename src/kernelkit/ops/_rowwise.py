@@ -28,11 +28,14 @@ def per_vec(dtype: torch.dtype) -> int:
 @dataclass(frozen=True)
 class RowTables:
     """A family's configurations by capacity, per elements-per-vector N (4: fp32, 8: 16-bit):
-    ``fast`` with clusters (sm_90), ``fast_flat`` without (sm_80), ``registers`` (one CTA per row)."""
+    ``fast`` with clusters (sm_90), ``fast_flat`` without (sm_80), ``registers`` (one CTA per row);
+    ``spares``: measured alternatives of the fast rung, compiled and tested with it, launched when a
+    tuning run puts them in the table."""
 
     fast: dict
     fast_flat: dict
     registers: dict
+    spares: dict = None
 
     def table(self, kind: str, dtype: torch.dtype, dev: int) -> dict[int, tuple[int, int, int]]:
         """The configurations a rung uses on a device, by capacity."""
@@ -46,7 +49,8 @@ class RowTables:
         n = per_vec(dtype)
         if kind == "registers":
             return sorted(set(self.registers[n].values()))
-        return sorted(set(self.fast[n].values()) | set(self.fast_flat[n].values()))
+        spares = set((self.spares or {}).get(n, ()))
+        return sorted(set(self.fast[n].values()) | set(self.fast_flat[n].values()) | spares)
 
 
 def flat(fast: dict, extra: dict) -> dict:
@@ -67,19 +71,23 @@ def pick(len_: int, tab: dict[int, tuple[int, int, int]]):
     return None
 
 
-def row_name(kernel: str, dtype: torch.dtype, cfg: tuple[int, int, int], vec: bool) -> str:
+def row_name(kernel: str, dtype: torch.dtype, cfg: tuple[int, int, int], vec: bool, *extra: bool) -> str:
     g, v, c = cfg
-    return f"kk::{kernel}<{CXX_TYPE[dtype]}, {g}, {v}, {c}, {'true' if vec else 'false'}>"
+    flags = "".join(f", {'true' if f else 'false'}" for f in (vec, *extra))
+    return f"kk::{kernel}<{CXX_TYPE[dtype]}, {g}, {v}, {c}{flags}>"
 
 
-def row_kernels(source: str, kernel: str, tables: RowTables, kind: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
-    """Every instantiation a row rung can launch for ``dtype``: each configuration, aligned or not."""
+def row_kernels(source: str, kernel: str, tables: RowTables, kind: str, dtype: torch.dtype,
+                extras=lambda cfg: [()]) -> tuple[Kernel, ...]:
+    """Every instantiation a row rung can launch for ``dtype``: each configuration, aligned or not
+    (and each set of the kernel's further flags that ``extras(cfg)`` lists)."""
     bits = torch.finfo(dtype).bits
     out = []
     for cfg in tables.configs(kind, dtype):
         block = cfg[0] if cfg[0] > 32 else ROW_BLOCK
-        out.append(Kernel(source, row_name(kernel, dtype, cfg, True), 128, 128, block=block))
-        out.append(Kernel(source, row_name(kernel, dtype, cfg, False), bits, bits, block=block))
+        for extra in extras(cfg):
+            out.append(Kernel(source, row_name(kernel, dtype, cfg, True, *extra), 128, 128, block=block))
+            out.append(Kernel(source, row_name(kernel, dtype, cfg, False, *extra), bits, bits, block=block))
     return tuple(out)
 
 

@@ -25,6 +25,7 @@ SRC = "norm.cu"
 LOOP_BLOCK = 512
 NAMES = SourceNames(SRC, ("layer_norm", "rms_norm"))
 PERSISTENT = True  # cluster rows: a grid of resident CTAs looping over rows (False: one cluster per row)
+PREFETCH = True  # cluster rows: load the next row before reducing this one
 
 # (group, vecs, cluster) by capacity; at most 16 values per thread (x, with weight and bias read at
 # the output: 40-56 registers). Rows up to one CTA (16K) take a CTA each (weight and bias from L1);
@@ -39,6 +40,7 @@ _FAST = {
 TABLES = RowTables(
     fast=_FAST,
     fast_flat=flat(_FAST, {}),  # longer rows: welford
+    spares={4: [(512, 2, 1)], 8: [(512, 4, 2), (512, 4, 4)]},
     registers={
         4: {512: (128, 1, 1), 1024: (128, 2, 1), 2048: (128, 4, 1), 4096: (256, 4, 1), 8192: (512, 4, 1),
             16384: (1024, 4, 1)},
@@ -55,19 +57,25 @@ def _welford(dtype) -> Kernel:
 def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
     if kind == "welford":
         return (_welford(dtype),)
-    return row_kernels(SRC, "norm_rows", TABLES, kind, dtype) + (_welford(dtype),)  # + the fallback for long rows
+    # cluster rows come with and without the prefetch of the next row (PREFETCH picks); + the fallback
+    return row_kernels(SRC, "norm_rows", TABLES, kind, dtype, _extras) + (_welford(dtype),)
+
+
+def _extras(cfg):
+    return [(False,), (True,)] if cfg[2] > 1 else [(False,)]
 
 
 _plans: dict[tuple, tuple] = {}
 
 
 def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool):
-    key = (v.name, dtype, dev, len_, vec)
+    key = (v.name, dtype, dev, len_, vec, PREFETCH)
     plan = _plans.get(key)
     if plan is None:
         kind = v.params["kind"]
         cfg = None if kind == "welford" else pick(len_, TABLES.table(kind, dtype, dev))
-        name = _welford(dtype).name if cfg is None else row_name("norm_rows", dtype, cfg, vec)
+        name = _welford(dtype).name if cfg is None else row_name("norm_rows", dtype, cfg, vec,
+                                                                  PREFETCH and cfg[2] > 1)
         plan = _plans[key] = (NAMES.load(name, dtype, dev), cfg)
     return plan
 

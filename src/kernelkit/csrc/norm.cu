@@ -187,8 +187,9 @@ __device__ __forceinline__ V lds_volatile(const V* p) {
 // as the row itself, which measured 70% (layer_norm) and 83% (rms_norm) of the copy rate at 32K fp32
 // rows against 95% for softmax. So cluster launches are persistent: the grid holds only resident
 // CTAs, each stages its weight and bias slice in shared memory once (each thread its own elements:
-// no barrier) and loops over rows. The loop bound is uniform per block and per cluster, so groups
-// sharing a warp run the same iterations and every CTA of a cluster the same barriers.
+// no barrier) and loops over rows (measured on an H100: 83% of the copy rate at 32K fp32 rows,
+// against 71% with one cluster per row). The loop bound is uniform per block and per cluster, so
+// groups sharing a warp run the same iterations and every CTA of a cluster the same barriers.
 // At most 64 registers a thread (2048 / block size blocks per SM) for 16 values a thread: memory
 // parallelism is what these kernels live on, and ptxas left alone picks 55-76, one or two fewer
 // blocks per SM. Kernels holding a prefetched row too, or 32 values, get up to 128.

@@ -31,6 +31,10 @@ VEC_BLOCK, VEC_UNROLL, VEC_BLOCKS_PER_SM = 256, 2, 8  # rung 5: the plain vector
 # 512 x 4 x 4, read 3036 / 2923 / 2995. Unrolling further bought nothing: 2 x 16 B x 2048 threads is
 # already 64 KB in flight per SM.
 FAST_BLOCK, FAST_UNROLL, FAST_BLOCKS_PER_SM = 1024, 2, 2
+# Several rows (a last-dim reduction): 512 x 4 x 4. With the full-reduction shape a block per 8K
+# 16-bit row is 1024 threads of one vector each, and summing 16384 x 8192 fp16 over dim 1 fell from
+# 2805 GB/s (512 x 4, run 1) to 2017 (run 2).
+ROWS_BLOCK, ROWS_UNROLL, ROWS_BLOCKS_PER_SM = 512, 4, 4
 WARP_ROWS_MAX = 2048  # rows up to this length: one warp each (a block per row would idle its warps)
 COL_BLOCK_ROWS = 8  # reduce_cols' threadIdx.y extent (kColRows in reduce.cu)
 COL_MIN_ROWS = 64  # least rows per split of a column reduction
@@ -60,6 +64,7 @@ def _kernels(op: str, kind: str, dtype) -> tuple[Kernel, ...]:
                 Kernel(SRC, f"kk::reduce_finish<{ct}, {fn}, {VEC_BLOCK}>", 32, bits, block=VEC_BLOCK))
     n = per_vec(dtype)
     ks = [Kernel(SRC, f"kk::reduce_fast<{ct}, {ct}, {fn}, {FAST_BLOCK}, {FAST_UNROLL}>", 128, 32, block=FAST_BLOCK),
+          Kernel(SRC, f"kk::reduce_fast<{ct}, {ct}, {fn}, {ROWS_BLOCK}, {ROWS_UNROLL}>", 128, 32, block=ROWS_BLOCK),
           Kernel(SRC, f"kk::reduce_warp_rows<{ct}, {ct}, {fn}, 256>", 128, bits, block=256)]
     for tin, tout, v in ((dtype, dtype, n), (dtype, dtype, 1), (dtype, F32, n), (dtype, F32, 1), (F32, dtype, 4),
                          (F32, dtype, 1)):
@@ -125,10 +130,12 @@ def _run_rows(v: Variant, op: str, x: torch.Tensor, out: torch.Tensor, rows: int
                out.data_ptr(), rows, len_, f32(scale), device_index=dev)
         return
     n = per_vec(dt)
-    target = sm_count(dev) * FAST_BLOCKS_PER_SM
-    bpr = max(1, min(-(-target // rows), -(-len_ // (FAST_BLOCK * n * FAST_UNROLL))))
+    block, unroll, per_sm = (FAST_BLOCK, FAST_UNROLL, FAST_BLOCKS_PER_SM) if rows == 1 else \
+        (ROWS_BLOCK, ROWS_UNROLL, ROWS_BLOCKS_PER_SM)
+    target = sm_count(dev) * per_sm
+    bpr = max(1, min(-(-target // rows), -(-len_ // (block * n * unroll))))
     part, tick = _workspace(dev, rows * bpr, rows) if bpr > 1 else (out, out)
-    launch(load(f"kk::reduce_fast<{ct}, {ct}, {fn}, {FAST_BLOCK}, {FAST_UNROLL}>"), rows * bpr, FAST_BLOCK,
+    launch(load(f"kk::reduce_fast<{ct}, {ct}, {fn}, {block}, {unroll}>"), rows * bpr, block,
            x.data_ptr(), out.data_ptr(), part.data_ptr(), tick.data_ptr(), len_, i32(bpr), f32(scale),
            device_index=dev)
 

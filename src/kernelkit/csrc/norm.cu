@@ -27,7 +27,7 @@ struct Welford {
   __device__ __forceinline__ static Welford merge(Welford a, Welford b) {
     const float n = a.n + b.n;
     if (n == 0.0f) return a;
-    const float d = b.mean - a.mean, fb = b.n / n;
+    const float d = b.mean - a.mean, fb = __fdividef(b.n, n);
     return {n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
   }
   __device__ __forceinline__ Welford shfl_xor(int o) const {
@@ -56,6 +56,18 @@ __device__ __forceinline__ Welford block_welford(Welford w, float* smem /* 96 fl
     __syncthreads();
   }
   return w;
+}
+
+// Over a group of kGroup threads sharing a row: a warp slice (shuffles only) or the whole block.
+template <int kGroup>
+__device__ __forceinline__ Welford group_welford(Welford w, float* smem /* 96 floats */) {
+  if constexpr (kGroup <= 32) {
+#pragma unroll
+    for (int o = kGroup / 2; o > 0; o >>= 1) w = Welford::merge(w, w.shfl_xor(o));
+    return w;
+  } else {
+    return block_welford<kGroup>(w, smem);
+  }
 }
 
 // y = (x - mean) * rstd * w + b, with w = 1 and b = 0 where absent.
@@ -130,22 +142,49 @@ __device__ __forceinline__ float2 row_stats(const Tile& t, int n, int rem, i64 l
     }
     return {0.0f, rms_rstd(ss, len, eps)};
   }
-  float sum = 0.0f;
+  float mine, m2;  // this slice's mean and sum of squared deviations from it
+  if constexpr (kCluster == 1) {
+    // each thread's (count, mean, M2) over its own elements (two passes over registers), then one
+    // Chan merge over the group: one reduction round (one barrier pair) where a mean followed by
+    // the squared deviations from it takes two. (Cluster kernels keep the two rounds: the merge's
+    // extra registers spill there at their 64-register budget, and the cluster barrier dominates.)
+    float sum = 0.0f, cnt = 0.0f;
 #pragma unroll
-  for (int k = 0; k < kVecs; ++k)
+    for (int k = 0; k < kVecs; ++k) {
+      cnt += (float)max(0, min(N, rem - k * Tile::kStride));
 #pragma unroll
-    for (int j = 0; j < N; ++j) sum += to_float(t.v[k].v[j]);  // padding reads as 0
-  sum = group_allreduce<SumOp, kGroup>(sum, smem);
-  const float mine = n > 0 ? sum / (float)n : 0.0f;  // this slice's mean
-  float m2 = 0.0f;
-#pragma unroll
-  for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-      const float d = to_float(t.v[k].v[j]) - mine;
-      if (Tile::valid(k, j, rem)) m2 += d * d;
+      for (int j = 0; j < N; ++j) sum += to_float(t.v[k].v[j]);  // padding reads as 0
     }
-  m2 = group_allreduce<SumOp, kGroup>(m2, smem);
+    const float own = cnt > 0.0f ? __fdividef(sum, cnt) : 0.0f;
+    float own_m2 = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const float d = to_float(t.v[k].v[j]) - own;
+        if (Tile::valid(k, j, rem)) own_m2 += d * d;
+      }
+    const Welford w = group_welford<kGroup>(Welford{cnt, own, own_m2}, smem);
+    mine = w.mean;
+    m2 = w.m2;
+  } else {
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < N; ++j) sum += to_float(t.v[k].v[j]);  // padding reads as 0
+    sum = group_allreduce<SumOp, kGroup>(sum, smem);
+    mine = n > 0 ? sum / (float)n : 0.0f;
+    m2 = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const float d = to_float(t.v[k].v[j]) - mine;
+        if (Tile::valid(k, j, rem)) m2 += d * d;
+      }
+    m2 = group_allreduce<SumOp, kGroup>(m2, smem);
+  }
   float mean = mine;
   if constexpr (kCluster > 1) {  // Chan: mean = sum n_r mean_r / len, M2 = sum M2_r + n_r (mean_r - mean)^2
     if (threadIdx.x == 0) {
@@ -192,13 +231,14 @@ __device__ __forceinline__ V lds_volatile(const V* p) {
 // groups sharing a warp run the same iterations and every CTA of a cluster the same barriers.
 // At most 64 registers a thread (2048 / block size blocks per SM) for 16 values a thread: memory
 // parallelism is what these kernels live on, and ptxas left alone picks 55-76, one or two fewer
-// blocks per SM. Kernels holding a prefetched row too, or 32 values, get up to 128.
-__host__ __device__ constexpr int norm_min_blocks(int group, bool prefetch, int values) {
-  return prefetch || values > 16 ? row_min_blocks(group) : 1024 / row_block(group);
+// blocks per SM. Kernels holding a prefetched row too, or 32 values, or reading element by element
+// (the unaligned fallback: more address arithmetic) get up to 128.
+__host__ __device__ constexpr int norm_min_blocks(int group, bool prefetch, int values, bool vec) {
+  return prefetch || values > 16 || !vec ? row_min_blocks(group) : 1024 / row_block(group);
 }
 
 template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch>
-__global__ void __launch_bounds__(row_block(kGroup), norm_min_blocks(kGroup, kPrefetch, kVecs * 16 / sizeof(T)))
+__global__ void __launch_bounds__(row_block(kGroup), norm_min_blocks(kGroup, kPrefetch, kVecs * 16 / sizeof(T), kVec))
 norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
           const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
   constexpr int kBlock = row_block(kGroup);
@@ -209,7 +249,7 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   constexpr int kUnits = kGroup <= 32 ? kBlock / kGroup : 1;  // rows a block holds at once
   constexpr bool kStage = kCluster > 1;
   static_assert(kStage || !kPrefetch, "only persistent (cluster) launches prefetch");
-  __shared__ float smem[32];
+  __shared__ float smem[96];  // group reductions: 32 floats (sums) or 96 (Welford triples)
   __shared__ float slots[2][2];
   extern __shared__ __align__(16) unsigned char staged[];  // kStage: weight slice, then bias slice
   const RowPlace<kGroup, kBlock, kCluster> p;

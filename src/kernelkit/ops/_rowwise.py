@@ -78,16 +78,21 @@ def row_name(kernel: str, dtype: torch.dtype, cfg: tuple[int, int, int], vec: bo
 
 
 def row_kernels(source: str, kernel: str, tables: RowTables, kind: str, dtype: torch.dtype,
-                extras=lambda cfg: [()]) -> tuple[Kernel, ...]:
+                extras=lambda cfg: [()], vec_only=frozenset(), spilling=frozenset()) -> tuple[Kernel, ...]:
     """Every instantiation a row rung can launch for ``dtype``: each configuration, aligned or not
-    (and each set of the kernel's further flags that ``extras(cfg)`` lists)."""
+    (and each set of the kernel's further flags that ``extras(cfg)`` lists). Configurations in
+    ``vec_only`` serve aligned rows only (the element-by-element form would spill: unaligned rows
+    take another configuration); those in ``spilling`` are allowed local memory (measured faster
+    than every spill-free configuration for their rows)."""
     bits = torch.finfo(dtype).bits
     out = []
     for cfg in tables.configs(kind, dtype):
         block = cfg[0] if cfg[0] > 32 else ROW_BLOCK
         for extra in extras(cfg):
-            out.append(Kernel(source, row_name(kernel, dtype, cfg, True, *extra), 128, 128, block=block))
-            out.append(Kernel(source, row_name(kernel, dtype, cfg, False, *extra), bits, bits, block=block))
+            out.append(Kernel(source, row_name(kernel, dtype, cfg, True, *extra), 128, 128, block=block,
+                              spills=cfg in spilling))
+            if cfg not in vec_only:
+                out.append(Kernel(source, row_name(kernel, dtype, cfg, False, *extra), bits, bits, block=block))
     return tuple(out)
 
 

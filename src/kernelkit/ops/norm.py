@@ -16,7 +16,7 @@ import torch
 from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
 from ..runtime import launch
 from ._common import CXX_TYPE, check_out, check_tensor, pick_variant
-from ._rowwise import (RowTables, SourceNames, allow_shared, flat, grid_for_rows, launch_cluster, per_vec, pick,
+from ._rowwise import (RowTables, SourceNames, allow_shared, flat, grid_for_rows, has_clusters, launch_cluster, per_vec, pick,
                        resident_blocks, row_kernels, row_name, vec_ok)
 
 __all__ = ["layer_norm", "rms_norm"]
@@ -30,28 +30,39 @@ PERSISTENT = True  # cluster rows: a grid of resident CTAs looping over rows (Fa
 # and so CTAs per SM, more than the overlap gains. Kept, tested, off.
 PREFETCH = False
 
-# (group, vecs, cluster) by capacity; at most 16 values per thread (x, with weight and bias read at
-# the output: 40-56 registers). Rows up to one CTA (16K) take a CTA each (weight and bias from L1);
-# longer rows a cluster (sm_90), persistent, weight and bias staged in shared memory (32 KB a CTA,
-# 64 KB for 64K fp32 rows).
+# (group, vecs, cluster) by capacity. Rows up to 32K take a CTA each, weight and bias read at the
+# output (from L1, or L2 for 32K fp32 rows); longer rows a cluster (sm_90), persistent, weight and
+# bias staged in shared memory (32 KB a CTA, 64 KB for 64K fp32 rows). 32K rows as one 1024-thread
+# CTA holding 32 values a thread (8 vectors fp32, 4 16-bit): run 5 on an H100, against the persistent
+# clusters (256 x 4 x 8 fp32, 512 x 2 x 4 16-bit): fp32 layer_norm 2910 vs 2527 GB/s, rms_norm 3011 vs
+# 2568; fp16 2468 vs 1732 and 2789 vs 1983, although the 16-bit form spills 48 bytes at its
+# 64-register budget (1024 threads).
 _FAST = {
     4: {128: (32, 1, 1), 256: (32, 2, 1), 512: (32, 4, 1), 1024: (64, 4, 1), 2048: (128, 4, 1),
-        4096: (256, 4, 1), 8192: (512, 4, 1), 16384: (1024, 4, 1), 32768: (256, 4, 8), 65536: (512, 4, 8)},
+        4096: (256, 4, 1), 8192: (512, 4, 1), 16384: (1024, 4, 1), 32768: (1024, 8, 1), 65536: (512, 4, 8)},
     8: {256: (32, 1, 1), 512: (32, 2, 1), 1024: (64, 2, 1), 2048: (128, 2, 1), 4096: (256, 2, 1),
-        8192: (512, 2, 1), 16384: (1024, 2, 1), 32768: (512, 2, 4), 65536: (512, 2, 8)},
+        8192: (512, 2, 1), 16384: (1024, 2, 1), 32768: (1024, 4, 1), 65536: (512, 2, 8)},
 }
 TABLES = RowTables(
     fast=_FAST,
     fast_flat=flat(_FAST, {}),  # longer rows: welford
     # measured alternatives (run 4): layer_norm 4096^2 fp32 as 512 x 2 read 2673 GB/s against 2635;
     # 16-bit 32K / 64K rows as 512 x 4 x 2 / 4 (with prefetch) read 1746 / 1326 against 1727 / 1452
-    spares={4: [(512, 2, 1)], 8: [(512, 4, 2), (512, 4, 4)]},
+    spares={4: [(512, 2, 1), (256, 4, 8)], 8: [(512, 4, 2), (512, 4, 4), (512, 2, 4)]},
     registers={
         4: {512: (128, 1, 1), 1024: (128, 2, 1), 2048: (128, 4, 1), 4096: (256, 4, 1), 8192: (512, 4, 1),
             16384: (1024, 4, 1)},
         8: {1024: (128, 1, 1), 2048: (128, 2, 1), 4096: (256, 2, 1), 8192: (512, 2, 1), 16384: (1024, 2, 1)},
     },
 )
+
+
+# Rows that cannot move as 16-byte vectors (unaligned, or a length not a multiple of 16 bytes) read
+# element by element, which costs registers: at 32K the one-CTA form would spill, so they keep the
+# persistent clusters (sm_90) or fall back to welford (sm_80).
+_UNALIGNED = {4: {32768: (256, 4, 8)}, 8: {32768: (512, 2, 4)}}
+_VEC_ONLY = {4: frozenset({(1024, 8, 1)}), 8: frozenset({(1024, 4, 1)})}
+_SPILLING = {8: frozenset({(1024, 4, 1)})}  # 16-bit 32K rows: 48 spilled bytes, still the fastest
 
 
 def _welford(dtype) -> Kernel:
@@ -63,7 +74,9 @@ def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
     if kind == "welford":
         return (_welford(dtype),)
     # cluster rows come with and without the prefetch of the next row (PREFETCH picks); + the fallback
-    return row_kernels(SRC, "norm_rows", TABLES, kind, dtype, _extras) + (_welford(dtype),)
+    vec_only = _VEC_ONLY[per_vec(dtype)] if kind == "fast" else frozenset()
+    spilling = _SPILLING.get(per_vec(dtype), frozenset()) if kind == "fast" else frozenset()
+    return row_kernels(SRC, "norm_rows", TABLES, kind, dtype, _extras, vec_only, spilling) + (_welford(dtype),)
 
 
 def _extras(cfg):
@@ -79,6 +92,9 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool):
     if plan is None:
         kind = v.params["kind"]
         cfg = None if kind == "welford" else pick(len_, TABLES.table(kind, dtype, dev))
+        if cfg is not None and not vec and kind == "fast" and cfg in _VEC_ONLY[per_vec(dtype)]:
+            cfg = _UNALIGNED[per_vec(dtype)][32768]
+            cfg = cfg if has_clusters(dev) else None
         name = _welford(dtype).name if cfg is None else row_name("norm_rows", dtype, cfg, vec,
                                                                   PREFETCH and cfg[2] > 1)
         plan = _plans[key] = (NAMES.load(name, dtype, dev), cfg)

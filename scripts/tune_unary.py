@@ -1,4 +1,7 @@
-"""Sweep the fast unary rung's launch shape (unroll, block, grid cap, cache policy) on one GPU."""
+"""Sweep the fast unary rung's launch shape (unroll, block, grid cap, cache policy) on one GPU.
+
+    KK_OP=gelu|relu KK_SIZES=268435456,16777216 KK_CAPS=8,16,64,0 KK_STREAMS=false,true python scripts/tune_unary.py
+"""
 import itertools
 import sys
 
@@ -14,7 +17,13 @@ CAPS = tuple(int(v) for v in os.environ.get("KK_CAPS", "8,16,64,0").split(","))
 STREAMS = tuple(os.environ.get("KK_STREAMS", "false,true").split(","))
 sms = torch.cuda.get_device_properties(0).multi_processor_count
 print("copy GB/s", round(copy_bandwidth(None)))
-for n, (dtype, ct, f) in itertools.product(SIZES, [(torch.float32, "float", "kk::GeluTanh"), (torch.float16, "__half", "kk::GeluTanhFast")]):
+OP = os.environ.get("KK_OP", "gelu")
+FUNCTORS = {"gelu": [(torch.float32, "float", "kk::GeluTanh"), (torch.float16, "__half", "kk::GeluTanhFast")],
+            "relu": [(torch.float32, "float", "kk::Relu"), (torch.float16, "__half", "kk::Relu")]}[OP]
+import kernelkit
+OURS = {"gelu": kernelkit.gelu, "relu": kernelkit.relu}[OP]
+THEIRS = {"gelu": lambda x: torch.nn.functional.gelu(x, approximate="tanh"), "relu": torch.relu}[OP]
+for n, (dtype, ct, f) in itertools.product(SIZES, FUNCTORS):
     x = torch.randn(n, device="cuda", dtype=dtype)
     out = torch.empty_like(x)
     vec = 16 // x.element_size()
@@ -22,7 +31,7 @@ for n, (dtype, ct, f) in itertools.product(SIZES, [(torch.float32, "float", "kk:
     res = []
     for U, block, cap, stream in itertools.product((1, 2, 4), (128, 256, 512), CAPS, STREAMS):
         name = f"kk::unary_fast<{ct}, {f}, {U}, true, {stream}>"
-        k = get_kernel("gelu.cu", name, device_index=0)
+        k = get_kernel(f"{OP}.cu", name, device_index=0)
         nvec = n // vec
         blocks = -(-nvec // (block * U))
         if cap:
@@ -37,9 +46,8 @@ for n, (dtype, ct, f) in itertools.product(SIZES, [(torch.float32, "float", "kk:
     # the misaligned-input path: x[1:] into an aligned out
     xm = x[1:]
     om = torch.empty_like(xm)
-    import kernelkit
-    t = time_cuda(lambda: kernelkit.gelu(xm, out=om), max_seconds=0.5)
+    t = time_cuda(lambda: OURS(xm, out=om), max_seconds=0.5)
     print(f"  misaligned input (x[1:] -> aligned out): {2 * xm.numel() * x.element_size() / t.seconds / 1e9:.0f} GB/s")
-    t = time_cuda(lambda: torch.nn.functional.gelu(x, approximate="tanh", out=out) if False else torch.nn.functional.gelu(x, approximate="tanh"), max_seconds=0.5)
+    t = time_cuda(lambda: THEIRS(x), max_seconds=0.5)
     print(f"  torch: {nbytes / t.seconds / 1e9:.0f} GB/s")
     sys.stdout.flush()

@@ -115,21 +115,23 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
   for (i64 i = threadIdx.x; i < len; i += kBlock) y[i] = norm_out(to_float(x[i]), mean, rstd, weight, bias, i);
 }
 
-// (mean, rstd) of the row whose slice this thread group holds in `t` (n valid elements, rem of them
-// from this thread's first one). Clusters exchange (sum of squares) or (slice mean, M2) through
+// (mean, rstd) of the row whose slice this thread group holds in `x` (its kVecs vectors of N values,
+// converted to float once; n valid elements in the slice, rem of them from this thread's first one;
+// kVec: whole vectors are valid or not, so the bounds are checked per vector, not per element). Clusters exchange (sum of squares) or (slice mean, M2) through
 // `slot`, two floats of this CTA's shared memory, in one barrier; the caller keeps the slot unread-
 // from until the next barrier (a parity pair of slots when looping over rows).
-template <int kGroup, int kCluster, typename Tile>
-__device__ __forceinline__ float2 row_stats(const Tile& t, int n, int rem, i64 len, i64 slice, float eps,
-                                            int rms, float* smem, float* slot) {
-  constexpr int kVecs = sizeof(t.v) / sizeof(t.v[0]), N = Tile::N;
+template <int kGroup, int kCluster, bool kVec, int kVecs, int N>
+__device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, int rem, i64 len, i64 slice,
+                                            float eps, int rms, float* smem, float* slot) {
+  constexpr int kStride = kGroup * N;  // as RowTile: elements between a thread's vectors
+  const auto valid = [rem](int k, int j) { return k * kStride + (kVec ? 0 : j) < rem; };
   if (rms) {
     float ss = 0.0f;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
       for (int j = 0; j < N; ++j) {
-        const float v = to_float(t.v[k].v[j]);
+        const float v = x[k][j];
         ss += v * v;
       }
     ss = group_allreduce<SumOp, kGroup>(ss, smem);
@@ -151,9 +153,9 @@ __device__ __forceinline__ float2 row_stats(const Tile& t, int n, int rem, i64 l
     float sum = 0.0f, cnt = 0.0f;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      cnt += (float)max(0, min(N, rem - k * Tile::kStride));
+      cnt += (float)max(0, min(N, rem - k * kStride));
 #pragma unroll
-      for (int j = 0; j < N; ++j) sum += to_float(t.v[k].v[j]);  // padding reads as 0
+      for (int j = 0; j < N; ++j) sum += x[k][j];  // padding reads as 0
     }
     const float own = cnt > 0.0f ? __fdividef(sum, cnt) : 0.0f;
     float own_m2 = 0.0f;
@@ -161,8 +163,8 @@ __device__ __forceinline__ float2 row_stats(const Tile& t, int n, int rem, i64 l
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
       for (int j = 0; j < N; ++j) {
-        const float d = to_float(t.v[k].v[j]) - own;
-        if (Tile::valid(k, j, rem)) own_m2 += d * d;
+        const float d = x[k][j] - own;
+        if (valid(k, j)) own_m2 += d * d;
       }
     const Welford w = group_welford<kGroup>(Welford{cnt, own, own_m2}, smem);
     mine = w.mean;
@@ -172,7 +174,7 @@ __device__ __forceinline__ float2 row_stats(const Tile& t, int n, int rem, i64 l
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-      for (int j = 0; j < N; ++j) sum += to_float(t.v[k].v[j]);  // padding reads as 0
+      for (int j = 0; j < N; ++j) sum += x[k][j];  // padding reads as 0
     sum = group_allreduce<SumOp, kGroup>(sum, smem);
     mine = n > 0 ? sum / (float)n : 0.0f;
     m2 = 0.0f;
@@ -180,8 +182,8 @@ __device__ __forceinline__ float2 row_stats(const Tile& t, int n, int rem, i64 l
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
       for (int j = 0; j < N; ++j) {
-        const float d = to_float(t.v[k].v[j]) - mine;
-        if (Tile::valid(k, j, rem)) m2 += d * d;
+        const float d = x[k][j] - mine;
+        if (valid(k, j)) m2 += d * d;
       }
     m2 = group_allreduce<SumOp, kGroup>(m2, smem);
   }
@@ -295,8 +297,13 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
                                  from_float<T>(0.0f));
       }
     }
-    const float2 st = row_stats<kGroup, kCluster>(t, live ? n : 0, rrem, len, kSlice, eps, rms, smem,
-                                                  slots[parity]);
+    float xs[kVecs][N];  // converted once: the statistics and the output read these
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < N; ++j) xs[k][j] = to_float(t.v[k].v[j]);
+    const float2 st = row_stats<kGroup, kCluster, kVec>(xs, live ? n : 0, rrem, len, kSlice, eps, rms, smem,
+                                                        slots[parity]);
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
       const int off = k * Tile::kStride;
@@ -305,8 +312,10 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
         if (weight) wv = lds_volatile(reinterpret_cast<const V*>(ws + off));
         if (bias) bv = lds_volatile(reinterpret_cast<const V*>(bs + off));
       } else if constexpr (kVec) {
-        if (weight && Tile::valid(k, 0, rrem)) wv = load_vec(reinterpret_cast<const V*>(weight + col + off));
-        if (bias && Tile::valid(k, 0, rrem)) bv = load_vec(reinterpret_cast<const V*>(bias + col + off));
+        // a vector past the row reads the row's first one (never stored): no predicated loads
+        const i64 at = Tile::valid(k, 0, rrem) ? col + off : 0;
+        if (weight) wv = load_vec(reinterpret_cast<const V*>(weight + at));
+        if (bias) bv = load_vec(reinterpret_cast<const V*>(bias + at));
       } else {
 #pragma unroll
         for (int j = 0; j < N; ++j) {
@@ -316,9 +325,13 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
       }
 #pragma unroll
       for (int j = 0; j < N; ++j) {
-        float y = (to_float(t.v[k].v[j]) - st.x) * st.y;
-        if (weight) y *= to_float(wv.v[j]);
-        if (bias) y += to_float(bv.v[j]);
+        float y = (xs[k][j] - st.x) * st.y;
+        if (weight && bias) {
+          y = fmaf(y, to_float(wv.v[j]), to_float(bv.v[j]));
+        } else {
+          if (weight) y *= to_float(wv.v[j]);
+          if (bias) y += to_float(bv.v[j]);
+        }
         t.v[k].v[j] = from_float<T>(y);
       }
     }

@@ -159,7 +159,7 @@ def test_every_configuration(dtype, monkeypatch):
             if cfg[2] > 1 and not has_clusters(0):
                 continue
             cap = cfg[0] * cfg[1] * cfg[2] * n
-            for prefetch in ((False, True) if cfg[2] > 1 else (False,)):
+            for prefetch in (f[0] for f in mod._extras(cfg)):
                 monkeypatch.setattr(mod, "pick", lambda _len, _tab, c=cfg: c)
                 monkeypatch.setattr(mod, "PREFETCH", prefetch)
                 mod._plans.clear()

@@ -92,7 +92,8 @@ def row_kernels(source: str, kernel: str, tables: RowTables, kind: str, dtype: t
             out.append(Kernel(source, row_name(kernel, dtype, cfg, True, *extra), 128, 128, block=block,
                               spills=cfg in spilling))
             if cfg not in vec_only:
-                out.append(Kernel(source, row_name(kernel, dtype, cfg, False, *extra), bits, bits, block=block))
+                out.append(Kernel(source, row_name(kernel, dtype, cfg, False, *extra), bits, bits, block=block,
+                                  spills=cfg in spilling))
     return tuple(out)
 
 

@@ -281,19 +281,19 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   Tile t;
   if (kPrefetch && first < rows) {
     const bool live = first + unit < rows;
-    t.template load<kVec, true>(in + (live ? first + unit : 0) * len + col, live ? rem : -1 - p.lane * N,
+    t.template load<kVec>(in + (live ? first + unit : 0) * len + col, live ? rem : -1 - p.lane * N,
                           from_float<T>(0.0f));
   }
   for (i64 r0 = first; r0 < rows; r0 += stride, parity ^= 1) {
     const i64 row = r0 + unit;
     const bool live = row < rows;  // groups past the end run empty: the shuffles stay full-warp
     const int rrem = live ? rem : -p.lane * N - 1;
-    if constexpr (!kPrefetch) t.template load<kVec, true>(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
+    if constexpr (!kPrefetch) t.template load<kVec>(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
     Tile next;
     if constexpr (kPrefetch) {
       const i64 nrow = row + stride;
       if (r0 + stride < rows) {
-        next.template load<kVec, true>(in + (nrow < rows ? nrow : 0) * len + col, nrow < rows ? rem : -1 - p.lane * N,
+        next.template load<kVec>(in + (nrow < rows ? nrow : 0) * len + col, nrow < rows ? rem : -1 - p.lane * N,
                                  from_float<T>(0.0f));
       }
     }

@@ -104,18 +104,6 @@ __device__ __forceinline__ float cluster_load(const float* local, unsigned rank)
 #endif
 }
 
-// 16 bytes through the read-only path without allocating in L1.
-template <typename V>
-__device__ __forceinline__ V load_no_l1(const V* p) {
-  static_assert(sizeof(V) == 16, "16-byte loads");
-  uint4 r;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
-  V v;
-  memcpy(&v, &r, 16);
-  return v;
-}
-
 // ---- row tiles: thread `lane` of a group of kGroup holds kVecs 16-byte vectors of one row slice.
 // Vector k of the thread starts at element k * kGroup * N + lane * N of the slice: consecutive lanes
 // read consecutive 16 bytes (coalesced). Callers pass the thread's own start (slice + lane * N) and
@@ -132,19 +120,13 @@ struct RowTile {
 
   __device__ __forceinline__ static bool valid(int k, int j, int rem) { return k * kStride + j < rem; }
 
-  // kNoL1: vector loads bypass L1 allocation (data read once), leaving L1 to what is reused, such
-  // as a norm's weight and bias
-  template <bool kVec, bool kNoL1 = false>
+  template <bool kVec>
   __device__ __forceinline__ void load(const T* __restrict__ p, int rem, T fill) {
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
       if constexpr (kVec) {
         if (valid(k, 0, rem)) {
-          if constexpr (kNoL1) {
-            v[k] = load_no_l1(reinterpret_cast<const Vec<T, N>*>(p + k * kStride));
-          } else {
-            v[k] = load_vec(reinterpret_cast<const Vec<T, N>*>(p + k * kStride));
-          }
+          v[k] = load_vec(reinterpret_cast<const Vec<T, N>*>(p + k * kStride));
         } else {
 #pragma unroll
           for (int j = 0; j < N; ++j) v[k].v[j] = fill;

@@ -32,11 +32,15 @@ PREFETCH = False
 
 # (group, vecs, cluster) by capacity. Rows up to 32K take a CTA each, weight and bias read at the
 # output (from L1, or L2 for 32K fp32 rows); longer rows a cluster (sm_90), persistent, weight and
-# bias staged in shared memory (32 KB a CTA, 64 KB for 64K fp32 rows). 32K rows as one 1024-thread
-# CTA holding 32 values a thread (8 vectors fp32, 4 16-bit): run 5 on an H100, against the persistent
-# clusters (256 x 4 x 8 fp32, 512 x 2 x 4 16-bit): fp32 layer_norm 2910 vs 2527 GB/s, rms_norm 3011 vs
-# 2568; fp16 2468 vs 1732 and 2789 vs 1983, although the 16-bit form spills 48 bytes at its
-# 64-register budget (1024 threads).
+# bias staged in shared memory (32 KB a CTA, 64 KB for 64K fp32 rows, 128 KB for 64K 16-bit rows).
+# Measured on an H100 (benchmarks/reduction_tuning.py; results/reduction-run5.json, -run6.json):
+#  * run 5: 32K rows as one 1024-thread CTA of 32 values a thread beat the persistent clusters
+#    (256 x 4 x 8 fp32, 512 x 2 x 4 16-bit): fp32 layer_norm 2910 vs 2527 GB/s, rms_norm 3011 vs
+#    2568; fp16 2468 vs 1732 and 2789 vs 1983.
+#  * run 6 (values converted to float once, per-vector bounds): 16-bit rows now do best at 32 values
+#    a thread (4 vectors) where 16 won before: 16384 x 8192 fp16 layer_norm 2840 vs 2385 GB/s as
+#    256 x 4 (rms_norm 2933 vs 2563), 4096^2 2131 vs 2023 as 128 x 4, 1024 x 65536 1854 vs 1533 as a
+#    1024 x 4 x 2 cluster (rms_norm 1958 vs 1732).
 _FAST = {
     4: {128: (32, 1, 1), 256: (32, 2, 1), 512: (32, 4, 1), 1024: (64, 4, 1), 2048: (128, 4, 1),
         4096: (256, 4, 1), 8192: (512, 4, 1), 16384: (1024, 4, 1), 32768: (1024, 8, 1), 65536: (512, 4, 8)},
@@ -46,8 +50,9 @@ _FAST = {
 TABLES = RowTables(
     fast=_FAST,
     fast_flat=flat(_FAST, {}),  # longer rows: welford
-    # measured alternatives (run 4): layer_norm 4096^2 fp32 as 512 x 2 read 2673 GB/s against 2635;
-    # 16-bit 32K / 64K rows as 512 x 4 x 2 / 4 (with prefetch) read 1746 / 1326 against 1727 / 1452
+    # measured alternatives, compiled and tested with the rung (run 4: layer_norm 4096^2 fp32 as
+    # 512 x 2 read 2673 GB/s against 2635; 16-bit 32K / 64K rows as 512 x 4 x 2 / 4 with prefetch 1746
+    # / 1326); and the configurations runs 5-6 replaced (256 x 4 x 8 fp32, 16-bit 256 x 2, 512 x 2 x 4 / 8)
     spares={4: [(512, 2, 1), (256, 4, 8)], 8: [(512, 4, 2), (512, 4, 4), (512, 2, 4), (256, 2, 1), (512, 2, 8)]},
     registers={
         4: {512: (128, 1, 1), 1024: (128, 2, 1), 2048: (128, 4, 1), 4096: (256, 4, 1), 8192: (512, 4, 1),

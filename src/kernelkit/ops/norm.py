@@ -65,7 +65,7 @@ TABLES = RowTables(
 # Rows that cannot move as 16-byte vectors (unaligned, or a length not a multiple of 16 bytes) read
 # element by element, which costs registers: at 32K the one-CTA form would spill, so they keep the
 # persistent clusters (sm_90) or fall back to welford (sm_80).
-_UNALIGNED = {4: {32768: (256, 4, 8)}, 8: {32768: (512, 2, 4)}}
+_UNALIGNED = {4: (256, 4, 8), 8: (512, 2, 4)}
 _VEC_ONLY = {4: frozenset({(1024, 8, 1)}), 8: frozenset({(1024, 4, 1)})}
 # 32 values a thread at 1024 threads (the 64-register cap): ptxas spills a few bytes for some
 # (arch, dtype) pairs (bf16 on sm_90: 16-24 bytes; fp32 on sm_80), none for fp16 / fp32 on sm_90;
@@ -81,9 +81,9 @@ def _welford(dtype) -> Kernel:
 def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
     if kind == "welford":
         return (_welford(dtype),)
-    # cluster rows come with and without the prefetch of the next row (PREFETCH picks); + the fallback
     vec_only = _VEC_ONLY[per_vec(dtype)] if kind == "fast" else frozenset()
     spilling = _SPILLING.get(per_vec(dtype), frozenset()) if kind == "fast" else frozenset()
+    # every configuration's kernels, then welford (the fallback for rows longer than the table)
     return row_kernels(SRC, "norm_rows", TABLES, kind, dtype, _extras, vec_only, spilling) + (_welford(dtype),)
 
 
@@ -103,8 +103,7 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool):
         kind = v.params["kind"]
         cfg = None if kind == "welford" else pick(len_, TABLES.table(kind, dtype, dev))
         if cfg is not None and not vec and kind == "fast" and cfg in _VEC_ONLY[per_vec(dtype)]:
-            cfg = _UNALIGNED[per_vec(dtype)][32768]
-            cfg = cfg if has_clusters(dev) else None
+            cfg = _UNALIGNED[per_vec(dtype)] if has_clusters(dev) else None
         name = _welford(dtype).name if cfg is None else row_name("norm_rows", dtype, cfg, vec,
                                                                   PREFETCH and len(_extras(cfg)) > 1)
         plan = _plans[key] = (NAMES.load(name, dtype, dev), cfg)

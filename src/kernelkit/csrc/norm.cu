@@ -36,10 +36,17 @@ struct Welford {
   }
 };
 
+// Butterfly merge over the W lanes of an aligned group (W a power of two <= 32), as warp_allreduce.
+template <int W = 32>
+__device__ __forceinline__ Welford warp_welford(Welford w) {
+#pragma unroll
+  for (int o = W / 2; o > 0; o >>= 1) w = Welford::merge(w, w.shfl_xor(o));
+  return w;
+}
+
 template <int kBlock>
 __device__ __forceinline__ Welford block_welford(Welford w, float* smem /* 96 floats */) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) w = Welford::merge(w, w.shfl_xor(o));
+  w = warp_welford(w);
   constexpr int kWarps = kBlock / 32;
   if constexpr (kWarps > 1) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -50,9 +57,7 @@ __device__ __forceinline__ Welford block_welford(Welford w, float* smem /* 96 fl
     }
     __syncthreads();
     const int i = lane & (kWarps - 1);  // a full copy per group of kWarps lanes: all lanes get the result
-    w = Welford{smem[i], smem[32 + i], smem[64 + i]};
-#pragma unroll
-    for (int o = kWarps / 2; o > 0; o >>= 1) w = Welford::merge(w, w.shfl_xor(o));
+    w = warp_welford<kWarps>(Welford{smem[i], smem[32 + i], smem[64 + i]});
     __syncthreads();
   }
   return w;
@@ -62,9 +67,7 @@ __device__ __forceinline__ Welford block_welford(Welford w, float* smem /* 96 fl
 template <int kGroup>
 __device__ __forceinline__ Welford group_welford(Welford w, float* smem /* 96 floats */) {
   if constexpr (kGroup <= 32) {
-#pragma unroll
-    for (int o = kGroup / 2; o > 0; o >>= 1) w = Welford::merge(w, w.shfl_xor(o));
-    return w;
+    return warp_welford<kGroup>(w);
   } else {
     return block_welford<kGroup>(w, smem);
   }
@@ -117,9 +120,10 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
 
 // (mean, rstd) of the row whose slice this thread group holds in `x` (its kVecs vectors of N values,
 // converted to float once; n valid elements in the slice, rem of them from this thread's first one;
-// kVec: whole vectors are valid or not, so the bounds are checked per vector, not per element). Clusters exchange (sum of squares) or (slice mean, M2) through
-// `slot`, two floats of this CTA's shared memory, in one barrier; the caller keeps the slot unread-
-// from until the next barrier (a parity pair of slots when looping over rows).
+// kVec: whole vectors are valid or not, so the bounds are checked per vector, not per element).
+// Clusters exchange (sum of squares) or (slice mean, M2) through `slot`, two floats of this CTA's
+// shared memory, in one barrier; the caller keeps the slot unread-from until the next barrier (a
+// parity pair of slots when looping over rows).
 template <int kGroup, int kCluster, bool kVec, int kVecs, int N>
 __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, int rem, i64 len, i64 slice,
                                             float eps, int rms, float* smem, float* slot) {

@@ -16,8 +16,8 @@ import torch
 from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
 from ..runtime import launch
 from ._common import CXX_TYPE, check_out, check_tensor, pick_variant
-from ._rowwise import (RowTables, SourceNames, allow_shared, flat, grid_for_rows, has_clusters, launch_cluster, per_vec, pick,
-                       resident_blocks, row_kernels, row_name, vec_ok)
+from ._rowwise import (RowTables, SourceNames, allow_shared, flat, grid_for_rows, has_clusters, launch_cluster,
+                       per_vec, pick, resident_blocks, row_kernels, row_name, vec_ok)
 
 __all__ = ["layer_norm", "rms_norm"]
 

@@ -148,48 +148,39 @@ __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, i
     }
     return {0.0f, rms_rstd(ss, len, eps)};
   }
+  float sum = 0.0f;  // this thread's values (padding reads as 0)
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+    for (int j = 0; j < N; ++j) sum += x[k][j];
+  const auto squared_deviations = [&](float about) {  // over this thread's valid values
+    float acc = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const float d = x[k][j] - about;
+        if (valid(k, j)) acc += d * d;
+      }
+    return acc;
+  };
   float mine, m2;  // this slice's mean and sum of squared deviations from it
   if constexpr (kCluster == 1) {
     // each thread's (count, mean, M2) over its own elements (two passes over registers), then one
     // Chan merge over the group: one reduction round (one barrier pair) where a mean followed by
     // the squared deviations from it takes two. (Cluster kernels keep the two rounds: the merge's
     // extra registers spill there at their 64-register budget, and the cluster barrier dominates.)
-    float sum = 0.0f, cnt = 0.0f;
+    float cnt = 0.0f;
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      cnt += (float)max(0, min(N, rem - k * kStride));
-#pragma unroll
-      for (int j = 0; j < N; ++j) sum += x[k][j];  // padding reads as 0
-    }
+    for (int k = 0; k < kVecs; ++k) cnt += (float)max(0, min(N, rem - k * kStride));
     const float own = cnt > 0.0f ? __fdividef(sum, cnt) : 0.0f;
-    float own_m2 = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-      for (int j = 0; j < N; ++j) {
-        const float d = x[k][j] - own;
-        if (valid(k, j)) own_m2 += d * d;
-      }
-    const Welford w = group_welford<kGroup>(Welford{cnt, own, own_m2}, smem);
+    const Welford w = group_welford<kGroup>(Welford{cnt, own, squared_deviations(own)}, smem);
     mine = w.mean;
     m2 = w.m2;
   } else {
-    float sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-      for (int j = 0; j < N; ++j) sum += x[k][j];  // padding reads as 0
-    sum = group_allreduce<SumOp, kGroup>(sum, smem);
-    mine = n > 0 ? sum / (float)n : 0.0f;
-    m2 = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-      for (int j = 0; j < N; ++j) {
-        const float d = x[k][j] - mine;
-        if (valid(k, j)) m2 += d * d;
-      }
-    m2 = group_allreduce<SumOp, kGroup>(m2, smem);
+    const float total = group_allreduce<SumOp, kGroup>(sum, smem);
+    mine = n > 0 ? total / (float)n : 0.0f;
+    m2 = group_allreduce<SumOp, kGroup>(squared_deviations(mine), smem);
   }
   float mean = mine;
   if constexpr (kCluster > 1) {  // Chan: mean = sum n_r mean_r / len, M2 = sum M2_r + n_r (mean_r - mean)^2

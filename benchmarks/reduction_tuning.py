@@ -59,7 +59,7 @@ def extend_names() -> None:
         extra = [f"kk::reduce_fast<{ct}, {ct}, {fn}, {b}, {u}>" for b, u, _ in SWEEP for fn in ("kk::SumOp", "kk::MaxOp")]
         r._names[dt] = tuple(dict.fromkeys(r.names(dt) + tuple(extra)))
         for fam, mod, kern in (("softmax", mods["softmax"], "softmax_rows"), ("norm", mods["norm"], "norm_rows")):
-            flags = (lambda c: [()]) if fam == "softmax" else (lambda c: [(False,), (True,)] if c[2] > 1 else [(False,)])
+            flags = (lambda c: [()]) if fam == "softmax" else mod._extras  # the rung's own flag sets
             extra = [row_name(kern, dt, cfg, True, *f) for alts in ALTS[(fam, per_vec(dt))].values() for cfg in alts
                      for f in flags(cfg)]
             mod.NAMES._names[dt] = tuple(dict.fromkeys(mod.NAMES.names(dt) + tuple(extra)))
@@ -206,11 +206,9 @@ def sec_rows(res, alts: bool):
                         finally:
                             setattr(mod, knob, before)  # (run 5 restored True here: its later rows ran with prefetch)
                         res.append(dict(section="alts", op=op, dtype=str(dt)[6:], shape=list(shape), config=label,
-                                        default="persistent+prefetch", us=aus, gbs=agbs, ok=good,
+                                        default=f"{knob}={before}", us=aus, gbs=agbs, ok=good,
                                         pct_copy=100 * agbs / copy))
                         print(f"  alt {op} {label}: {agbs:6.0f} GB/s ok={good}", flush=True)
-                if op == "rms_norm" and fam == "softmax":
-                    continue
                 tab = mod.TABLES.fast[per_vec(dt)]
                 cap = min(c for c in tab if c >= shape[1])
                 default = tab[cap]

@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import torch
 
+import kernelkit
 from kernelkit.bench import copy_bandwidth, time_cuda
 from kernelkit.runtime import get_kernel, launch
 
@@ -20,7 +21,6 @@ print("copy GB/s", round(copy_bandwidth(None)))
 OP = os.environ.get("KK_OP", "gelu")
 FUNCTORS = {"gelu": [(torch.float32, "float", "kk::GeluTanh"), (torch.float16, "__half", "kk::GeluTanhFast")],
             "relu": [(torch.float32, "float", "kk::Relu"), (torch.float16, "__half", "kk::Relu")]}[OP]
-import kernelkit
 OURS = {"gelu": kernelkit.gelu, "relu": kernelkit.relu}[OP]
 THEIRS = {"gelu": lambda x: torch.nn.functional.gelu(x, approximate="tanh"), "relu": torch.relu}[OP]
 for n, (dtype, ct, f) in itertools.product(SIZES, FUNCTORS):

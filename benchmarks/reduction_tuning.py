@@ -31,9 +31,11 @@ ALTS = {
     ("softmax", 8): {},
     # runs 5-6: the shapes where the norms missed 95% of copy (16 or 32 values a thread, a CTA or a
     # cluster per row; cluster kernels stage weight and bias in shared memory, at most 128 KB a CTA)
-    ("norm", 4): {4096: [(512, 2, 1), (128, 8, 1)], 65536: [(1024, 4, 4), (512, 8, 4)]},
+    # run 7: 64K rows by bulk copies into a ring of stages, (threads, vecs, cluster, stages) (norm.BULK,
+    # BULK_SPARES), against the register-tile persistent clusters that were the default before
+    ("norm", 4): {4096: [(512, 2, 1), (128, 8, 1)], 65536: [(1024, 2, 8, 4), (512, 4, 8)]},
     ("norm", 8): {4096: [(128, 4, 1), (512, 1, 1)], 8192: [(256, 4, 1), (1024, 1, 1)],
-                  65536: [(1024, 4, 2), (512, 4, 4), (256, 4, 8)]},
+                  65536: [(1024, 4, 2, 3), (512, 2, 8, 4), (1024, 4, 2)]},
 }
 
 
@@ -60,8 +62,9 @@ def extend_names() -> None:
         r._names[dt] = tuple(dict.fromkeys(r.names(dt) + tuple(extra)))
         for fam, mod, kern in (("softmax", mods["softmax"], "softmax_rows"), ("norm", mods["norm"], "norm_rows")):
             flags = (lambda c: [()]) if fam == "softmax" else mod._extras  # the rung's own flag sets
+            # (bulk configurations, four numbers, are the rung's own kernels: norm.BULK and BULK_SPARES)
             extra = [row_name(kern, dt, cfg, True, *f) for alts in ALTS[(fam, per_vec(dt))].values() for cfg in alts
-                     for f in flags(cfg)]
+                     if len(cfg) == 3 for f in flags(cfg)]
             mod.NAMES._names[dt] = tuple(dict.fromkeys(mod.NAMES.names(dt) + tuple(extra)))
 
 
@@ -171,18 +174,25 @@ def _row_ops(x):
     }
 
 
-def sec_rows(res, alts: bool):
+def sec_rows(res, alts: bool, a):
     from kernelkit.bench import copy_bandwidth
     from kernelkit.ops._rowwise import per_vec
 
     mods = modules()
+    want_shapes = None if not a.shapes else {tuple(map(int, s.split("x"))) for s in a.shapes.split(",")}
     for dt in (torch.float32, torch.float16):
+        if a.dtypes and str(dt)[6:] not in a.dtypes.split(","):
+            continue
         for shape in SHAPES:
+            if want_shapes and shape not in want_shapes:
+                continue
             x = torch.randn(shape, device="cuda", dtype=dt)
             nb = 2 * x.numel() * x.element_size()
             copy = copy_bandwidth(nb)
             reps = 20 if nb > (4 << 30) else 50
             for op, (ours, theirs) in _row_ops(x).items():
+                if a.ops and op not in a.ops.split(","):
+                    continue
                 want = theirs().float()
                 ok = close(ours(), want)
                 tus, tgbs = timed(theirs, nb, reps)
@@ -196,25 +206,18 @@ def sec_rows(res, alts: bool):
                     continue
                 fam = "softmax" if op == "softmax" else "norm"
                 mod = mods[fam]
-                if fam == "norm" and shape[1] >= 32768:  # cluster rows: the persistent grid and the prefetch
-                    for knob, label in (("PERSISTENT", "one cluster per row"), ("PREFETCH", "prefetch")):
-                        before = getattr(mod, knob)
-                        setattr(mod, knob, not before)
-                        try:
-                            good = close(ours(), want)
-                            aus, agbs = timed(ours, nb, reps)
-                        finally:
-                            setattr(mod, knob, before)  # (run 5 restored True here: its later rows ran with prefetch)
-                        res.append(dict(section="alts", op=op, dtype=str(dt)[6:], shape=list(shape), config=label,
-                                        default=f"{knob}={before}", us=aus, gbs=agbs, ok=good,
-                                        pct_copy=100 * agbs / copy))
-                        print(f"  alt {op} {label}: {agbs:6.0f} GB/s ok={good}", flush=True)
                 tab = mod.TABLES.fast[per_vec(dt)]
                 cap = min(c for c in tab if c >= shape[1])
-                default = tab[cap]
+                default = base = tab[cap]
+                bulk = fam == "norm" and mod._bulk_config(dt, shape[1]) is not None
+                if bulk:
+                    default, own = mod._bulk_config(dt, shape[1]), mod._bulk_config
                 for cfg in ALTS[(fam, per_vec(dt))].get(shape[1], []):
                     assert cfg[0] * cfg[1] * cfg[2] * per_vec(dt) >= shape[1], cfg
-                    tab[cap] = cfg
+                    if bulk:  # a bulk configuration, or (3 numbers) the register-tile table without bulk
+                        mod._bulk_config = (lambda _d, _n, c=cfg: c if len(c) == 4 else None)
+                    if len(cfg) == 3:
+                        tab[cap] = cfg
                     mod._plans.clear()
                     try:
                         good = close(ours(), want)
@@ -223,7 +226,9 @@ def sec_rows(res, alts: bool):
                         print(f"  alt {cfg}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
                         continue
                     finally:
-                        tab[cap] = default
+                        if bulk:
+                            mod._bulk_config = own
+                        tab[cap] = base
                         mod._plans.clear()
                     res.append(dict(section="alts", op=op, dtype=str(dt)[6:], shape=list(shape), config=list(cfg),
                                     default=list(default), us=aus, gbs=agbs, ok=good, pct_copy=100 * agbs / copy))
@@ -256,6 +261,9 @@ def main(argv=None) -> int:
     ap.add_argument("--summary")
     ap.add_argument("--out", default="benchmarks/results/reduction-tuning.json")
     ap.add_argument("--sections", default="full,sweep,dims,rows,alts")
+    ap.add_argument("--shapes", help="rows section: only these shapes, e.g. 1024x65536,4096x4096")
+    ap.add_argument("--ops", help="rows section: only these ops, e.g. layer_norm,rms_norm")
+    ap.add_argument("--dtypes", help="rows section: only these dtypes, e.g. float16")
     a = ap.parse_args(argv)
     if a.warm:
         warm(os.environ.get("KK_ARCH", "sm_90"))
@@ -285,7 +293,7 @@ def main(argv=None) -> int:
 
     global SAVE
     SAVE = save
-    steps = [("full", lambda: sec_full(res, copy_large)), ("rows", lambda: sec_rows(res, "alts" in sections)),
+    steps = [("full", lambda: sec_full(res, copy_large)), ("rows", lambda: sec_rows(res, "alts" in sections, a)),
              ("sweep", lambda: sec_sweep(res, copy_large)), ("dims", lambda: sec_dims(res))]
     for name, step in steps:
         if name in sections:

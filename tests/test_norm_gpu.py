@@ -133,7 +133,7 @@ def test_same_bits_and_graph_and_compile():
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_persistent_cluster_rows(dtype):
     """More cluster rows than resident CTAs: each CTA loops over rows with its staged weight slice."""
-    for rows, len_ in ((300, 40000), (1500, 32768), (130, 65536)):
+    for rows, len_ in ((300, 40000), (1500, 32768), (130, 65536), (1000, 65536), (77, 131072)):
         x = random_input(rows * len_, dtype).view(rows, len_) + 0.3
         w = random_input(len_, dtype)
         b = random_input(len_, dtype)
@@ -161,6 +161,7 @@ def test_every_configuration(dtype, monkeypatch):
             cap = cfg[0] * cfg[1] * cfg[2] * n
             for prefetch in (f[0] for f in mod._extras(cfg)):
                 monkeypatch.setattr(mod, "pick", lambda _len, _tab, c=cfg: c)
+                monkeypatch.setattr(mod, "_bulk_config", lambda _dt, _len: None)
                 monkeypatch.setattr(mod, "PREFETCH", prefetch)
                 mod._plans.clear()
                 for len_ in {cap, max(1, cap - n - 1)}:
@@ -170,4 +171,34 @@ def test_every_configuration(dtype, monkeypatch):
                     for op in OPS:
                         got = call(op, x, len_, w, b, None, kind)
                         assert_close(got, ref(op, x, len_, w, b), dtype, f"{op} {kind} {cfg} prefetch={prefetch} len={len_}")
+    mod._plans.clear()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_bulk_configuration(dtype, monkeypatch):
+    """Each bulk-copy configuration (sm_90) on rows it holds exactly, one vector shorter, and so short
+    that the cluster's last CTA has nothing (it must still take part in every barrier); more rows
+    than resident clusters, so each ring of stages wraps around several times."""
+    import sys
+
+    from kernelkit.ops._rowwise import has_clusters, per_vec
+
+    if not has_clusters(0):
+        pytest.skip("bulk copies need sm_90")
+    mod = sys.modules["kernelkit.ops.norm"]
+    n = per_vec(dtype)
+    monkeypatch.setattr(mod, "BULK_FROM", 0)
+    for cfg in sorted({c for c in mod.BULK[n].values()} | set(mod.BULK_SPARES.get(n, ()))):
+        g, v, c, _stages = cfg
+        slice_ = g * v * n
+        monkeypatch.setattr(mod, "_bulk_config", lambda _dt, _len, c=cfg: c)
+        mod._plans.clear()
+        for len_ in (slice_ * c, slice_ * c - n, slice_ * (c - 2) + n):
+            rows = 301
+            x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 1
+            w, b = random_input(len_, dtype), random_input(len_, dtype)
+            for op in OPS:
+                for wb in ((w, b), (None, None)):
+                    got = call(op, x, len_, *wb, poisoned_like(x), "fast")
+                    assert_close(got, ref(op, x, len_, *wb), dtype, f"{op} bulk {cfg} len={len_} weight={wb[0] is not None}")
     mod._plans.clear()

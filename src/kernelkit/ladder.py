@@ -21,6 +21,8 @@ class Kernel:
     ``load_bits`` / ``store_bits``: the width of the main loop's global accesses (LDG/STG), or None
     where the variant claims nothing. ``tensor_core``: the SASS mnemonic prefix the variant relies
     on (e.g. "HMMA", "HGMMA"), or None. ``spills``: whether local-memory traffic is allowed.
+    ``min_sm`` / ``sass``: an arch-specific kernel (claims checked from that SM version on) and the
+    opcodes its technique shows in the SASS.
     """
 
     source: str
@@ -31,6 +33,8 @@ class Kernel:
     spills: bool = False
     block: int = 256
     arch_suffix: str = ""
+    min_sm: int = 0  # compiled for every arch, launched (and its claims held) from this SM version on
+    sass: tuple[str, ...] = ()  # SASS opcode prefixes the kernel relies on (e.g. "UBLKCP": bulk copies)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ class KernelReport:
     tensor_core_ops: dict[str, int]
     occupancy: float
     limiter: str
+    opcodes: frozenset = frozenset()  # every SASS opcode (with modifiers) the kernel contains
 
     def claim_failures(self) -> list[str]:
         """How the SASS contradicts what the rung claims (empty when it holds)."""
@@ -48,6 +49,9 @@ class KernelReport:
             bad.append(f"widest global store {max(self.store_widths, default=0)} bits, claims {k.store_bits}")
         if not k.spills and (self.local_ops or self.spill_bytes):
             bad.append(f"{self.local_ops} local-memory instructions, {self.spill_bytes} spill bytes")
+        for prefix in k.sass:
+            if not any(op.startswith(prefix) for op in self.opcodes):
+                bad.append(f"no {prefix} instruction")
         if k.tensor_core and not any(op.startswith(k.tensor_core) for op in self.tensor_core_ops):
             bad.append(f"no {k.tensor_core} instruction (found {dict(self.tensor_core_ops) or 'none'})")
         return bad
@@ -85,7 +89,10 @@ def analyze_op(op_name: str, arch: str = "sm_90", dtypes: Iterable[torch.dtype] 
         b = compile_source(source, tuple(names), arch + suffix)
         builds[(source, suffix)] = (b, kernel_census(b.cubin), resource_usage(b.cubin), spills_from_log(b.log))
     reports = []
+    sm = int(arch[3:].rstrip("a"))
     for v, dt, params, k in insts:
+        if k.min_sm > sm:  # compiled (every name of a source builds together), never launched here
+            continue
         b, cens, res, ptx = builds[(k.source, k.arch_suffix)]
         m = b.mangled(k.name)
         c, r, p = cens[m], res[m], ptx.get(m)
@@ -97,7 +104,7 @@ def analyze_op(op_name: str, arch: str = "sm_90", dtypes: Iterable[torch.dtype] 
             load_widths=dict(c.global_load_widths), store_widths=dict(c.global_store_widths),
             local_ops=c.local_memory_ops,
             tensor_core_ops={o: n for o, n in c.opcodes.items() if o.split(".")[0] in _TENSOR_CORE},
-            occupancy=occ.fraction, limiter=occ.limiter,
+            occupancy=occ.fraction, limiter=occ.limiter, opcodes=frozenset(c.opcodes),
         ))
     return reports
 

@@ -10,6 +10,7 @@
 //                 one write. Rows belong to kGroup lanes of a warp, to one CTA, or to a cluster of
 //                 kCluster CTAs (sm_90) that merge their (mean, M2) with Chan's formula through
 //                 distributed shared memory.
+#include "bulk.cuh"
 #include "reduce.cuh"
 
 namespace kk {
@@ -203,6 +204,23 @@ __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, i
   return {mean, rsqrtf(m2 / (float)len + eps)};
 }
 
+// One output vector: (x - mean) * rstd, times the weight and plus the bias where present.
+template <typename T, int N>
+__device__ __forceinline__ void affine(Vec<T, N>& o, const float (&x)[N], float2 st, const Vec<T, N>& wv,
+                                       const Vec<T, N>& bv, const T* weight, const T* bias) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    float y = (x[j] - st.x) * st.y;
+    if (weight && bias) {
+      y = fmaf(y, to_float(wv.v[j]), to_float(bv.v[j]));
+    } else {
+      if (weight) y *= to_float(wv.v[j]);
+      if (bias) y += to_float(bv.v[j]);
+    }
+    o.v[j] = from_float<T>(y);
+  }
+}
+
 // 16 bytes from shared memory by a volatile load: the compiler may not hoist it out of the row loop
 // into registers (which is what staging in shared memory avoids).
 template <typename V>
@@ -318,22 +336,76 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
           if (bias && Tile::valid(k, j, rrem)) bv.v[j] = bias[col + off + j];
         }
       }
-#pragma unroll
-      for (int j = 0; j < N; ++j) {
-        float y = (xs[k][j] - st.x) * st.y;
-        if (weight && bias) {
-          y = fmaf(y, to_float(wv.v[j]), to_float(bv.v[j]));
-        } else {
-          if (weight) y *= to_float(wv.v[j]);
-          if (bias) y += to_float(bv.v[j]);
-        }
-        t.v[k].v[j] = from_float<T>(y);
-      }
+      affine(t.v[k], xs[k], st, wv, bv, weight, bias);
     }
     if (live) t.template store<kVec>(out + row * len + col, rem);
     if constexpr (kPrefetch) t = next;
   }
   if constexpr (kCluster > 1) cluster_sync();  // nobody exits while its slots may still be read
+}
+
+// Long rows on sm_90 (norm_bulk): a persistent cluster per row as above, but the row slices reach
+// shared memory by bulk copies into a ring of kStages stages, issued kStages rows ahead. Only the
+// values of the row being reduced occupy registers, so the copies of the next rows overlap this
+// row's reductions, cluster barrier and stores (the register-tile kernels above leave the SM
+// without loads in flight from the end of one row's loads to the start of the next). Rows move as
+// 16-byte vectors (aligned, length a multiple of N). Weight and bias are read at the output from
+// global memory: the bulk copies do not pass through L1, which keeps the CTA's slice of them.
+template <typename T, int kBlock, int kVecs, int kCluster, int kStages>
+__global__ void __launch_bounds__(kBlock, 1)
+norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
+          const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
+  using Tile = RowTile<T, kBlock, kVecs>;
+  using V = Vec<T, Tile::N>;
+  constexpr int N = Tile::N;
+  constexpr int kSlice = kBlock * kVecs * N;
+  __shared__ float smem[96];
+  __shared__ float slots[2][2];
+  __shared__ unsigned long long full[kStages];
+  extern __shared__ __align__(128) unsigned char dyn[];
+  const BulkRing<T, kSlice, kStages> ring{reinterpret_cast<T*>(dyn), full};
+  const unsigned rank = blockIdx.x % kCluster;
+  const i64 col = (i64)rank * kSlice + threadIdx.x * N;
+  const int n = (int)max((i64)0, min((i64)kSlice, len - (i64)rank * kSlice));
+  const int rem = n - threadIdx.x * N;
+  const i64 first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
+  ring.init();
+  const auto fill = [&](int i) {  // one thread: row number i of this cluster's sequence, if it exists
+    const i64 row = first + i * stride;
+    if (row < rows) ring.fill(i, in + row * len + (i64)rank * kSlice, (unsigned)n * sizeof(T));
+  };
+  if (threadIdx.x == 0 && n > 0) {
+#pragma unroll
+    for (int i = 0; i < kStages; ++i) fill(i);
+  }
+  int i = 0;
+  for (i64 row = first; row < rows; row += stride, ++i) {
+    if (n > 0) ring.wait(i);
+    float xs[kVecs][N];
+    const T* const mine = ring.stage(i) + threadIdx.x * N;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      const bool valid = Tile::valid(k, 0, rem);
+      const V v = load_vec(reinterpret_cast<const V*>(mine + (valid ? k * Tile::kStride : 0)));
+#pragma unroll
+      for (int j = 0; j < N; ++j) xs[k][j] = valid ? to_float(v.v[j]) : 0.0f;
+    }
+    __syncthreads();  // every thread holds its values: the stage may be refilled
+    if (threadIdx.x == 0 && n > 0) fill(i + kStages);
+    const float2 st = row_stats<kBlock, kCluster, true>(xs, n, rem, len, kSlice, eps, rms, smem, slots[i & 1]);
+    Tile t;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      // a vector past the row reads the row's first one (never stored): no predicated loads
+      const i64 at = Tile::valid(k, 0, rem) ? col + k * Tile::kStride : 0;
+      V wv, bv;
+      if (weight) wv = load_vec(reinterpret_cast<const V*>(weight + at));
+      if (bias) bv = load_vec(reinterpret_cast<const V*>(bias + at));
+      affine(t.v[k], xs[k], st, wv, bv, weight, bias);
+    }
+    t.template store<true>(out + row * len + col, rem);
+  }
+  cluster_sync();  // nobody exits while its slots may still be read
 }
 
 }  // namespace kk

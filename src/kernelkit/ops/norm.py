@@ -73,6 +73,40 @@ _VEC_ONLY = {4: frozenset({(1024, 8, 1)}), 8: frozenset({(1024, 4, 1)})}
 _SPILLING = {4: frozenset({(1024, 8, 1)}), 8: frozenset({(1024, 4, 1), (1024, 4, 2)})}
 
 
+# Long aligned rows on sm_90 (norm_bulk): (threads, vectors a thread, CTAs per cluster, stages) by
+# capacity. Each CTA's slice of a row is copied into a ring of shared-memory stages by bulk copies
+# issued `stages` rows ahead (csrc/bulk.cuh), 16 values a thread in registers: fp32 slices of 64 KB
+# x 3 stages, 16-bit slices of 32 KB x 4 stages (192 / 128 KB of shared memory a CTA).
+BULK = {
+    4: {65536: (1024, 4, 4, 3), 131072: (1024, 4, 8, 3)},
+    8: {65536: (1024, 2, 4, 4), 131072: (1024, 2, 8, 4)},
+}
+BULK_FROM = 32768  # rows longer than this take norm_bulk where it applies (shorter: one CTA a row)
+# measured alternatives, compiled and tested with the rung
+BULK_SPARES = {4: [(1024, 2, 8, 4)], 8: [(1024, 4, 2, 3), (512, 2, 8, 4)]}
+
+
+def _bulk_name(dtype, cfg) -> str:
+    return f"kk::norm_bulk<{CXX_TYPE[dtype]}, {', '.join(map(str, cfg))}>"
+
+
+def _bulk_kernels(dtype) -> tuple[Kernel, ...]:
+    n = per_vec(dtype)
+    cfgs = sorted(set(BULK[n].values()) | set(BULK_SPARES.get(n, ())))
+    # 32 values a thread at 1024 threads (a spare): ptxas spills some bytes for bf16, allowed there
+    return tuple(Kernel(SRC, _bulk_name(dtype, c), 128, 128, block=c[0], min_sm=90, sass=("UBLKCP",),
+                        spills=c[1] * n > 16) for c in cfgs)
+
+
+def _bulk_config(dtype, len_: int):
+    return pick(len_, BULK[per_vec(dtype)])
+
+
+def _bulk_shared(dtype, cfg) -> int:
+    g, v, _c, stages = cfg
+    return stages * g * v * 16
+
+
 def _welford(dtype) -> Kernel:
     bits = torch.finfo(dtype).bits
     return Kernel(SRC, f"kk::norm_welford<{CXX_TYPE[dtype]}, {LOOP_BLOCK}>", bits, bits, block=LOOP_BLOCK)
@@ -84,7 +118,8 @@ def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
     vec_only = _VEC_ONLY[per_vec(dtype)] if kind == "fast" else frozenset()
     spilling = _SPILLING.get(per_vec(dtype), frozenset()) if kind == "fast" else frozenset()
     # every configuration's kernels, then welford (the fallback for rows longer than the table)
-    return row_kernels(SRC, "norm_rows", TABLES, kind, dtype, _extras, vec_only, spilling) + (_welford(dtype),)
+    bulk = _bulk_kernels(dtype) if kind == "fast" else ()
+    return row_kernels(SRC, "norm_rows", TABLES, kind, dtype, _extras, vec_only, spilling) + bulk + (_welford(dtype),)
 
 
 def _extras(cfg):
@@ -101,6 +136,11 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool):
     plan = _plans.get(key)
     if plan is None:
         kind = v.params["kind"]
+        if kind == "fast" and vec and len_ > BULK_FROM and has_clusters(dev):
+            cfg = _bulk_config(dtype, len_)
+            if cfg is not None:
+                plan = _plans[key] = (NAMES.load(_bulk_name(dtype, cfg), dtype, dev), cfg)
+                return plan
         cfg = None if kind == "welford" else pick(len_, TABLES.table(kind, dtype, dev))
         if cfg is not None and not vec and kind == "fast" and cfg in _VEC_ONLY[per_vec(dtype)]:
             cfg = _UNALIGNED[per_vec(dtype)] if has_clusters(dev) else None
@@ -120,8 +160,15 @@ def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
     if cfg is None:
         launch(kernel, rows, LOOP_BLOCK, x.data_ptr(), out.data_ptr(), wp, bp, len_, *flags, device_index=dev)
         return
-    blocks, block, cluster = grid_for_rows(rows, cfg)
     args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, *flags)
+    if len(cfg) == 4:  # norm_bulk: persistent clusters, the ring of stages in dynamic shared memory
+        block, cluster = cfg[0], cfg[2]
+        shmem = _bulk_shared(x.dtype, cfg)
+        allow_shared(kernel, shmem, dev)
+        blocks = min(rows * cluster, resident_blocks(kernel, block, cluster, dev, shmem))
+        launch_cluster(kernel, blocks, block, cluster, *args, dev=dev, shmem=shmem)
+        return
+    blocks, block, cluster = grid_for_rows(rows, cfg)
     if cluster == 1:
         launch(kernel, blocks, block, *args, device_index=dev)
         return
@@ -223,7 +270,8 @@ RUNGS = (
      "over registers), then the output; one read, one write; > 16K elements fall back to welford"),
     ("fast", "per row length: rows packed into warps, a CTA per row, or a thread-block cluster per row "
      "merging (mean, M2) through distributed shared memory (sm_90), persistent (resident CTAs only) with weight and bias staged in shared "
-     "memory once; welford beyond 64K"),
+     "memory once; past 32K elements on sm_90, aligned rows reach shared memory by bulk (TMA) copies issued "
+     "rows ahead; welford beyond the tables"),
 )
 
 

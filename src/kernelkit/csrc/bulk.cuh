@@ -1,0 +1,106 @@
+// Hopper bulk copies (the TMA's one-dimensional form, cp.async.bulk) into a ring of shared-memory
+// stages, each guarded by an mbarrier that counts the bytes still to land.
+//
+// Why: a row kernel that holds its row in registers cannot load the next row before it has reduced
+// this one (the registers are taken), so between rows an SM has nothing in flight. A bulk copy
+// writes shared memory without registers or load instructions: one thread asks for the next rows
+// while every thread reduces the current one, and the SM's share of DRAM bandwidth stays busy.
+//
+// Compiled for sm_80 too (the ladders are compiled for both): there the operations trap, and the
+// host launches the kernels using them only on sm_90 and later.
+#pragma once
+#include "common.cuh"
+
+namespace kk {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define KK_BULK 1
+#else
+#define KK_BULK 0
+#endif
+
+__device__ __forceinline__ unsigned shared_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// An mbarrier expecting one arrival (the issuing thread's) plus the bytes of one copy per phase.
+__device__ __forceinline__ void mbar_init(unsigned long long* bar) {
+#if KK_BULK
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_addr(bar)) : "memory");
+#endif
+}
+
+// Make initialized barriers visible to the async proxy (the copy engine) before any copy uses them.
+__device__ __forceinline__ void mbar_init_fence() {
+#if KK_BULK
+  asm volatile("fence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+// Thread-level: this phase of `bar` completes when `bytes` have arrived from a bulk copy.
+__device__ __forceinline__ void mbar_expect_bytes(unsigned long long* bar, unsigned bytes) {
+#if KK_BULK
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_addr(bar)), "r"(bytes)
+               : "memory");
+#else
+  __trap();
+#endif
+}
+
+// Copy `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to this CTA's shared
+// memory; completion is counted on `bar`.
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+#if KK_BULK
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   shared_addr(dst)),
+               "l"(src), "r"(bytes), "r"(shared_addr(bar))
+               : "memory");
+#else
+  __trap();
+#endif
+}
+
+// Wait (acquire) until phase `parity` of `bar` has completed: the copied bytes are then visible.
+__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
+#if KK_BULK
+  unsigned done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(done)
+        : "r"(shared_addr(bar)), "r"(parity)
+        : "memory");
+  }
+#else
+  __trap();
+#endif
+}
+
+// kStages slices of kSlice elements in dynamic shared memory, filled by bulk copies in row order:
+// row i of a CTA's sequence lands in stage i % kStages, in that stage's phase (i / kStages) & 1.
+// One thread issues the copies; every thread waits on the barrier before reading a stage and the
+// block synchronizes (everyone holding its values in registers) before the stage is refilled.
+template <typename T, int kSlice, int kStages>
+struct BulkRing {
+  T* buf;                         // dynamic shared memory, kStages * kSlice elements
+  unsigned long long* full;       // kStages barriers (static shared memory)
+
+  __device__ __forceinline__ void init() const {
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int s = 0; s < kStages; ++s) mbar_init(&full[s]);
+      mbar_init_fence();
+    }
+    __syncthreads();
+  }
+  __device__ __forceinline__ T* stage(int i) const { return buf + (i % kStages) * kSlice; }
+  // called by one thread: `bytes` from src into the stage of sequence number i
+  __device__ __forceinline__ void fill(int i, const T* src, unsigned bytes) const {
+    unsigned long long* bar = &full[i % kStages];
+    mbar_expect_bytes(bar, bytes);
+    bulk_load(stage(i), src, bytes, bar);
+  }
+  __device__ __forceinline__ void wait(int i) const { mbar_wait(&full[i % kStages], (i / kStages) & 1); }
+};
+
+}  // namespace kk

@@ -5,16 +5,18 @@ OUT=${OUT:-/tmp/kk-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src:$PWD/tests PYTHONUNBUFFERED=1 KERNELKIT_CACHE_DIR=/tmp/kk-cache KK_ARCH=sm_90
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/device.txt"
 timeout 200 python3 benchmarks/reduction_tuning.py --warm 2>&1 | tail -3
-timeout 150 python3 benchmarks/reduction_tuning.py --sections rows,alts --shapes 1024x65536 --ops layer_norm,rms_norm \
+timeout 200 python3 benchmarks/reduction_tuning.py --sections rows,alts --shapes ${KK_SHAPES:-1024x65536} --ops ${KK_OPS:-softmax,layer_norm,rms_norm} \
   --out "$OUT/run7.json" 2>&1 | tee "$OUT/run7.log" | grep -E "rows|alt|copy"
+if [ "${KK_COPYCHECK:-0}" = 1 ]; then
 for i in 1 2; do  # two processes, each with a fresh ceilings cache: do 2^28 / 2^29-byte copies agree?
   KERNELKIT_CACHE_DIR=/tmp/kk-copy$i timeout 30 python3 -c "
 from kernelkit.bench import copy_bandwidth
 print([(nb, round(copy_bandwidth(nb))) for nb in (1 << 28, 1 << 29, 1 << 30)])" 2>&1 | tee -a "$OUT/copycheck.txt"
 done
-timeout 180 python3 -m pytest -q -m gpu -p no:cacheprovider -x -k "norm" tests 2>&1 | tail -8 | tee "$OUT/norm-tests.log"
+fi
+timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider -x -k "norm or softmax" tests 2>&1 | tail -8 | tee "$OUT/norm-tests.log"
 for tool in memcheck racecheck; do
-  timeout 90 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 \
-    python3 -m pytest -q -m gpu -p no:cacheprovider -k "test_every_bulk_configuration and float16" tests/test_norm_gpu.py \
+  timeout 120 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 \
+    python3 -m pytest -q -m gpu -p no:cacheprovider -k "test_every_bulk_configuration or test_persistent_cluster or (test_long and fast-float16)" tests/test_norm_gpu.py tests/test_softmax_gpu.py \
     > "$OUT/san-$tool.log" 2>&1; echo "$tool exit $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/san-$tool.log" | tail -3
 done

@@ -6,71 +6,21 @@
 // writes shared memory without registers or load instructions: one thread asks for the next rows
 // while every thread reduces the current one, and the SM's share of DRAM bandwidth stays busy.
 //
-// Compiled for sm_80 too (the ladders are compiled for both): there the operations trap, and the
-// host launches the kernels using them only on sm_90 and later.
+// Compiled for sm_80 too (the ladders are compiled for both): there the copies trap, and the host
+// launches the kernels using them only on sm_90 and later.
 #pragma once
-#include "common.cuh"
+#include "mbarrier.cuh"
 
 namespace kk {
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define KK_BULK 1
-#else
-#define KK_BULK 0
-#endif
-
-__device__ __forceinline__ unsigned shared_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// An mbarrier expecting one arrival (the issuing thread's) plus the bytes of one copy per phase.
-__device__ __forceinline__ void mbar_init(unsigned long long* bar) {
-#if KK_BULK
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_addr(bar)) : "memory");
-#endif
-}
-
-// Make initialized barriers visible to the async proxy (the copy engine) before any copy uses them.
-__device__ __forceinline__ void mbar_init_fence() {
-#if KK_BULK
-  asm volatile("fence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;" ::: "memory");
-#endif
-}
-
-// Thread-level: this phase of `bar` completes when `bytes` have arrived from a bulk copy.
-__device__ __forceinline__ void mbar_expect_bytes(unsigned long long* bar, unsigned bytes) {
-#if KK_BULK
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_addr(bar)), "r"(bytes)
-               : "memory");
-#else
-  __trap();
-#endif
-}
 
 // Copy `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to this CTA's shared
 // memory; completion is counted on `bar`.
 __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
-#if KK_BULK
+#if KK_SM90
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
                    shared_addr(dst)),
                "l"(src), "r"(bytes), "r"(shared_addr(bar))
                : "memory");
-#else
-  __trap();
-#endif
-}
-
-// Wait (acquire) until phase `parity` of `bar` has completed: the copied bytes are then visible.
-__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
-#if KK_BULK
-  unsigned done = 0;
-  while (!done) {
-    asm volatile(
-        "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
-        : "=r"(done)
-        : "r"(shared_addr(bar)), "r"(parity)
-        : "memory");
-  }
 #else
   __trap();
 #endif

@@ -122,12 +122,10 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
 // (mean, rstd) of the row whose slice this thread group holds in `x` (its kVecs vectors of N values,
 // converted to float once; n valid elements in the slice, rem of them from this thread's first one;
 // kVec: whole vectors are valid or not, so the bounds are checked per vector, not per element).
-// Clusters exchange (sum of squares) or (slice mean, M2) through `slot`, two floats of this CTA's
-// shared memory, in one barrier; the caller keeps the slot unread-from until the next barrier (a
-// parity pair of slots when looping over rows).
+// Clusters exchange (sum of squares) or (slice mean, M2) through `share` (one push per CTA per row).
 template <int kGroup, int kCluster, bool kVec, int kVecs, int N>
 __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, int rem, i64 len, i64 slice,
-                                            float eps, int rms, float* smem, float* slot) {
+                                            float eps, int rms, float* smem, ClusterShare<kCluster>& share) {
   constexpr int kStride = kGroup * N;  // as RowTile: elements between a thread's vectors
   const auto valid = [rem](int k, int j) { return k * kStride + (kVec ? 0 : j) < rem; };
   if (rms) {
@@ -141,11 +139,10 @@ __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, i
       }
     ss = group_allreduce<SumOp, kGroup>(ss, smem);
     if constexpr (kCluster > 1) {
-      if (threadIdx.x == 0) slot[0] = ss;
-      cluster_sync();
+      const float2* all = share.share(make_float2(ss, 0.0f));
       ss = 0.0f;
 #pragma unroll
-      for (int r = 0; r < kCluster; ++r) ss += cluster_load(slot, r);
+      for (int r = 0; r < kCluster; ++r) ss += all[r].x;
     }
     return {0.0f, rms_rstd(ss, len, eps)};
   }
@@ -170,7 +167,7 @@ __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, i
     // each thread's (count, mean, M2) over its own elements (two passes over registers), then one
     // Chan merge over the group: one reduction round (one barrier pair) where a mean followed by
     // the squared deviations from it takes two. (Cluster kernels keep the two rounds: the merge's
-    // extra registers spill there at their 64-register budget, and the cluster barrier dominates.)
+    // extra registers spill there at their 64-register budget, and the cluster exchange dominates.)
     float cnt = 0.0f;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) cnt += (float)max(0, min(N, rem - k * kStride));
@@ -185,20 +182,16 @@ __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, i
   }
   float mean = mine;
   if constexpr (kCluster > 1) {  // Chan: mean = sum n_r mean_r / len, M2 = sum M2_r + n_r (mean_r - mean)^2
-    if (threadIdx.x == 0) {
-      slot[0] = mine;
-      slot[1] = m2;
-    }
-    cluster_sync();
+    const float2* all = share.share(make_float2(mine, m2));
     float total = 0.0f;
 #pragma unroll
-    for (int r = 0; r < kCluster; ++r) total += slice_count(len, r, slice) * cluster_load(slot, r);
+    for (int r = 0; r < kCluster; ++r) total += slice_count(len, r, slice) * all[r].x;
     mean = total / (float)len;
     m2 = 0.0f;
 #pragma unroll
     for (int r = 0; r < kCluster; ++r) {
-      const float d = cluster_load(slot, r) - mean;
-      m2 += cluster_load(slot + 1, r) + slice_count(len, r, slice) * d * d;
+      const float d = all[r].x - mean;
+      m2 += all[r].y + slice_count(len, r, slice) * d * d;
     }
   }
   return {mean, rsqrtf(m2 / (float)len + eps)};
@@ -265,9 +258,12 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   constexpr bool kStage = kCluster > 1;
   static_assert(kStage || !kPrefetch, "only persistent (cluster) launches prefetch");
   __shared__ float smem[96];  // group reductions: 32 floats (sums) or 96 (Welford triples)
-  __shared__ float slots[2][2];
+  __shared__ float2 slots[2][kCluster];
+  __shared__ unsigned long long pushed[2];
   extern __shared__ __align__(16) unsigned char staged[];  // kStage: weight slice, then bias slice
   const RowPlace<kGroup, kBlock, kCluster> p;
+  ClusterShare<kCluster> share{slots, pushed, p.rank};
+  if constexpr (kCluster > 1) share.init();
   const i64 col = (i64)p.rank * kSlice + p.lane * N;  // this thread's first element within a row
   const int n = (int)max((i64)0, min(kSlice, len - (i64)p.rank * kSlice));
   const int rem = n - p.lane * N;
@@ -287,7 +283,6 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   const i64 first = kGroup <= 32 ? (i64)blockIdx.x * kUnits : (i64)blockIdx.x / kCluster;
   const i64 stride = kGroup <= 32 ? (i64)gridDim.x * kUnits : (i64)gridDim.x / kCluster;
   const int unit = kGroup <= 32 ? threadIdx.x / kGroup : 0;
-  int parity = 0;
   // kPrefetch (staged launches): the next row's loads are issued before this row's reductions,
   // barriers and stores, so a CTA keeps bytes in flight through its whole loop (for a register
   // tile more: 64-94 registers, fewer CTAs per SM; both forms are measured).
@@ -297,7 +292,7 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     t.template load<kVec>(in + (live ? first + unit : 0) * len + col, live ? rem : -1 - p.lane * N,
                           from_float<T>(0.0f));
   }
-  for (i64 r0 = first; r0 < rows; r0 += stride, parity ^= 1) {
+  for (i64 r0 = first; r0 < rows; r0 += stride) {
     const i64 row = r0 + unit;
     const bool live = row < rows;  // groups past the end run empty: the shuffles stay full-warp
     const int rrem = live ? rem : -p.lane * N - 1;
@@ -315,8 +310,7 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
       for (int j = 0; j < N; ++j) xs[k][j] = to_float(t.v[k].v[j]);
-    const float2 st = row_stats<kGroup, kCluster, kVec>(xs, live ? n : 0, rrem, len, kSlice, eps, rms, smem,
-                                                        slots[parity]);
+    const float2 st = row_stats<kGroup, kCluster, kVec>(xs, live ? n : 0, rrem, len, kSlice, eps, rms, smem, share);
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
       const int off = k * Tile::kStride;
@@ -341,13 +335,12 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     if (live) t.template store<kVec>(out + row * len + col, rem);
     if constexpr (kPrefetch) t = next;
   }
-  if constexpr (kCluster > 1) cluster_sync();  // nobody exits while its slots may still be read
 }
 
 // Long rows on sm_90 (norm_bulk): a persistent cluster per row as above, but the row slices reach
 // shared memory by bulk copies into a ring of kStages stages, issued kStages rows ahead. Only the
 // values of the row being reduced occupy registers, so the copies of the next rows overlap this
-// row's reductions, cluster barrier and stores (the register-tile kernels above leave the SM
+// row's reductions, cluster exchange and stores (the register-tile kernels above leave the SM
 // without loads in flight from the end of one row's loads to the start of the next). Rows move as
 // 16-byte vectors (aligned, length a multiple of N). Weight and bias are read at the output from
 // global memory: the bulk copies do not pass through L1, which keeps the CTA's slice of them.
@@ -360,8 +353,8 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   constexpr int N = Tile::N;
   constexpr int kSlice = kBlock * kVecs * N;
   __shared__ float smem[96];
-  __shared__ float slots[2][2];
-  __shared__ unsigned long long full[kStages];
+  __shared__ float2 slots[2][kCluster];
+  __shared__ unsigned long long pushed[2], full[kStages];
   extern __shared__ __align__(128) unsigned char dyn[];
   const BulkRing<T, kSlice, kStages> ring{reinterpret_cast<T*>(dyn), full};
   const unsigned rank = blockIdx.x % kCluster;
@@ -369,6 +362,8 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   const int n = (int)max((i64)0, min((i64)kSlice, len - (i64)rank * kSlice));
   const int rem = n - threadIdx.x * N;
   const i64 first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
+  ClusterShare<kCluster> share{slots, pushed, rank};
+  share.init();
   ring.init();
   const auto fill = [&](int i) {  // one thread: row number i of this cluster's sequence, if it exists
     const i64 row = first + i * stride;
@@ -392,7 +387,7 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     }
     __syncthreads();  // every thread holds its values: the stage may be refilled
     if (threadIdx.x == 0 && n > 0) fill(i + kStages);
-    const float2 st = row_stats<kBlock, kCluster, true>(xs, n, rem, len, kSlice, eps, rms, smem, slots[i & 1]);
+    const float2 st = row_stats<kBlock, kCluster, true>(xs, n, rem, len, kSlice, eps, rms, smem, share);
     Tile t;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
@@ -405,7 +400,6 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     }
     t.template store<true>(out + row * len + col, rem);
   }
-  cluster_sync();  // nobody exits while its slots may still be read
 }
 
 }  // namespace kk

@@ -5,7 +5,7 @@
 //   * thread-block-cluster primitives (sm_90) for rows split over several CTAs,
 //   * row tiles: a thread's slice of a row held in registers as 16-byte vectors.
 #pragma once
-#include "common.cuh"
+#include "mbarrier.cuh"
 
 namespace kk {
 
@@ -81,28 +81,52 @@ __device__ __forceinline__ float group_allreduce(float v, float* smem) {
 }
 
 // ---- thread-block clusters (sm_90): a row split over kCluster CTAs exchanges statistics through
-// distributed shared memory. Compiled for sm_80 too (the ladders are checked there): below sm_90
-// the exchange reads the CTA's own slot, and the host never launches a cluster kernel on it.
+// distributed shared memory. Compiled for sm_80 too (the ladders are checked there); the host never
+// launches a cluster kernel there. cluster_sync: once per kernel, so that every CTA's mbarriers exist
+// before a peer pushes into them.
 __device__ __forceinline__ void cluster_sync() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
 }
 
-// The float at `local` (a __shared__ address) in the shared memory of CTA `rank` of this cluster.
-__device__ __forceinline__ float cluster_load(const float* local, unsigned rank) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
-  unsigned remote;
-  float v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-  return v;
-#else
-  (void)rank;
-  return *local;
-#endif
-}
+// Per-row exchange of one float2 among the kCluster CTAs of a cluster without cluster barriers:
+// thread 0 of each CTA pushes its value into slot [rank] of every CTA's shared memory (st.async,
+// itself included), and every thread waits on its own CTA's mbarrier for the kCluster values. The
+// barrier.cluster it replaces cost a wait for the thread's earlier global stores and an L1
+// invalidation per row (mbarrier.cuh). Two parities of slots and barriers: peers can push row i + 1
+// while this CTA still reads row i's values, never row i + 2 (that needs this CTA's row i + 1
+// value, which thread 0 pushes only after a block reduction that every thread enters after reading).
+// Every thread calls share() once per row, the same number of times in every CTA of the cluster.
+template <int kCluster>
+struct ClusterShare {
+  float2 (*slots)[kCluster];  // __shared__ [2][kCluster]
+  unsigned long long* bars;   // __shared__ [2]
+  unsigned rank;
+  int i = 0;
+
+  // all threads of every CTA, before any share(): peers' barriers exist before anyone pushes
+  __device__ __forceinline__ void init() const {
+    if (threadIdx.x == 0) {
+      mbar_init(&bars[0]);
+      mbar_init(&bars[1]);
+      mbar_init_fence();
+    }
+    cluster_sync();
+  }
+  // every thread; thread 0's v is the one shared. Returns this CTA's slots, by rank.
+  __device__ __forceinline__ const float2* share(float2 v) {
+    const int p = i & 1;
+    if (threadIdx.x == 0) {
+      mbar_expect_bytes(&bars[p], kCluster * sizeof(float2));
+#pragma unroll
+      for (int r = 0; r < kCluster; ++r) st_async_peer(&slots[p][rank], v, &bars[p], r);
+    }
+    mbar_wait(&bars[p], (i >> 1) & 1);
+    ++i;
+    return slots[p];
+  }
+};
 
 // ---- row tiles: thread `lane` of a group of kGroup holds kVecs 16-byte vectors of one row slice.
 // Vector k of the thread starts at element k * kGroup * N + lane * N of the slice: consecutive lanes

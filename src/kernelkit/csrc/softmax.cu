@@ -107,8 +107,11 @@ softmax_rows(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len) {
   constexpr int N = Tile::N;
   constexpr i64 kSlice = (i64)kGroup * kVecs * N;
   __shared__ float smem[32];
-  __shared__ float stats[2];
+  __shared__ float2 slots[2][kCluster];
+  __shared__ unsigned long long pushed[2];
   const RowPlace<kGroup, kBlock, kCluster> p;
+  ClusterShare<kCluster> share{slots, pushed, p.rank};
+  if constexpr (kCluster > 1) share.init();
   // rows past the end still run (as empty slices): lanes of a warp must not leave before its shuffles
   const i64 row = p.row < rows ? p.row : 0;
   const i64 base = row * len + (i64)p.rank * kSlice + p.lane * N;  // this thread's first element
@@ -141,20 +144,16 @@ softmax_rows(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len) {
   float scale = 1.0f / s;
   bool dead = false;  // a cluster slice with nothing above -inf while the row has more
   if constexpr (kCluster > 1) {
-    if (threadIdx.x == 0) {
-      stats[0] = m;
-      stats[1] = s;
-    }
-    cluster_sync();
+    // each CTA reads only its own shared memory (peers pushed into it): no barrier before exit
+    const float2* all = share.share(make_float2(m, s));
     float M = neg_inf(), S = 0.0f;
 #pragma unroll
-    for (int r = 0; r < kCluster; ++r) M = max_nan(M, cluster_load(&stats[0], r));
+    for (int r = 0; r < kCluster; ++r) M = max_nan(M, all[r].x);
 #pragma unroll
     for (int r = 0; r < kCluster; ++r) {  // fixed rank order: the same bits on every CTA and run
-      const float mr = cluster_load(&stats[0], r);
-      S += mr == neg_inf() ? 0.0f : cluster_load(&stats[1], r) * exp_shifted(mr - M);
+      const float mr = all[r].x;
+      S += mr == neg_inf() ? 0.0f : all[r].y * exp_shifted(mr - M);
     }
-    cluster_sync();  // no CTA exits (freeing its shared memory) while another may still read it
     dead = m == neg_inf();
     scale = dead ? 0.0f / S : exp_shifted(m - M) / S;
   }

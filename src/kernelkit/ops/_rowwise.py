@@ -88,12 +88,13 @@ def row_kernels(source: str, kernel: str, tables: RowTables, kind: str, dtype: t
     out = []
     for cfg in tables.configs(kind, dtype):
         block = cfg[0] if cfg[0] > 32 else ROW_BLOCK
+        sm = 90 if cfg[2] > 1 else 0  # clusters: launched (and their claims held) on sm_90 only
         for extra in extras(cfg):
             out.append(Kernel(source, row_name(kernel, dtype, cfg, True, *extra), 128, 128, block=block,
-                              spills=cfg in spilling))
+                              spills=cfg in spilling, min_sm=sm))
             if cfg not in vec_only:
                 out.append(Kernel(source, row_name(kernel, dtype, cfg, False, *extra), bits, bits, block=block,
-                                  spills=cfg in spilling))
+                                  spills=cfg in spilling, min_sm=sm))
     return tuple(out)
 
 

@@ -31,11 +31,13 @@ ALTS = {
     ("softmax", 8): {},
     # runs 5-6: the shapes where the norms missed 95% of copy (16 or 32 values a thread, a CTA or a
     # cluster per row; cluster kernels stage weight and bias in shared memory, at most 128 KB a CTA)
-    # run 7: 64K rows by bulk copies into a ring of stages, (threads, vecs, cluster, stages) (norm.BULK,
-    # BULK_SPARES), against the register-tile persistent clusters that were the default before
-    ("norm", 4): {4096: [(512, 2, 1), (128, 8, 1)], 65536: [(1024, 2, 8, 4), (512, 4, 8)]},
+    # runs 7-8: 64K rows by bulk copies into a ring of stages, (threads, vecs, cluster, stages, weight and
+    # bias staged) (norm.BULK, BULK_SPARES), against the register-tile persistent clusters (3 numbers)
+    ("norm", 4): {4096: [(512, 2, 1), (128, 8, 1)],
+                  65536: [(1024, 2, 8, 4, True), (1024, 2, 8, 4, False), (512, 4, 8)]},
     ("norm", 8): {4096: [(128, 4, 1), (512, 1, 1)], 8192: [(256, 4, 1), (1024, 1, 1)],
-                  65536: [(1024, 4, 2, 3), (512, 2, 8, 4), (1024, 4, 2)]},
+                  65536: [(1024, 2, 4, 4, True), (1024, 2, 4, 4, False), (512, 4, 4, 4, True), (1024, 2, 4, 3, True),
+                          (1024, 4, 2)]},
 }
 
 
@@ -215,7 +217,7 @@ def sec_rows(res, alts: bool, a):
                 for cfg in ALTS[(fam, per_vec(dt))].get(shape[1], []):
                     assert cfg[0] * cfg[1] * cfg[2] * per_vec(dt) >= shape[1], cfg
                     if bulk:  # a bulk configuration, or (3 numbers) the register-tile table without bulk
-                        mod._bulk_config = (lambda _d, _n, c=cfg: c if len(c) == 4 else None)
+                        mod._bulk_config = (lambda _d, _n, c=cfg: c if len(c) == 5 else None)
                     if len(cfg) == 3:
                         tab[cap] = cfg
                     mod._plans.clear()

@@ -123,7 +123,7 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
 // converted to float once; n valid elements in the slice, rem of them from this thread's first one;
 // kVec: whole vectors are valid or not, so the bounds are checked per vector, not per element).
 // Clusters exchange (sum of squares) or (slice mean, M2) through `share` (one push per CTA per row).
-template <int kGroup, int kCluster, bool kVec, int kVecs, int N>
+template <int kGroup, int kCluster, bool kVec, bool kChan = (kCluster == 1), int kVecs, int N>
 __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, int rem, i64 len, i64 slice,
                                             float eps, int rms, float* smem, ClusterShare<kCluster>& share) {
   constexpr int kStride = kGroup * N;  // as RowTile: elements between a thread's vectors
@@ -163,11 +163,11 @@ __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, i
     return acc;
   };
   float mine, m2;  // this slice's mean and sum of squared deviations from it
-  if constexpr (kCluster == 1) {
+  if constexpr (kChan) {
     // each thread's (count, mean, M2) over its own elements (two passes over registers), then one
     // Chan merge over the group: one reduction round (one barrier pair) where a mean followed by
-    // the squared deviations from it takes two. (Cluster kernels keep the two rounds: the merge's
-    // extra registers spill there at their 64-register budget, and the cluster exchange dominates.)
+    // the squared deviations from it takes two. (The register-tile cluster kernels keep the two
+    // rounds: the merge's extra registers spill there at their 64-register budget.)
     float cnt = 0.0f;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) cnt += (float)max(0, min(N, rem - k * kStride));
@@ -182,7 +182,8 @@ __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, i
   }
   float mean = mine;
   if constexpr (kCluster > 1) {  // Chan: mean = sum n_r mean_r / len, M2 = sum M2_r + n_r (mean_r - mean)^2
-    const float2* all = share.share(make_float2(mine, m2));
+    // volatile: read from shared memory at each use rather than held in 2 x kCluster registers
+    const volatile float2* all = share.share(make_float2(mine, m2));
     float total = 0.0f;
 #pragma unroll
     for (int r = 0; r < kCluster; ++r) total += slice_count(len, r, slice) * all[r].x;
@@ -344,7 +345,11 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
 // without loads in flight from the end of one row's loads to the start of the next). Rows move as
 // 16-byte vectors (aligned, length a multiple of N). Weight and bias are read at the output from
 // global memory: the bulk copies do not pass through L1, which keeps the CTA's slice of them.
-template <typename T, int kBlock, int kVecs, int kCluster, int kStages>
+//
+// kStageWB: weight and bias are staged once in shared memory after the ring (each thread copies its
+// own elements), for CTAs whose slice of them L1 cannot keep beside the ring: read from L2 every row
+// they add as much L2 traffic as the row itself.
+template <typename T, int kBlock, int kVecs, int kCluster, int kStages, bool kStageWB>
 __global__ void __launch_bounds__(kBlock, 1)
 norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
           const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
@@ -357,11 +362,25 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   __shared__ unsigned long long pushed[2], full[kStages];
   extern __shared__ __align__(128) unsigned char dyn[];
   const BulkRing<T, kSlice, kStages> ring{reinterpret_cast<T*>(dyn), full};
+  // staged weight, then staged bias (where present), after the ring; this thread's elements
+  T* const ws = reinterpret_cast<T*>(dyn) + kStages * kSlice + threadIdx.x * N;
+  T* const bs = ws + (weight ? kSlice : 0);
   const unsigned rank = blockIdx.x % kCluster;
   const i64 col = (i64)rank * kSlice + threadIdx.x * N;
   const int n = (int)max((i64)0, min((i64)kSlice, len - (i64)rank * kSlice));
   const int rem = n - threadIdx.x * N;
   const i64 first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
+  if constexpr (kStageWB) {  // read by the same thread only: the barrier in ring.init() suffices
+    Tile st;
+    if (weight) {
+      st.template load<true>(weight + col, rem, from_float<T>(1.0f));
+      st.template store<true>(ws, rem);
+    }
+    if (bias) {
+      st.template load<true>(bias + col, rem, from_float<T>(0.0f));
+      st.template store<true>(bs, rem);
+    }
+  }
   ClusterShare<kCluster> share{slots, pushed, rank};
   share.init();
   ring.init();
@@ -387,15 +406,22 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     }
     __syncthreads();  // every thread holds its values: the stage may be refilled
     if (threadIdx.x == 0 && n > 0) fill(i + kStages);
-    const float2 st = row_stats<kBlock, kCluster, true>(xs, n, rem, len, kSlice, eps, rms, smem, share);
+    // the one-round Chan merge where it fits 64 registers without spilling (clusters of 8 spill)
+    const float2 st = row_stats<kBlock, kCluster, true, kCluster <= 4 && kVecs * N <= 16>(xs, n, rem, len, kSlice,
+                                                                                          eps, rms, smem, share);
     Tile t;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
       // a vector past the row reads the row's first one (never stored): no predicated loads
       const i64 at = Tile::valid(k, 0, rem) ? col + k * Tile::kStride : 0;
       V wv, bv;
-      if (weight) wv = load_vec(reinterpret_cast<const V*>(weight + at));
-      if (bias) bv = load_vec(reinterpret_cast<const V*>(bias + at));
+      if constexpr (kStageWB) {
+        if (weight) wv = load_vec(reinterpret_cast<const V*>(ws + k * Tile::kStride));
+        if (bias) bv = load_vec(reinterpret_cast<const V*>(bs + k * Tile::kStride));
+      } else {
+        if (weight) wv = load_vec(reinterpret_cast<const V*>(weight + at));
+        if (bias) bv = load_vec(reinterpret_cast<const V*>(bias + at));
+      }
       affine(t.v[k], xs[k], st, wv, bv, weight, bias);
     }
     t.template store<true>(out + row * len + col, rem);

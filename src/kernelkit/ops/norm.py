@@ -73,27 +73,32 @@ _VEC_ONLY = {4: frozenset({(1024, 8, 1)}), 8: frozenset({(1024, 4, 1)})}
 _SPILLING = {4: frozenset({(1024, 8, 1)}), 8: frozenset({(1024, 4, 1), (1024, 4, 2)})}
 
 
-# Long aligned rows on sm_90 (norm_bulk): (threads, vectors a thread, CTAs per cluster, stages) by
-# capacity. Each CTA's slice of a row is copied into a ring of shared-memory stages by bulk copies
-# issued `stages` rows ahead (csrc/bulk.cuh), 16 values a thread in registers: fp32 slices of 64 KB
-# x 3 stages, 16-bit slices of 32 KB x 4 stages (192 / 128 KB of shared memory a CTA).
+# Long aligned rows on sm_90 (norm_bulk): (threads, vectors a thread, CTAs per cluster, stages, weight
+# and bias staged in shared memory) by capacity. Each CTA's slice of a row is copied into a ring of
+# shared-memory stages by bulk copies issued `stages` rows ahead (csrc/bulk.cuh); the cluster's
+# statistics are pushed into each CTA's shared memory (ClusterShare), no cluster barrier per row.
+# Measured on an H100 (benchmarks/reduction_tuning.py, results/reduction-run7.json): see the NOTES.
 BULK = {
-    4: {65536: (1024, 4, 4, 3), 131072: (1024, 4, 8, 3)},
-    8: {65536: (1024, 2, 4, 4), 131072: (1024, 2, 8, 4)},
+    4: {65536: (1024, 4, 4, 3, False), 131072: (1024, 4, 8, 3, False)},
+    8: {65536: (1024, 4, 2, 3, False), 131072: (1024, 4, 4, 3, False)},
 }
 BULK_FROM = 32768  # rows longer than this take norm_bulk where it applies (shorter: one CTA a row)
 # measured alternatives, compiled and tested with the rung
-BULK_SPARES = {4: [(1024, 2, 8, 4)], 8: [(1024, 4, 2, 3), (512, 2, 8, 4)]}
+BULK_SPARES = {
+    4: [(1024, 2, 8, 4, True), (1024, 2, 8, 4, False)],
+    8: [(1024, 2, 4, 4, True), (1024, 2, 4, 4, False), (512, 4, 4, 4, True), (1024, 2, 4, 3, True)],
+}
 
 
 def _bulk_name(dtype, cfg) -> str:
-    return f"kk::norm_bulk<{CXX_TYPE[dtype]}, {', '.join(map(str, cfg))}>"
+    g, v, c, stages, wb = cfg
+    return f"kk::norm_bulk<{CXX_TYPE[dtype]}, {g}, {v}, {c}, {stages}, {'true' if wb else 'false'}>"
 
 
 def _bulk_kernels(dtype) -> tuple[Kernel, ...]:
     n = per_vec(dtype)
     cfgs = sorted(set(BULK[n].values()) | set(BULK_SPARES.get(n, ())))
-    # 32 values a thread at 1024 threads (a spare): ptxas spills some bytes for bf16, allowed there
+    # 32 values a thread at 1024 threads: ptxas spills some bytes for bf16 (allowed: measured anyway)
     return tuple(Kernel(SRC, _bulk_name(dtype, c), 128, 128, block=c[0], min_sm=90, sass=("UBLKCP",),
                         spills=c[1] * n > 16) for c in cfgs)
 
@@ -102,9 +107,10 @@ def _bulk_config(dtype, len_: int):
     return pick(len_, BULK[per_vec(dtype)])
 
 
-def _bulk_shared(dtype, cfg) -> int:
-    g, v, _c, stages = cfg
-    return stages * g * v * 16
+def _bulk_shared(cfg, weight: bool, bias: bool) -> int:
+    """Bytes of dynamic shared memory: the ring, then the staged weight and bias slices."""
+    g, v, _c, stages, wb = cfg
+    return (stages + (int(weight) + int(bias) if wb else 0)) * g * v * 16
 
 
 def _welford(dtype) -> Kernel:
@@ -161,9 +167,9 @@ def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
         launch(kernel, rows, LOOP_BLOCK, x.data_ptr(), out.data_ptr(), wp, bp, len_, *flags, device_index=dev)
         return
     args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, *flags)
-    if len(cfg) == 4:  # norm_bulk: persistent clusters, the ring of stages in dynamic shared memory
+    if len(cfg) == 5:  # norm_bulk: persistent clusters, the ring of stages in dynamic shared memory
         block, cluster = cfg[0], cfg[2]
-        shmem = _bulk_shared(x.dtype, cfg)
+        shmem = _bulk_shared(cfg, w is not None, b is not None)
         allow_shared(kernel, shmem, dev)
         blocks = min(rows * cluster, resident_blocks(kernel, block, cluster, dev, shmem))
         launch_cluster(kernel, blocks, block, cluster, *args, dev=dev, shmem=shmem)

@@ -406,9 +406,10 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     }
     __syncthreads();  // every thread holds its values: the stage may be refilled
     if (threadIdx.x == 0 && n > 0) fill(i + kStages);
-    // the one-round Chan merge where it fits 64 registers without spilling (clusters of 8 spill)
-    const float2 st = row_stats<kBlock, kCluster, true, kCluster <= 4 && kVecs * N <= 16>(xs, n, rem, len, kSlice,
-                                                                                          eps, rms, smem, share);
+    // the one-round Chan merge where it fits without spilling (at 1024 threads, 64 registers: 16
+    // values a thread and clusters of at most 4)
+    constexpr bool kChan = kBlock <= 512 || (kCluster <= 4 && kVecs * N <= 16);
+    const float2 st = row_stats<kBlock, kCluster, true, kChan>(xs, n, rem, len, kSlice, eps, rms, smem, share);
     Tile t;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {

@@ -85,8 +85,8 @@ BULK = {
 BULK_FROM = 32768  # rows longer than this take norm_bulk where it applies (shorter: one CTA a row)
 # measured alternatives, compiled and tested with the rung
 BULK_SPARES = {
-    4: [(1024, 2, 8, 4, True), (1024, 2, 8, 4, False)],
-    8: [(1024, 2, 4, 4, True), (1024, 2, 4, 4, False), (512, 4, 4, 4, True), (1024, 2, 4, 3, True)],
+    4: [(1024, 2, 8, 4, True), (512, 4, 8, 4, True), (256, 8, 8, 4, True), (512, 8, 4, 3, False)],
+    8: [(1024, 2, 4, 4, False), (512, 4, 4, 4, True), (256, 8, 4, 4, True), (512, 8, 2, 3, False)],
 }
 
 
@@ -98,9 +98,9 @@ def _bulk_name(dtype, cfg) -> str:
 def _bulk_kernels(dtype) -> tuple[Kernel, ...]:
     n = per_vec(dtype)
     cfgs = sorted(set(BULK[n].values()) | set(BULK_SPARES.get(n, ())))
-    # 32 values a thread at 1024 threads: ptxas spills some bytes for bf16 (allowed: measured anyway)
+    # 32 values a thread at 1024 threads (64 registers): ptxas spills some bytes for bf16 (allowed)
     return tuple(Kernel(SRC, _bulk_name(dtype, c), 128, 128, block=c[0], min_sm=90, sass=("UBLKCP",),
-                        spills=c[1] * n > 16) for c in cfgs)
+                        spills=c[0] == 1024 and c[1] * n > 16) for c in cfgs)
 
 
 def _bulk_config(dtype, len_: int):

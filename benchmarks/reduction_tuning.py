@@ -34,9 +34,10 @@ ALTS = {
     # runs 7-8: 64K rows by bulk copies into a ring of stages, (threads, vecs, cluster, stages, weight and
     # bias staged) (norm.BULK, BULK_SPARES), against the register-tile persistent clusters (3 numbers)
     ("norm", 4): {4096: [(512, 2, 1), (128, 8, 1)],
-                  65536: [(1024, 2, 8, 4, True), (512, 4, 8, 4, True), (256, 8, 8, 4, True), (512, 8, 4, 3, False)]},
+                  65536: [(1024, 4, 4, 3, False), (512, 4, 8, 4, True), (512, 4, 8)]},
     ("norm", 8): {4096: [(128, 4, 1), (512, 1, 1)], 8192: [(256, 4, 1), (1024, 1, 1)],
-                  65536: [(1024, 2, 4, 4, False), (512, 4, 4, 4, True), (256, 8, 4, 4, True), (512, 8, 2, 3, False)]},
+                  65536: [(512, 4, 4, 4, True), (512, 2, 8, 3, True), (512, 2, 8, 4, True),
+                          (1024, 4, 2)]},
 }
 
 

@@ -349,8 +349,17 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
 // kStageWB: weight and bias are staged once in shared memory after the ring (each thread copies its
 // own elements), for CTAs whose slice of them L1 cannot keep beside the ring: read from L2 every row
 // they add as much L2 traffic as the row itself.
+//
+// Two CTAs share an SM where their shared memory allows (<= 100 KB each) and their block is <= 512
+// threads: one CTA's reductions and exchange then overlap the other's loads and stores (64 registers).
 template <typename T, int kBlock, int kVecs, int kCluster, int kStages, bool kStageWB>
-__global__ void __launch_bounds__(kBlock, 1)
+__host__ __device__ constexpr int bulk_min_blocks() {
+  constexpr int kSliceBytes = kBlock * kVecs * 16;
+  return kBlock <= 512 && (kStages + (kStageWB ? 2 : 0)) * kSliceBytes <= 100 * 1024 ? 2 : 1;
+}
+
+template <typename T, int kBlock, int kVecs, int kCluster, int kStages, bool kStageWB>
+__global__ void __launch_bounds__(kBlock, (bulk_min_blocks<T, kBlock, kVecs, kCluster, kStages, kStageWB>()))
 norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
           const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
   using Tile = RowTile<T, kBlock, kVecs>;
@@ -406,9 +415,10 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     }
     __syncthreads();  // every thread holds its values: the stage may be refilled
     if (threadIdx.x == 0 && n > 0) fill(i + kStages);
-    // the one-round Chan merge where it fits without spilling (at 1024 threads, 64 registers: 16
-    // values a thread and clusters of at most 4)
-    constexpr bool kChan = kBlock <= 512 || (kCluster <= 4 && kVecs * N <= 16);
+    // the one-round Chan merge where it fits without spilling (at 64 registers a thread: 16 values a
+    // thread and clusters of at most 4)
+    constexpr int kRegs = 65536 / (kBlock * bulk_min_blocks<T, kBlock, kVecs, kCluster, kStages, kStageWB>());
+    constexpr bool kChan = kRegs >= 128 || (kCluster <= 4 && kVecs * N <= 16);
     const float2 st = row_stats<kBlock, kCluster, true, kChan>(xs, n, rem, len, kSlice, eps, rms, smem, share);
     Tile t;
 #pragma unroll

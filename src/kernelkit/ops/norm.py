@@ -79,14 +79,14 @@ _SPILLING = {4: frozenset({(1024, 8, 1)}), 8: frozenset({(1024, 4, 1), (1024, 4,
 # statistics are pushed into each CTA's shared memory (ClusterShare), no cluster barrier per row.
 # Measured on an H100 (benchmarks/reduction_tuning.py, results/reduction-run7.json): see the NOTES.
 BULK = {
-    4: {65536: (1024, 4, 4, 3, False), 131072: (1024, 4, 8, 3, False)},
+    4: {65536: (1024, 2, 8, 4, True), 131072: (1024, 4, 8, 3, False)},
     8: {65536: (1024, 4, 2, 3, False), 131072: (1024, 4, 4, 3, False)},
 }
 BULK_FROM = 32768  # rows longer than this take norm_bulk where it applies (shorter: one CTA a row)
 # measured alternatives, compiled and tested with the rung
 BULK_SPARES = {
-    4: [(1024, 2, 8, 4, True), (512, 4, 8, 4, True), (256, 8, 8, 4, True), (512, 8, 4, 3, False)],
-    8: [(1024, 2, 4, 4, False), (512, 4, 4, 4, True), (256, 8, 4, 4, True), (512, 8, 2, 3, False)],
+    4: [(1024, 4, 4, 3, False), (512, 4, 8, 4, True), (256, 8, 8, 4, True)],
+    8: [(512, 4, 4, 4, True), (256, 8, 4, 4, True), (512, 2, 8, 3, True), (512, 2, 8, 4, True)],
 }
 
 

@@ -22,3 +22,9 @@ for tool in ${KK_SANITIZE_TOOLS:-memcheck racecheck}; do
     python3 -m pytest -q -m gpu -p no:cacheprovider -k "${KK_SANITIZE_K:-(test_every_bulk_configuration and dtype1) or (test_long and fast-float16)}" tests/test_norm_gpu.py tests/test_softmax_gpu.py \
     > "$OUT/san-$tool.log" 2>&1; echo "$tool exit $?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/san-$tool.log" | tail -3
 done
+if [ "${KK_PROBE:-0}" = 1 ]; then
+  timeout 60 python3 scripts/probe_bulk.py 2>&1 | tee "$OUT/probe.txt"
+  timeout 120 ncu --kernel-name regex:norm_bulk --launch-skip 2 --launch-count 1 --section SpeedOfLight \
+    --section WarpStateStats --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
+    python3 scripts/probe_bulk.py --profile > "$OUT/ncu.txt" 2>&1; tail -80 "$OUT/ncu.txt"
+fi

@@ -27,17 +27,14 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 SWEEP = ((512, 4, 4), (256, 4, 8), (1024, 4, 2), (512, 2, 4), (512, 8, 4), (256, 8, 8), (512, 4, 8), (1024, 2, 2))
 # alternative (group, vecs, cluster) per (family, elements per vector, row length)
 ALTS = {
-    ("softmax", 4): {},
-    ("softmax", 8): {},
-    # runs 5-6: the shapes where the norms missed 95% of copy (16 or 32 values a thread, a CTA or a
-    # cluster per row; cluster kernels stage weight and bias in shared memory, at most 128 KB a CTA)
+    # run 8: softmax's 64K rows as clusters of 2 or 4 (clusters of 8 CTAs leave SMs idle: probe_bulk.py)
+    ("softmax", 4): {65536: [(1024, 8, 2), (512, 8, 4)]},
+    ("softmax", 8): {65536: [(1024, 4, 2), (512, 4, 4)]},
     # runs 7-8: 64K rows by bulk copies into a ring of stages, (threads, vecs, cluster, stages, weight and
-    # bias staged) (norm.BULK, BULK_SPARES), against the register-tile persistent clusters (3 numbers)
-    ("norm", 4): {4096: [(512, 2, 1), (128, 8, 1)],
-                  65536: [(1024, 4, 4, 3, False), (512, 4, 8, 4, True), (512, 4, 8)]},
-    ("norm", 8): {4096: [(128, 4, 1), (512, 1, 1)], 8192: [(256, 4, 1), (1024, 1, 1)],
-                  65536: [(512, 4, 4, 4, True), (512, 2, 8, 3, True), (512, 2, 8, 4, True),
-                          (1024, 4, 2)]},
+    # bias staged) (norm.BULK, BULK_SPARES), against the register-tile persistent clusters (3 numbers);
+    # runs 5-6 measured the alternatives at 4K and 8K rows (results/reduction-run6.json)
+    ("norm", 4): {65536: [(1024, 4, 4, 3, False), (512, 4, 8, 4, True), (512, 4, 8)]},
+    ("norm", 8): {65536: [(512, 4, 4, 4, True), (512, 2, 8, 3, True), (1024, 4, 2)]},
 }
 
 

@@ -5,7 +5,7 @@ OUT=${OUT:-/tmp/kk-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src:$PWD/tests PYTHONUNBUFFERED=1 KERNELKIT_CACHE_DIR=/tmp/kk-cache KK_ARCH=sm_90
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/device.txt"
 timeout 200 python3 benchmarks/reduction_tuning.py --warm 2>&1 | tail -3
-timeout 200 python3 benchmarks/reduction_tuning.py --sections rows,alts --shapes ${KK_SHAPES:-1024x65536} --ops ${KK_OPS:-softmax,layer_norm,rms_norm} \
+timeout ${KK_TUNE_TIMEOUT:-200} python3 benchmarks/reduction_tuning.py --sections rows,alts --shapes ${KK_SHAPES:-1024x65536} --ops ${KK_OPS:-softmax,layer_norm,rms_norm} \
   --out "$OUT/run7.json" 2>&1 | tee "$OUT/run7.log" | grep -E "rows|alt|copy"
 if [ "${KK_COPYCHECK:-0}" = 1 ]; then
 for i in 1 2; do  # two processes, each with a fresh ceilings cache: do 2^28 / 2^29-byte copies agree?
@@ -27,4 +27,9 @@ if [ "${KK_PROBE:-0}" = 1 ]; then
   timeout 120 ncu --kernel-name regex:norm_bulk --launch-skip 2 --launch-count 1 --section SpeedOfLight \
     --section WarpStateStats --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
     python3 scripts/probe_bulk.py --profile > "$OUT/ncu.txt" 2>&1; tail -80 "$OUT/ncu.txt"
+fi
+if [ "${KK_RACE_SMALL:-0}" = 1 ]; then
+  timeout ${KK_RACE_TIMEOUT:-120} compute-sanitizer --tool racecheck --report-api-errors no --error-exitcode 9 \
+    --kernel-name kns=norm_ --kernel-name kns=softmax_ python3 scripts/race_small.py > "$OUT/race-small.log" 2>&1
+  echo "racecheck small exit $?"; tail -4 "$OUT/race-small.log"
 fi

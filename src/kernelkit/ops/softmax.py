@@ -26,9 +26,11 @@ NAMES = SourceNames(SRC, ("softmax",))
 # CTA per 32K row beat a cluster of 4 x 256 (3016 vs 2882 GB/s fp32, 2985 vs 2662 fp16), and at 1K
 # 16-bit rows a 128-thread CTA per row beat a warp per row (2888 vs 2480 GB/s). Run 2: 64K 16-bit rows
 # as 2 x 512 threads x 64 values (exponentials recomputed) read 1710 GB/s against 2370 for 8 x 256.
+# Run 7 (statistics pushed by st.async, no cluster barrier): 64K fp32 rows as 4 x 512 read 2810 GB/s
+# against 2687 for 8 x 256 and 2575 for 2 x 1024; 16-bit 8 x 256 stays (2524 vs 2483 for 4 x 512).
 _FAST = {
     4: {128: (32, 1, 1), 256: (32, 2, 1), 512: (32, 4, 1), 1024: (32, 8, 1), 2048: (128, 4, 1),
-        4096: (256, 4, 1), 8192: (256, 8, 1), 16384: (512, 8, 1), 32768: (1024, 8, 1), 65536: (256, 8, 8),
+        4096: (256, 4, 1), 8192: (256, 8, 1), 16384: (512, 8, 1), 32768: (1024, 8, 1), 65536: (512, 8, 4),
         131072: (512, 8, 8), 262144: (1024, 8, 8)},
     8: {256: (32, 1, 1), 512: (32, 2, 1), 1024: (128, 1, 1), 2048: (128, 2, 1), 4096: (128, 4, 1),
         8192: (256, 4, 1), 16384: (512, 4, 1), 32768: (1024, 4, 1), 65536: (256, 4, 8), 131072: (512, 4, 8),

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Session 8 device run: bulk-copy norms at 64K rows (benchmark first), then their GPU tests and sanitizers.
+# One device call for the row reductions (softmax, layer_norm, rms_norm): tuning rows and alternatives
+# (benchmarks/reduction_tuning.py), then their GPU tests and sanitizers; results under $OUT.
+#   KK_SHAPES=1024x65536,... KK_OPS=softmax,... (tuning);  KK_TESTS=0;  KK_SANITIZE_TOOLS=" " (none)
+#   KK_COPYCHECK=1 (copy ceilings in two processes);  KK_PROBE=1 (resident clusters + ncu of fp16 64K
+#   layer_norm);  KK_RACE_SMALL=1 (racecheck on scripts/race_small.py)
 set -u
 OUT=${OUT:-/tmp/kk-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src:$PWD/tests PYTHONUNBUFFERED=1 KERNELKIT_CACHE_DIR=/tmp/kk-cache KK_ARCH=sm_90
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/device.txt"
 timeout 200 python3 benchmarks/reduction_tuning.py --warm 2>&1 | tail -3
 timeout ${KK_TUNE_TIMEOUT:-200} python3 benchmarks/reduction_tuning.py --sections rows,alts --shapes ${KK_SHAPES:-1024x65536} --ops ${KK_OPS:-softmax,layer_norm,rms_norm} \
-  --out "$OUT/run7.json" 2>&1 | tee "$OUT/run7.log" | grep -E "rows|alt|copy"
+  --out "$OUT/rows.json" 2>&1 | tee "$OUT/rows.log" | grep -E "rows|alt|copy"
 if [ "${KK_COPYCHECK:-0}" = 1 ]; then
 for i in 1 2; do  # two processes, each with a fresh ceilings cache: do 2^28 / 2^29-byte copies agree?
   KERNELKIT_CACHE_DIR=/tmp/kk-copy$i timeout 30 python3 -c "

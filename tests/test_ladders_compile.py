@@ -58,3 +58,15 @@ def test_a_wrong_claim_is_caught():
     assert lying.claim_failures()
     spilled = dataclasses.replace(r, local_ops=3)
     assert spilled.claim_failures()
+
+
+def test_bulk_copy_rung_claims_its_instructions(reports):
+    """norm_bulk's kernels show the bulk copy (UBLKCP) on sm_90, a report without it fails the claim,
+    and sm_90-only kernels are not held to claims on sm_80 (they are never launched there)."""
+    import dataclasses
+
+    bulk = [r for r in reports("layer_norm", "sm_90") if "norm_bulk" in r.kernel.name]
+    assert bulk and all(r.kernel.min_sm == 90 and "UBLKCP" in r.kernel.sass for r in bulk)
+    assert all(any(op.startswith("UBLKCP") for op in r.opcodes) for r in bulk)
+    assert dataclasses.replace(bulk[0], opcodes=frozenset({"FADD"})).claim_failures()
+    assert not [r for r in reports("layer_norm", "sm_80") if r.kernel.min_sm > 80]

@@ -9,7 +9,9 @@
 //                 from it (two passes over registers, no cancellation), then the output: one read,
 //                 one write. Rows belong to kGroup lanes of a warp, to one CTA, or to a cluster of
 //                 kCluster CTAs (sm_90) that merge their (mean, M2) with Chan's formula through
-//                 distributed shared memory.
+//                 distributed shared memory (ClusterShare: pushed by st.async, no cluster barrier).
+//   norm_bulk     long aligned rows on sm_90: persistent clusters whose row slices arrive in a ring of
+//                 shared-memory stages by bulk copies issued rows ahead (bulk.cuh).
 #include "bulk.cuh"
 #include "reduce.cuh"
 

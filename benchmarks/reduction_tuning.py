@@ -27,14 +27,15 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 SWEEP = ((512, 4, 4), (256, 4, 8), (1024, 4, 2), (512, 2, 4), (512, 8, 4), (256, 8, 8), (512, 4, 8), (1024, 2, 2))
 # alternative (group, vecs, cluster) per (family, elements per vector, row length)
 ALTS = {
-    # run 8: softmax's 64K rows as clusters of 2 or 4 (clusters of 8 CTAs leave SMs idle: probe_bulk.py)
-    ("softmax", 4): {65536: [(1024, 8, 2), (512, 8, 4)]},
-    ("softmax", 8): {65536: [(1024, 4, 2), (512, 4, 4)]},
+    # run 7: softmax's 64K rows as clusters of 2 or 4 measured (the fp32 default is now 4 x 512)
+    ("softmax", 4): {},
+    ("softmax", 8): {},
     # runs 7-8: 64K rows by bulk copies into a ring of stages, (threads, vecs, cluster, stages, weight and
-    # bias staged) (norm.BULK, BULK_SPARES), against the register-tile persistent clusters (3 numbers);
+    # bias staged, copies a slice) (norm.BULK, BULK_SPARES), against the register-tile persistent clusters
+    # (3 numbers);
     # runs 5-6 measured the alternatives at 4K and 8K rows (results/reduction-run6.json)
-    ("norm", 4): {65536: [(1024, 4, 4, 3, False), (512, 4, 8, 4, True), (512, 4, 8)]},
-    ("norm", 8): {65536: [(512, 4, 4, 4, True), (512, 2, 8, 3, True), (1024, 4, 2)]},
+    ("norm", 4): {65536: [(1024, 8, 2, 6, False, 4), (512, 4, 8, 4, True, 1)]},
+    ("norm", 8): {65536: [(1024, 4, 2, 3, True, 2), (1024, 4, 2, 4, False, 2), (512, 2, 8, 3, True, 1)]},
 }
 
 
@@ -214,7 +215,7 @@ def sec_rows(res, alts: bool, a):
                 for cfg in ALTS[(fam, per_vec(dt))].get(shape[1], []):
                     assert cfg[0] * cfg[1] * cfg[2] * per_vec(dt) >= shape[1], cfg
                     if bulk:  # a bulk configuration, or (3 numbers) the register-tile table without bulk
-                        mod._bulk_config = (lambda _d, _n, c=cfg: c if len(c) == 5 else None)
+                        mod._bulk_config = (lambda _d, _n, c=cfg: c if len(c) == 6 else None)
                     if len(cfg) == 3:
                         tab[cap] = cfg
                     mod._plans.clear()

@@ -14,7 +14,7 @@ for dt in (torch.float32, torch.float16):
         norm._bulk_config = lambda _d, _n, c=cfg: c
         norm.BULK_FROM = 0
         norm._plans.clear()
-        g, v, c, _s, _wb = cfg
+        g, v, c = cfg[:3]
         len_ = g * v * n * c
         x = torch.randn(40, len_, device="cuda", dtype=dt)
         w, b = torch.randn(len_, device="cuda", dtype=dt), torch.randn(len_, device="cuda", dtype=dt)

@@ -189,7 +189,7 @@ def test_every_bulk_configuration(dtype, monkeypatch):
     n = per_vec(dtype)
     monkeypatch.setattr(mod, "BULK_FROM", 0)
     for cfg in sorted({c for c in mod.BULK[n].values()} | set(mod.BULK_SPARES.get(n, ()))):
-        g, v, c, _stages, _wb = cfg
+        g, v, c = cfg[:3]
         slice_ = g * v * n
         monkeypatch.setattr(mod, "_bulk_config", lambda _dt, _len, c=cfg: c)
         mod._plans.clear()

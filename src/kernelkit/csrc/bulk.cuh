@@ -44,11 +44,12 @@ struct BulkRing {
     __syncthreads();
   }
   __device__ __forceinline__ T* stage(int i) const { return buf + (i % kStages) * kSlice; }
-  // called by one thread: `bytes` from src into the stage of sequence number i
+  // called by one thread: `bytes` from src into the stage of sequence number i (0 bytes: the phase
+  // completes on the arrival alone, so every sequence number keeps its phase)
   __device__ __forceinline__ void fill(int i, const T* src, unsigned bytes) const {
     unsigned long long* bar = &full[i % kStages];
     mbar_expect_bytes(bar, bytes);
-    bulk_load(stage(i), src, bytes, bar);
+    if (bytes) bulk_load(stage(i), src, bytes, bar);
   }
   __device__ __forceinline__ void wait(int i) const { mbar_wait(&full[i % kStages], (i / kStages) & 1); }
 };

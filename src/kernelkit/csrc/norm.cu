@@ -352,29 +352,36 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
 // own elements), for CTAs whose slice of them L1 cannot keep beside the ring: read from L2 every row
 // they add as much L2 traffic as the row itself.
 //
+// kChunks: each slice arrives as kChunks copies (a thread's vectors k of chunk c are consecutive), and
+// a stage holds one chunk, released as soon as its values are in registers: with a slice of 64 KB
+// (clusters of 2, which all 132 SMs take; clusters of 4 or 8 leave 12 idle) the ring keeps one and a
+// half rows in flight in 96 KB and leaves room for the staged weight and bias.
+//
 // Two CTAs share an SM where their shared memory allows (<= 100 KB each) and their block is <= 512
 // threads: one CTA's reductions and exchange then overlap the other's loads and stores (64 registers).
-template <typename T, int kBlock, int kVecs, int kCluster, int kStages, bool kStageWB>
+template <typename T, int kBlock, int kVecs, int kCluster, int kStages, bool kStageWB, int kChunks>
 __host__ __device__ constexpr int bulk_min_blocks() {
   constexpr int kSliceBytes = kBlock * kVecs * 16;
-  return kBlock <= 512 && (kStages + (kStageWB ? 2 : 0)) * kSliceBytes <= 100 * 1024 ? 2 : 1;
+  return kBlock <= 512 && (kStages * kSliceBytes / kChunks + (kStageWB ? 2 * kSliceBytes : 0)) <= 100 * 1024 ? 2 : 1;
 }
 
-template <typename T, int kBlock, int kVecs, int kCluster, int kStages, bool kStageWB>
-__global__ void __launch_bounds__(kBlock, (bulk_min_blocks<T, kBlock, kVecs, kCluster, kStages, kStageWB>()))
+template <typename T, int kBlock, int kVecs, int kCluster, int kStages, bool kStageWB, int kChunks>
+__global__ void __launch_bounds__(kBlock, (bulk_min_blocks<T, kBlock, kVecs, kCluster, kStages, kStageWB, kChunks>()))
 norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
           const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
   using Tile = RowTile<T, kBlock, kVecs>;
   using V = Vec<T, Tile::N>;
   constexpr int N = Tile::N;
   constexpr int kSlice = kBlock * kVecs * N;
+  static_assert(kVecs % kChunks == 0, "whole vectors a thread per chunk");
+  constexpr int kChunk = kSlice / kChunks, kPer = kVecs / kChunks;  // elements, vectors a thread
   __shared__ float smem[96];
   __shared__ float2 slots[2][kCluster];
   __shared__ unsigned long long pushed[2], full[kStages];
   extern __shared__ __align__(128) unsigned char dyn[];
-  const BulkRing<T, kSlice, kStages> ring{reinterpret_cast<T*>(dyn), full};
+  const BulkRing<T, kChunk, kStages> ring{reinterpret_cast<T*>(dyn), full};
   // staged weight, then staged bias (where present), after the ring; this thread's elements
-  T* const ws = reinterpret_cast<T*>(dyn) + kStages * kSlice + threadIdx.x * N;
+  T* const ws = reinterpret_cast<T*>(dyn) + kStages * kChunk + threadIdx.x * N;
   T* const bs = ws + (weight ? kSlice : 0);
   const unsigned rank = blockIdx.x % kCluster;
   const i64 col = (i64)rank * kSlice + threadIdx.x * N;
@@ -395,31 +402,40 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   ClusterShare<kCluster> share{slots, pushed, rank};
   share.init();
   ring.init();
-  const auto fill = [&](int i) {  // one thread: row number i of this cluster's sequence, if it exists
-    const i64 row = first + i * stride;
-    if (row < rows) ring.fill(i, in + row * len + (i64)rank * kSlice, (unsigned)n * sizeof(T));
+  // one thread: copy number q of this CTA's sequence (chunk q % kChunks of its row number q / kChunks),
+  // if that row exists. A chunk past the row's end copies nothing but still completes its phase.
+  const auto fill = [&](int q) {
+    const i64 row = first + (q / kChunks) * stride;
+    const int c = q % kChunks;
+    const int elems = max(0, min(kChunk, n - c * kChunk));
+    if (row < rows) ring.fill(q, in + row * len + (i64)rank * kSlice + c * kChunk, (unsigned)elems * sizeof(T));
   };
   if (threadIdx.x == 0 && n > 0) {
 #pragma unroll
-    for (int i = 0; i < kStages; ++i) fill(i);
+    for (int q = 0; q < kStages; ++q) fill(q);
   }
   int i = 0;
   for (i64 row = first; row < rows; row += stride, ++i) {
-    if (n > 0) ring.wait(i);
     float xs[kVecs][N];
-    const T* const mine = ring.stage(i) + threadIdx.x * N;
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      const bool valid = Tile::valid(k, 0, rem);
-      const V v = load_vec(reinterpret_cast<const V*>(mine + (valid ? k * Tile::kStride : 0)));
+    for (int c = 0; c < kChunks; ++c) {
+      const int q = i * kChunks + c;
+      if (n > 0) ring.wait(q);
+      const T* const mine = ring.stage(q) + threadIdx.x * N;
 #pragma unroll
-      for (int j = 0; j < N; ++j) xs[k][j] = valid ? to_float(v.v[j]) : 0.0f;
+      for (int kk = 0; kk < kPer; ++kk) {
+        const int k = c * kPer + kk;
+        const bool valid = Tile::valid(k, 0, rem);
+        const V v = load_vec(reinterpret_cast<const V*>(mine + (valid ? kk * Tile::kStride : 0)));
+#pragma unroll
+        for (int j = 0; j < N; ++j) xs[k][j] = valid ? to_float(v.v[j]) : 0.0f;
+      }
+      __syncthreads();  // every thread holds this chunk's values: the stage may be refilled
+      if (threadIdx.x == 0 && n > 0) fill(q + kStages);
     }
-    __syncthreads();  // every thread holds its values: the stage may be refilled
-    if (threadIdx.x == 0 && n > 0) fill(i + kStages);
     // the one-round Chan merge where it fits without spilling (at 64 registers a thread: 16 values a
     // thread and clusters of at most 4)
-    constexpr int kRegs = 65536 / (kBlock * bulk_min_blocks<T, kBlock, kVecs, kCluster, kStages, kStageWB>());
+    constexpr int kRegs = 65536 / (kBlock * bulk_min_blocks<T, kBlock, kVecs, kCluster, kStages, kStageWB, kChunks>());
     constexpr bool kChan = kRegs >= 128 || (kCluster <= 4 && kVecs * N <= 16);
     const float2 st = row_stats<kBlock, kCluster, true, kChan>(xs, n, rem, len, kSlice, eps, rms, smem, share);
     Tile t;

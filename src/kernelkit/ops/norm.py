@@ -74,25 +74,26 @@ _SPILLING = {4: frozenset({(1024, 8, 1)}), 8: frozenset({(1024, 4, 1), (1024, 4,
 
 
 # Long aligned rows on sm_90 (norm_bulk): (threads, vectors a thread, CTAs per cluster, stages, weight
-# and bias staged in shared memory) by capacity. Each CTA's slice of a row is copied into a ring of
-# shared-memory stages by bulk copies issued `stages` rows ahead (csrc/bulk.cuh); the cluster's
-# statistics are pushed into each CTA's shared memory (ClusterShare), no cluster barrier per row.
-# Measured on an H100 (benchmarks/reduction_tuning.py, results/reduction-run7.json): see the NOTES.
+# and bias staged in shared memory, copies a slice) by capacity. Each CTA's slice of a row is copied
+# into a ring of shared-memory stages by bulk copies issued `stages` copies ahead (csrc/bulk.cuh); the
+# cluster's statistics are pushed into each CTA's shared memory (ClusterShare), no cluster barrier per
+# row. Measured on an H100 (benchmarks/reduction_tuning.py, results/reduction-run7*.json): NOTES.md.
 BULK = {
-    4: {65536: (1024, 2, 8, 4, True), 131072: (1024, 4, 8, 3, False)},
-    8: {65536: (1024, 4, 2, 3, False), 131072: (1024, 4, 4, 3, False)},
+    4: {65536: (1024, 2, 8, 4, True, 1), 131072: (1024, 4, 8, 3, False, 1)},
+    8: {65536: (1024, 4, 2, 3, False, 1), 131072: (1024, 4, 4, 3, False, 1)},
 }
 BULK_FROM = 32768  # rows longer than this take norm_bulk where it applies (shorter: one CTA a row)
 # measured alternatives, compiled and tested with the rung
 BULK_SPARES = {
-    4: [(1024, 4, 4, 3, False), (512, 4, 8, 4, True), (256, 8, 8, 4, True)],
-    8: [(512, 4, 4, 4, True), (256, 8, 4, 4, True), (512, 2, 8, 3, True), (512, 2, 8, 4, True)],
+    4: [(1024, 4, 4, 3, False, 1), (512, 4, 8, 4, True, 1), (256, 8, 8, 4, True, 1), (1024, 8, 2, 6, False, 4)],
+    8: [(512, 4, 4, 4, True, 1), (256, 8, 4, 4, True, 1), (512, 2, 8, 3, True, 1), (512, 2, 8, 4, True, 1),
+        (1024, 4, 2, 3, True, 2), (1024, 4, 2, 4, False, 2)],
 }
 
 
 def _bulk_name(dtype, cfg) -> str:
-    g, v, c, stages, wb = cfg
-    return f"kk::norm_bulk<{CXX_TYPE[dtype]}, {g}, {v}, {c}, {stages}, {'true' if wb else 'false'}>"
+    g, v, c, stages, wb, chunks = cfg
+    return f"kk::norm_bulk<{CXX_TYPE[dtype]}, {g}, {v}, {c}, {stages}, {'true' if wb else 'false'}, {chunks}>"
 
 
 def _bulk_kernels(dtype) -> tuple[Kernel, ...]:
@@ -109,8 +110,9 @@ def _bulk_config(dtype, len_: int):
 
 def _bulk_shared(cfg, weight: bool, bias: bool) -> int:
     """Bytes of dynamic shared memory: the ring, then the staged weight and bias slices."""
-    g, v, _c, stages, wb = cfg
-    return (stages + (int(weight) + int(bias) if wb else 0)) * g * v * 16
+    g, v, _c, stages, wb, chunks = cfg
+    slice_bytes = g * v * 16
+    return stages * slice_bytes // chunks + (int(weight) + int(bias) if wb else 0) * slice_bytes
 
 
 def _welford(dtype) -> Kernel:
@@ -167,7 +169,7 @@ def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
         launch(kernel, rows, LOOP_BLOCK, x.data_ptr(), out.data_ptr(), wp, bp, len_, *flags, device_index=dev)
         return
     args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, *flags)
-    if len(cfg) == 5:  # norm_bulk: persistent clusters, the ring of stages in dynamic shared memory
+    if len(cfg) == 6:  # norm_bulk: persistent clusters, the ring of stages in dynamic shared memory
         block, cluster = cfg[0], cfg[2]
         shmem = _bulk_shared(cfg, w is not None, b is not None)
         allow_shared(kernel, shmem, dev)

@@ -1,5 +1,6 @@
 """A small workload for compute-sanitizer racecheck (slow on 1024-thread kernels): every bulk norm
 configuration and the cluster softmax once on a few rows, checked against torch."""
+import os
 import sys
 
 import torch
@@ -8,7 +9,8 @@ import kernelkit
 from kernelkit.ops._rowwise import per_vec
 
 norm = sys.modules["kernelkit.ops.norm"]
-for dt in (torch.float32, torch.float16):
+DTYPES = [getattr(torch, d) for d in os.environ.get("KK_RACE_DTYPES", "float32,float16").split(",")]
+for dt in DTYPES:
     n = per_vec(dt)
     for cfg in sorted(set(norm.BULK[n].values()) | set(norm.BULK_SPARES[n])):
         norm._bulk_config = lambda _d, _n, c=cfg: c

@@ -80,14 +80,14 @@ _SPILLING = {4: frozenset({(1024, 8, 1)}), 8: frozenset({(1024, 4, 1), (1024, 4,
 # row. Measured on an H100 (benchmarks/reduction_tuning.py, results/reduction-run7*.json): NOTES.md.
 BULK = {
     4: {65536: (1024, 2, 8, 4, True, 1), 131072: (1024, 4, 8, 3, False, 1)},
-    8: {65536: (1024, 4, 2, 3, False, 1), 131072: (1024, 4, 4, 3, False, 1)},
+    8: {65536: (1024, 4, 2, 3, True, 2), 131072: (1024, 4, 4, 3, False, 1)},
 }
 BULK_FROM = 32768  # rows longer than this take norm_bulk where it applies (shorter: one CTA a row)
 # measured alternatives, compiled and tested with the rung
 BULK_SPARES = {
     4: [(1024, 4, 4, 3, False, 1), (512, 4, 8, 4, True, 1), (256, 8, 8, 4, True, 1), (1024, 8, 2, 6, False, 4)],
     8: [(512, 4, 4, 4, True, 1), (256, 8, 4, 4, True, 1), (512, 2, 8, 3, True, 1), (512, 2, 8, 4, True, 1),
-        (1024, 4, 2, 3, True, 2), (1024, 4, 2, 4, False, 2)],
+        (1024, 4, 2, 3, False, 1), (1024, 4, 2, 4, False, 2)],
 }
 
 

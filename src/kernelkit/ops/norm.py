@@ -77,7 +77,8 @@ _SPILLING = {4: frozenset({(1024, 8, 1)}), 8: frozenset({(1024, 4, 1), (1024, 4,
 # and bias staged in shared memory, copies a slice) by capacity. Each CTA's slice of a row is copied
 # into a ring of shared-memory stages by bulk copies issued `stages` copies ahead (csrc/bulk.cuh); the
 # cluster's statistics are pushed into each CTA's shared memory (ClusterShare), no cluster barrier per
-# row. Measured on an H100 (benchmarks/reduction_tuning.py, results/reduction-run7*.json): NOTES.md.
+# row. Measured on an H100 (benchmarks/reduction_tuning.py, results/reduction-run7*.json, -run9.json):
+# benchmarks/NOTES.md.
 BULK = {
     4: {65536: (1024, 2, 8, 4, True, 1), 131072: (1024, 4, 8, 3, False, 1)},
     8: {65536: (1024, 4, 2, 3, True, 2), 131072: (1024, 4, 4, 3, False, 1)},

@@ -1,0 +1,196 @@
+// The row statistics of layer_norm and rms_norm (norm.cu's kernels): Welford states merged by Chan's
+// formula over warps, blocks and clusters, the (mean, rstd) of a row slice held in registers, and the
+// output vector with weight and bias.
+#pragma once
+#include "reduce.cuh"
+
+namespace kk {
+
+// Welford state; merge is Chan et al.'s pairwise update (exact in count order, fixed here by the
+// fixed shuffle pattern).
+struct Welford {
+  float n, mean, m2;
+  __device__ __forceinline__ void add(float x) {
+    n += 1.0f;
+    const float d = x - mean;
+    mean += d / n;
+    m2 += d * (x - mean);
+  }
+  __device__ __forceinline__ static Welford merge(Welford a, Welford b) {
+    const float n = a.n + b.n;
+    if (n == 0.0f) return a;
+    const float d = b.mean - a.mean, fb = __fdividef(b.n, n);
+    return {n, a.mean + d * fb, a.m2 + b.m2 + d * d * a.n * fb};
+  }
+  __device__ __forceinline__ Welford shfl_xor(int o) const {
+    return {__shfl_xor_sync(0xffffffffu, n, o), __shfl_xor_sync(0xffffffffu, mean, o),
+            __shfl_xor_sync(0xffffffffu, m2, o)};
+  }
+};
+
+// Butterfly merge over the W lanes of an aligned group (W a power of two <= 32), as warp_allreduce.
+template <int W = 32>
+__device__ __forceinline__ Welford warp_welford(Welford w) {
+#pragma unroll
+  for (int o = W / 2; o > 0; o >>= 1) w = Welford::merge(w, w.shfl_xor(o));
+  return w;
+}
+
+template <int kBlock>
+__device__ __forceinline__ Welford block_welford(Welford w, float* smem /* 96 floats */) {
+  w = warp_welford(w);
+  constexpr int kWarps = kBlock / 32;
+  if constexpr (kWarps > 1) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+      smem[warp] = w.n;
+      smem[32 + warp] = w.mean;
+      smem[64 + warp] = w.m2;
+    }
+    __syncthreads();
+    const int i = lane & (kWarps - 1);  // a full copy per group of kWarps lanes: all lanes get the result
+    w = warp_welford<kWarps>(Welford{smem[i], smem[32 + i], smem[64 + i]});
+    __syncthreads();
+  }
+  return w;
+}
+
+// Over a group of kGroup threads sharing a row: a warp slice (shuffles only) or the whole block.
+template <int kGroup>
+__device__ __forceinline__ Welford group_welford(Welford w, float* smem /* 96 floats */) {
+  if constexpr (kGroup <= 32) {
+    return warp_welford<kGroup>(w);
+  } else {
+    return block_welford<kGroup>(w, smem);
+  }
+}
+
+// y = (x - mean) * rstd * w + b, with w = 1 and b = 0 where absent.
+template <typename T>
+__device__ __forceinline__ T norm_out(float x, float mean, float rstd, const T* w, const T* b, i64 i) {
+  float y = (x - mean) * rstd;
+  if (w) y *= to_float(w[i]);
+  if (b) y += to_float(b[i]);
+  return from_float<T>(y);
+}
+
+// 1 / sqrt(mean(x^2) + eps). A row holding inf gets rstd 0: its finite elements give 0 and the inf
+// NaN, torch's formula and what torch's rms_norm gives for rows of 1000 elements (for 7 it gives a
+// NaN row: torch itself differs by row length, so kernelkit keeps the formula).
+__device__ __forceinline__ float rms_rstd(float ss, i64 len, float eps) { return rsqrtf(ss / (float)len + eps); }
+
+// Elements of slice r (of kSlice) of a row of len: what slice r's mean was taken over.
+__device__ __forceinline__ float slice_count(i64 len, int r, i64 slice) {
+  return (float)max((i64)0, min(slice, len - r * slice));
+}
+
+// (mean, rstd) of the row whose slice this thread group holds in `x` (its kVecs vectors of N values,
+// converted to float once; n valid elements in the slice, rem of them from this thread's first one;
+// kVec: whole vectors are valid or not, so the bounds are checked per vector, not per element).
+// Clusters exchange (sum of squares) or (slice mean, M2) through `share` (one push per CTA per row).
+template <int kGroup, int kCluster, bool kVec, bool kChan = (kCluster == 1), int kVecs, int N>
+__device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, int rem, i64 len, i64 slice,
+                                            float eps, int rms, float* smem, ClusterShare<kCluster>& share) {
+  constexpr int kStride = kGroup * N;  // as RowTile: elements between a thread's vectors
+  const auto valid = [rem](int k, int j) { return k * kStride + (kVec ? 0 : j) < rem; };
+  if (rms) {
+    float ss = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const float v = x[k][j];
+        ss += v * v;
+      }
+    ss = group_allreduce<SumOp, kGroup>(ss, smem);
+    if constexpr (kCluster > 1) {
+      const float2* all = share.share(make_float2(ss, 0.0f));
+      ss = 0.0f;
+#pragma unroll
+      for (int r = 0; r < kCluster; ++r) ss += all[r].x;
+    }
+    return {0.0f, rms_rstd(ss, len, eps)};
+  }
+  float sum = 0.0f;  // this thread's values (padding reads as 0)
+#pragma unroll
+  for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+    for (int j = 0; j < N; ++j) sum += x[k][j];
+  const auto squared_deviations = [&](float about) {  // over this thread's valid values
+    float acc = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k)
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const float d = x[k][j] - about;
+        if (valid(k, j)) acc += d * d;
+      }
+    return acc;
+  };
+  float mine, m2;  // this slice's mean and sum of squared deviations from it
+  if constexpr (kChan) {
+    // each thread's (count, mean, M2) over its own elements (two passes over registers), then one
+    // Chan merge over the group: one reduction round (one barrier pair) where a mean followed by
+    // the squared deviations from it takes two. (The register-tile cluster kernels keep the two
+    // rounds: the merge's extra registers spill there at their 64-register budget.)
+    float cnt = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) cnt += (float)max(0, min(N, rem - k * kStride));
+    const float own = cnt > 0.0f ? __fdividef(sum, cnt) : 0.0f;
+    const Welford w = group_welford<kGroup>(Welford{cnt, own, squared_deviations(own)}, smem);
+    mine = w.mean;
+    m2 = w.m2;
+  } else {
+    const float total = group_allreduce<SumOp, kGroup>(sum, smem);
+    mine = n > 0 ? total / (float)n : 0.0f;
+    m2 = group_allreduce<SumOp, kGroup>(squared_deviations(mine), smem);
+  }
+  float mean = mine;
+  if constexpr (kCluster > 1) {  // Chan: mean = sum n_r mean_r / len, M2 = sum M2_r + n_r (mean_r - mean)^2
+    // volatile: read from shared memory at each use rather than held in 2 x kCluster registers
+    const volatile float2* all = share.share(make_float2(mine, m2));
+    float total = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) total += slice_count(len, r, slice) * all[r].x;
+    mean = total / (float)len;
+    m2 = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) {
+      const float d = all[r].x - mean;
+      m2 += all[r].y + slice_count(len, r, slice) * d * d;
+    }
+  }
+  return {mean, rsqrtf(m2 / (float)len + eps)};
+}
+
+// One output vector: (x - mean) * rstd, times the weight and plus the bias where present.
+template <typename T, int N>
+__device__ __forceinline__ void affine(Vec<T, N>& o, const float (&x)[N], float2 st, const Vec<T, N>& wv,
+                                       const Vec<T, N>& bv, const T* weight, const T* bias) {
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    float y = (x[j] - st.x) * st.y;
+    if (weight && bias) {
+      y = fmaf(y, to_float(wv.v[j]), to_float(bv.v[j]));
+    } else {
+      if (weight) y *= to_float(wv.v[j]);
+      if (bias) y += to_float(bv.v[j]);
+    }
+    o.v[j] = from_float<T>(y);
+  }
+}
+
+// 16 bytes from shared memory by a volatile load: the compiler may not hoist it out of the row loop
+// into registers (which is what staging in shared memory avoids).
+template <typename V>
+__device__ __forceinline__ V lds_volatile(const V* p) {
+  static_assert(sizeof(V) == 16, "16-byte shared loads");
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  uint4 r;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(a));
+  V v;
+  memcpy(&v, &r, 16);
+  return v;
+}
+
+}  // namespace kk

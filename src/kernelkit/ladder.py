@@ -35,6 +35,7 @@ class Kernel:
     arch_suffix: str = ""
     min_sm: int = 0  # compiled for every arch, launched (and its claims held) from this SM version on
     sass: tuple[str, ...] = ()  # SASS opcode prefixes the kernel relies on (e.g. "UBLKCP": bulk copies)
+    dyn_shared: int = 0  # bytes of dynamic shared memory at launch (the most it asks for): occupancy
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,7 @@ def analyze_op(op_name: str, arch: str = "sm_90", dtypes: Iterable[torch.dtype] 
         m = b.mangled(k.name)
         c, r, p = cens[m], res[m], ptx.get(m)
         regs = p.registers if p and p.registers else r.registers
-        occ = theoretical_occupancy(arch, k.block, max(regs, 1), r.shared)
+        occ = theoretical_occupancy(arch, k.block, max(regs, 1), r.shared + k.dyn_shared)
         reports.append(KernelReport(
             variant=v.name, dtype=dt, params=params, kernel=k, mangled=m, registers=regs,
             spill_bytes=(p.spill_stores + p.spill_loads) if p else 0, stack=r.stack, shared=r.shared,
@@ -125,7 +125,7 @@ def inspect_op(op_name: str, arch: str = "sm_90", dtypes=None) -> list[dict]:
             "regs": r.registers,
             "spills": r.spill_bytes,
             "stack": r.stack,
-            "smem": r.shared,
+            "smem": r.shared + r.kernel.dyn_shared,
             "ldg": _widths(r.load_widths),
             "stg": _widths(r.store_widths),
             "tensor_core": tc or "-",
@@ -138,7 +138,7 @@ def inspect_op(op_name: str, arch: str = "sm_90", dtypes=None) -> list[dict]:
 
 COLUMNS = [
     ("variant", "rung", None), ("dtype", "dtype", None), ("kernel", "kernel", None),
-    ("regs", "regs", None), ("spills", "spill B", None), ("stack", "stack B", None), ("smem", "smem B", None),
+    ("regs", "regs", None), ("spills", "spill B", None), ("stack", "stack B", None), ("smem", "smem B (static + dynamic)", None),
     ("ldg", "global loads (bits:count)", None), ("stg", "global stores", None),
     ("tensor_core", "MMA", None), ("block", "block", None), ("occupancy", "occupancy", None),
     ("claims", "SASS vs claim", None),

@@ -102,7 +102,8 @@ def _bulk_kernels(dtype) -> tuple[Kernel, ...]:
     cfgs = sorted(set(BULK[n].values()) | set(BULK_SPARES.get(n, ())))
     # 32 values a thread at 1024 threads (64 registers): ptxas spills some bytes for bf16 (allowed)
     return tuple(Kernel(SRC, _bulk_name(dtype, c), 128, 128, block=c[0], min_sm=90, sass=("UBLKCP",),
-                        spills=c[0] == 1024 and c[1] * n > 16) for c in cfgs)
+                        spills=c[0] == 1024 and c[1] * n > 16, dyn_shared=_bulk_shared(c, True, True))
+                 for c in cfgs)
 
 
 def _bulk_config(dtype, len_: int):

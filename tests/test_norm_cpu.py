@@ -1,0 +1,38 @@
+"""The norms' host-side tables, without a GPU: every bulk-copy configuration is launchable on sm_90
+(shared memory, whole vectors per copy, 16-byte copies) and the table picks what it claims."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import kernelkit  # noqa: E402,F401  (registers the ops)
+from kernelkit.ops import norm  # noqa: E402
+
+SM90_MAX_DYNAMIC_SHARED = 227 * 1024
+STATIC_SHARED = 1024  # norm_bulk's own: reductions, slots, mbarriers (640 bytes measured by inspect)
+
+
+@pytest.mark.parametrize("n", [4, 8])
+def test_every_bulk_configuration_fits_and_copies_whole_vectors(n):
+    for cfg in set(norm.BULK[n].values()) | set(norm.BULK_SPARES[n]):
+        threads, vecs, cluster, stages, staged, chunks = cfg
+        assert vecs % chunks == 0, cfg  # each copy holds whole vectors of every thread
+        chunk_bytes = threads * vecs * 16 // chunks
+        assert chunk_bytes % 16 == 0, cfg  # cp.async.bulk moves multiples of 16 bytes
+        shared = norm._bulk_shared(cfg, True, True)
+        assert shared == stages * chunk_bytes + (2 * threads * vecs * 16 if staged else 0)
+        assert shared + STATIC_SHARED <= SM90_MAX_DYNAMIC_SHARED, (cfg, shared)
+        assert cluster in (1, 2, 4, 8) and threads <= 1024
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_bulk_table_picks_the_smallest_holding_configuration(dtype):
+    n = 4 if dtype == torch.float32 else 8  # elements per 16-byte vector
+    table = norm.BULK[n]
+    for cap, cfg in table.items():
+        threads, vecs, cluster = cfg[:3]
+        assert threads * vecs * n * cluster >= cap, cfg  # the configuration holds its rows
+    assert norm._bulk_config(dtype, 40000) == table[65536]
+    assert norm._bulk_config(dtype, 65536) == table[65536]
+    assert norm._bulk_config(dtype, 65537) == table[131072]
+    assert norm._bulk_config(dtype, 131073) is None  # longer rows: welford
+    assert norm._bulk_name(dtype, table[65536]).startswith("kk::norm_bulk<")

@@ -85,17 +85,7 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   const int rem = n - p.lane * N;
   T* const ws = reinterpret_cast<T*>(staged) + p.lane * N;  // this thread's staged elements
   T* const bs = ws + kSlice;
-  if constexpr (kStage) {
-    Tile s;
-    if (weight) {
-      s.template load<kVec>(weight + col, rem, from_float<T>(1.0f));
-      s.template store<true>(ws, rem);
-    }
-    if (bias) {
-      s.template load<kVec>(bias + col, rem, from_float<T>(0.0f));
-      s.template store<true>(bs, rem);
-    }
-  }
+  if constexpr (kStage) stage_weight_bias<kVec, Tile>(weight, bias, col, rem, ws, bs);
   const i64 first = kGroup <= 32 ? (i64)blockIdx.x * kUnits : (i64)blockIdx.x / kCluster;
   const i64 stride = kGroup <= 32 ? (i64)gridDim.x * kUnits : (i64)gridDim.x / kCluster;
   const int unit = kGroup <= 32 ? threadIdx.x / kGroup : 0;
@@ -136,9 +126,7 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
         if (bias) bv = lds_volatile(reinterpret_cast<const V*>(bs + off));
       } else if constexpr (kVec) {
         // a vector past the row reads the row's first one (never stored): no predicated loads
-        const i64 at = Tile::valid(k, 0, rrem) ? col + off : 0;
-        if (weight) wv = load_vec(reinterpret_cast<const V*>(weight + at));
-        if (bias) bv = load_vec(reinterpret_cast<const V*>(bias + at));
+        load_weight_bias(wv, bv, weight, bias, Tile::valid(k, 0, rrem) ? col + off : 0);
       } else {
 #pragma unroll
         for (int j = 0; j < N; ++j) {
@@ -201,17 +189,7 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   const int n = (int)max((i64)0, min((i64)kSlice, len - (i64)rank * kSlice));
   const int rem = n - threadIdx.x * N;
   const i64 first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
-  if constexpr (kStageWB) {  // read by the same thread only: the barrier in ring.init() suffices
-    Tile st;
-    if (weight) {
-      st.template load<true>(weight + col, rem, from_float<T>(1.0f));
-      st.template store<true>(ws, rem);
-    }
-    if (bias) {
-      st.template load<true>(bias + col, rem, from_float<T>(0.0f));
-      st.template store<true>(bs, rem);
-    }
-  }
+  if constexpr (kStageWB) stage_weight_bias<true, Tile>(weight, bias, col, rem, ws, bs);
   ClusterShare<kCluster> share{slots, pushed, rank};
   share.init();
   ring.init();
@@ -254,15 +232,12 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     Tile t;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      // a vector past the row reads the row's first one (never stored): no predicated loads
-      const i64 at = Tile::valid(k, 0, rem) ? col + k * Tile::kStride : 0;
       V wv, bv;
       if constexpr (kStageWB) {
         if (weight) wv = load_vec(reinterpret_cast<const V*>(ws + k * Tile::kStride));
         if (bias) bv = load_vec(reinterpret_cast<const V*>(bs + k * Tile::kStride));
-      } else {
-        if (weight) wv = load_vec(reinterpret_cast<const V*>(weight + at));
-        if (bias) bv = load_vec(reinterpret_cast<const V*>(bias + at));
+      } else {  // a vector past the row reads the row's first one (never stored): no predicated loads
+        load_weight_bias(wv, bv, weight, bias, Tile::valid(k, 0, rem) ? col + k * Tile::kStride : 0);
       }
       affine(t.v[k], xs[k], st, wv, bv, weight, bias);
     }

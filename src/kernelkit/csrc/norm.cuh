@@ -180,6 +180,28 @@ __device__ __forceinline__ void affine(Vec<T, N>& o, const float (&x)[N], float2
   }
 }
 
+// Each thread copies its own elements of weight and bias (where present) into shared memory at ws and
+// bs (its slots of the staged slices): read back by the same thread only, so no barrier is needed.
+template <bool kVec, typename Tile, typename T>
+__device__ __forceinline__ void stage_weight_bias(const T* weight, const T* bias, i64 col, int rem, T* ws, T* bs) {
+  Tile s;
+  if (weight) {
+    s.template load<kVec>(weight + col, rem, from_float<T>(1.0f));
+    s.template store<true>(ws, rem);
+  }
+  if (bias) {
+    s.template load<kVec>(bias + col, rem, from_float<T>(0.0f));
+    s.template store<true>(bs, rem);
+  }
+}
+
+// The weight and bias vectors (where present) at element `at` of a row, from global memory.
+template <typename V, typename T>
+__device__ __forceinline__ void load_weight_bias(V& wv, V& bv, const T* weight, const T* bias, i64 at) {
+  if (weight) wv = load_vec(reinterpret_cast<const V*>(weight + at));
+  if (bias) bv = load_vec(reinterpret_cast<const V*>(bias + at));
+}
+
 // 16 bytes from shared memory by a volatile load: the compiler may not hoist it out of the row loop
 // into registers (which is what staging in shared memory avoids).
 template <typename V>

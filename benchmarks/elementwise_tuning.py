@@ -168,7 +168,7 @@ def main(argv=None) -> int:
                 sh = occupancy_limiter(0, lim) if lim else 0
                 rec("relu", f"2^28 {str(dt)[6:]} fast tune", f"block={block}{f' limit {lim}/SM' if lim else ''}",
                     lambda b=block, sh=sh: launch(k, -(-(nvec + 1) // b), b, out.data_ptr(), x.data_ptr(), N,
-                                                  np.int32(0), shmem=sh), 2 * N * x.element_size())
+                                                  0, shmem=sh), 2 * N * x.element_size())
             del x, out
 
     if want("saxpy"):

@@ -36,7 +36,7 @@ for n, (dtype, ct, f) in itertools.product(SIZES, FUNCTORS):
         blocks = -(-nvec // (block * U))
         if cap:
             blocks = min(blocks, cap * sms)
-        t = time_cuda(lambda: launch(k, blocks, block, out.data_ptr(), x.data_ptr(), n, np.int32(0)), max_seconds=0.5)
+        t = time_cuda(lambda: launch(k, blocks, block, out.data_ptr(), x.data_ptr(), n, 0), max_seconds=0.5)
         res.append((nbytes / t.seconds / 1e9, U, block, cap, stream))
     res.sort(reverse=True)
     print(dtype, n, "best 8:")

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
 import torch
 
 from ..ladder import FLOAT_DTYPES, Kernel, Variant
@@ -27,6 +26,10 @@ RUNG_BLOCKS_PER_SM = 32  # grid cap for the teaching rungs: enough resident warp
 FAST_UNROLL = 1
 FAST_BLOCK = 256
 FAST_STREAMING = "false"  # evict-first loads/stores measured no better (2991 vs 3026 GB/s fp32)
+# 512-thread blocks from 128 MiB of input: at 2^28 elements 512 beat 256 in interleaved rounds
+# (relu fp16 3004 vs 2995 GB/s, fp32 3024 vs 3017; benchmarks/NOTES.md), at 2^24 256 stays ahead
+FAST_BLOCK_LARGE = 512
+LARGE_BYTES = 1 << 27
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,9 @@ class UnarySpec:
 
     source: str
     functor: Callable[..., str]  # functor(dtype, fast: bool, **params) -> C++ type name
+    # the fast rung applies functor.pair to 16-bit lanes two at a time (no fp32 round trip); only
+    # for ops whose 16-bit arithmetic is exact (max, negation), never for GELU's polynomial
+    packed_fast: bool = False
 
 
 def _kernels(spec: UnarySpec, kind: str, width: int, dtype, **params) -> tuple[Kernel, ...]:
@@ -50,11 +56,14 @@ def _kernels(spec: UnarySpec, kind: str, width: int, dtype, **params) -> tuple[K
     if kind == "pairs":
         p = width // 32
         return (Kernel(spec.source, f"kk::unary_pairs<{CXX_PAIR[dtype]}, {p}, {f}>", width, width),)
+    packed = spec.packed_fast and dtype != F32
+    sass = ("HMNMX2",) if packed else ()  # the packed claim, for the one packed op so far (ReLU's max)
+    pk = "true" if packed else "false"
     return (  # fast: input aligned like the output (16-byte loads), or not (element loads)
-        Kernel(spec.source, f"kk::unary_fast<{ct}, {f}, {FAST_UNROLL}, true, {FAST_STREAMING}>", 128, 128,
-               block=FAST_BLOCK),
-        Kernel(spec.source, f"kk::unary_fast<{ct}, {f}, {FAST_UNROLL}, false, {FAST_STREAMING}>", None, 128,
-               block=FAST_BLOCK),
+        Kernel(spec.source, f"kk::unary_fast<{ct}, {f}, {FAST_UNROLL}, true, {FAST_STREAMING}, {pk}>", 128, 128,
+               block=FAST_BLOCK, sass=sass),
+        Kernel(spec.source, f"kk::unary_fast<{ct}, {f}, {FAST_UNROLL}, false, {FAST_STREAMING}, {pk}>", None, 128,
+               block=FAST_BLOCK, sass=sass),
     )
 
 
@@ -101,37 +110,42 @@ class _Plan:
     kernels: tuple  # loaded cuda.core kernels, in the order of the rung's Kernel records
     names: tuple[str, ...]
     block: int
+    esize: int  # bytes per element
 
 
 _plans: dict[tuple, _Plan] = {}
+NO_PARAMS: dict = {}
 
 
 def _plan(spec: UnarySpec, variant: Variant, dtype: torch.dtype, dev: int, params: dict) -> _Plan:
-    key = (spec.source, variant.name, dtype, dev, *params.values())  # ops pass params in a fixed order
-    plan = _plans.get(key)
-    if plan is None:
-        recs = variant.kernels(dtype, **params)
-        names = tuple(k.name for k in recs)
-        loaded = tuple(get_kernel(k.source, k.name, device_index=dev, names=names) for k in recs)
-        kind, width = variant.params["kind"], variant.params["width"]
-        bits = torch.finfo(dtype).bits
-        per_item = {"scalar": 1, "fast": 128 // bits}.get(kind, width // bits if width else 1)
-        plan = _plans[key] = _Plan(kind, per_item, loaded, names, recs[0].block)
+    recs = variant.kernels(dtype, **params)
+    names = tuple(k.name for k in recs)
+    loaded = tuple(get_kernel(k.source, k.name, device_index=dev, names=names) for k in recs)
+    kind, width = variant.params["kind"], variant.params["width"]
+    bits = torch.finfo(dtype).bits
+    per_item = {"scalar": 1, "fast": 128 // bits}.get(kind, width // bits if width else 1)
+    plan = _Plan(kind, per_item, loaded, names, recs[0].block, bits // 8)
+    _plans[(spec.source, variant.name, dtype, dev, *params.values())] = plan  # ops pass params in a fixed order
     return plan
 
 
-def run_unary(spec: UnarySpec, variant: Variant, x: torch.Tensor, out: torch.Tensor, **params) -> None:
-    """Launch ``variant`` computing out = f(x); both contiguous, same dtype, same numel (> 0)."""
-    n = x.numel()
+def run_unary(spec: UnarySpec, variant: Variant, x: torch.Tensor, out: torch.Tensor, params: dict = NO_PARAMS) -> None:
+    """Launch ``variant`` computing out = f(x); both contiguous, same dtype, same numel (> 0).
+
+    The hot path of every eager unary call, kept to a few dict lookups and integer operations.
+    """
     dev = x.get_device()
-    p = _plan(spec, variant, x.dtype, dev, params)
+    p = _plans.get((spec.source, variant.name, x.dtype, dev, *params.values()))
+    if p is None:
+        p = _plan(spec, variant, x.dtype, dev, params)
+    n = x.numel()
     xp, op = x.data_ptr(), out.data_ptr()
     if p.kind == "fast":
-        esize = x.element_size()
-        head = min(n, ((-op) % 16) // esize)
-        k = p.kernels[0] if (xp - op) % 16 == 0 else p.kernels[1]
-        blocks = max(1, -(-((n - head) // p.per_item + 1) // p.block))  # whole tensor, one vector a thread
-        launch(k, blocks, p.block, op, xp, n, np.int32(head), name=p.names[0], device_index=dev)
+        head = min(n, ((-op) & 15) // p.esize)  # elements before out's first 16-byte boundary
+        # the grid covers the tensor, one vector a thread; the epilogue's < per_item threads fit in block 0
+        block = FAST_BLOCK_LARGE if n * p.esize >= LARGE_BYTES else p.block
+        blocks = (n - head) // (p.per_item * block) + 1
+        launch(p.kernels[(xp - op) & 15 != 0], blocks, block, op, xp, n, head, name=p.names[0], device_index=dev)
         return
     blocks = grid_for(max(n // p.per_item, 1), p.block, dev, RUNG_BLOCKS_PER_SM)
     args = (op, xp, n // 2, n) if p.kind == "pairs" else (op, xp, n)

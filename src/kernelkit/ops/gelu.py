@@ -33,22 +33,22 @@ def _bytes(x: torch.Tensor, approximate: str = "tanh") -> int:
     return 2 * x.numel() * x.element_size()  # read x once, write out once
 
 
-def _launch(x: torch.Tensor, out: torch.Tensor, approximate: str, variant: Optional[str]) -> None:
-    v = pick_variant(OP, variant, x.dtype, x, out)
-    run_unary(SPEC, v, x, out, approximate=approximate)
+_PARAMS = {a: {"approximate": a} for a in APPROXIMATIONS}  # built once: run_unary's plan key reads them
 
 
 def _gelu_into(x: torch.Tensor, out: torch.Tensor, approximate: str, variant: Optional[str]) -> None:
     """out <- gelu(x) for any x and out layout (non-contiguous ones go through a contiguous copy)."""
+    params = _PARAMS.get(approximate)
+    if params is None:  # reachable through torch.ops.kernelkit.gelu_out, which gelu() does not guard
+        raise ValueError(f"gelu: approximate must be 'tanh' or 'none', got {approximate!r}")
     if x.numel() == 0:
         return
     xc = x.contiguous()
-    if out.is_contiguous():
-        _launch(xc, out, approximate, variant)
-    else:
-        tmp = torch.empty_like(xc)
-        _launch(xc, tmp, approximate, variant)
-        out.copy_(tmp)
+    target = out if out.is_contiguous() else torch.empty_like(xc)
+    v = OP.default_variant if variant is None else pick_variant(OP, variant, x.dtype, xc, target)
+    run_unary(SPEC, v, xc, target, params)
+    if target is not out:
+        out.copy_(target)
 
 
 @torch.library.custom_op("kernelkit::gelu_out", mutates_args=("out",))

@@ -11,7 +11,7 @@ from ._unary import UnarySpec, run_unary, unary_ladder
 
 __all__ = ["relu"]
 
-SPEC = UnarySpec(source="relu.cu", functor=lambda dtype, fast, **params: "kk::Relu")
+SPEC = UnarySpec(source="relu.cu", functor=lambda dtype, fast, **params: "kk::Relu", packed_fast=True)
 
 
 def _relu_into(x: torch.Tensor, out: torch.Tensor, variant: Optional[str]) -> None:
@@ -19,7 +19,7 @@ def _relu_into(x: torch.Tensor, out: torch.Tensor, variant: Optional[str]) -> No
         return
     xc = x.contiguous()
     target = out if out.is_contiguous() else torch.empty_like(xc)
-    v = pick_variant(OP, variant, x.dtype, xc, target)
+    v = OP.default_variant if variant is None else pick_variant(OP, variant, x.dtype, xc, target)
     run_unary(SPEC, v, xc, target)
     if target is not out:
         out.copy_(target)

@@ -10,6 +10,8 @@ import os
 import threading
 from typing import Sequence
 
+import torch
+
 from .compiler import compile_source
 from .errors import KernelLaunchError
 
@@ -23,8 +25,6 @@ _SYNC = os.environ.get("KERNELKIT_SYNC", "0") not in ("", "0")
 
 def device_arch(device_index: int | None = None) -> str:
     """``sm_XY`` of a CUDA device (the current one by default)."""
-    import torch
-
     major, minor = torch.cuda.get_device_capability(device_index)
     return f"sm_{major}{minor}"
 
@@ -71,26 +71,19 @@ def get_kernel(
     return kern
 
 
-_cc_launch = None  # cuda.core.launch, bound on first use (importing inside the hot path costs ~1 us)
-_raw_stream = None  # torch._C._cuda_getCurrentRawStream: ~0.2 us, where torch.cuda.current_stream() costs ~8
+try:  # bound once at import: an import or attribute lookup inside the hot path costs ~1 us a call
+    from cuda.core import launch as _cc_launch
+except ImportError:  # pragma: no cover - cuda.core is a dependency; compile-only tools still import
+    _cc_launch = None
 
 
-def _bind() -> None:
-    global _cc_launch, _raw_stream
-    import torch
-    from cuda.core import launch as cc_launch
-
-    _raw_stream = torch._C._cuda_getCurrentRawStream
-    _cc_launch = cc_launch
+# torch's current stream handle: ~0.2 us, where torch.cuda.current_stream() costs ~8
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent from CPU-only builds
 
 
 def current_stream(device_index: int | None = None):
     """cuda.core Stream for torch's current stream on a device, cached by handle."""
-    if _raw_stream is None:
-        _bind()
     if device_index is None:
-        import torch
-
         device_index = torch.cuda.current_device()
     handle = _raw_stream(device_index)
     s = _streams.get(handle)
@@ -113,11 +106,15 @@ def launch(kernel, grid, block, *args, shmem: int = 0, name: str = "kernel", dev
     sizes); pass numpy scalars for 32-bit or float parameters. A launch failure raises
     KernelLaunchError naming the kernel; KERNELKIT_SYNC=1 also synchronises after the launch so
     that a fault inside the kernel is reported against it.
+
+    This is every op's hot path, written for a small host cost: two dict lookups and the launch.
     """
     cfg = _configs.get((grid, block, shmem))
     if cfg is None:
         cfg = _make_config(grid, block, shmem)
-    stream = current_stream(device_index)
+    stream = _streams.get(_raw_stream(device_index)) if device_index is not None else None
+    if stream is None:
+        stream = current_stream(device_index)
     try:
         _cc_launch(stream, cfg, kernel, *args)
     except Exception as exc:

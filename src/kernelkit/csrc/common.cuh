@@ -27,11 +27,6 @@ template <> __device__ __forceinline__ __nv_bfloat162 splat2<__nv_bfloat162>(flo
   return __float2bfloat162_rn(x);
 }
 
-// The packed pair type of a 16-bit element type (__half -> __half2, __nv_bfloat16 -> __nv_bfloat162).
-template <typename T> struct PairOf;
-template <> struct PairOf<__half> { using type = __half2; };
-template <> struct PairOf<__nv_bfloat16> { using type = __nv_bfloat162; };
-
 // N elements of T moved as one aligned access (16 bytes -> LDG.E.128 / STG.E.128).
 template <typename T, int N>
 struct alignas(sizeof(T) * N) Vec {

@@ -11,8 +11,7 @@
 //   unary_pairs   P packed pairs per access (half2 math; 32-, 64- or 128-bit accesses), scalar tail
 //   unary_fast    16-byte vectors, U of them in flight per thread, prologue/main/epilogue so that any
 //                 output alignment works; the input is read as vectors when it shares the output's
-//                 misalignment, element by element (still coalesced) when it does not. kPacked: 16-bit
-//                 lanes go through op.pair two at a time, for ops exact in 16-bit arithmetic (ReLU).
+//                 misalignment, element by element (still coalesced) when it does not.
 #pragma once
 #include "common.cuh"
 
@@ -59,7 +58,7 @@ __global__ void unary_pairs(T2* __restrict__ out, const T2* __restrict__ in, i64
   if (t < n - done) outs[done + t] = from_float<T>(op(to_float(ins[done + t])));
 }
 
-template <typename T, typename Op, int U, bool kInAligned, bool kStreaming = false, bool kPacked = false>
+template <typename T, typename Op, int U, bool kInAligned, bool kStreaming = false>
 __global__ void unary_fast(T* __restrict__ out, const T* __restrict__ in, i64 n, i64 head) {
   constexpr int N = 16 / sizeof(T);
   using V = Vec<T, N>;
@@ -91,15 +90,8 @@ __global__ void unary_fast(T* __restrict__ out, const T* __restrict__ in, i64 n,
     for (int u = 0; u < U; ++u) {
       const i64 i = base + u * stride;
       if (i < nvec) {
-        if constexpr (kPacked) {  // 16-bit pairs through op.pair: no conversions (ops exact in 16 bits)
-          using T2 = typename PairOf<T>::type;
-          T2* pairs = reinterpret_cast<T2*>(v[u].v);
 #pragma unroll
-          for (int j = 0; j < N / 2; ++j) pairs[j] = op.pair(pairs[j]);
-        } else {
-#pragma unroll
-          for (int j = 0; j < N; ++j) v[u].v[j] = from_float<T>(op(to_float(v[u].v[j])));
-        }
+        for (int j = 0; j < N; ++j) v[u].v[j] = from_float<T>(op(to_float(v[u].v[j])));
         store16<kStreaming>(ov + i, v[u]);
       }
     }
@@ -109,46 +101,5 @@ __global__ void unary_fast(T* __restrict__ out, const T* __restrict__ in, i64 n,
   if (t < n - done) out[done + t] = from_float<T>(op(to_float(in[done + t])));
 }
 
-
-// unary_tile: the fast rung's layout question, block-contiguous rather than grid-strided. Block b
-// handles the U * blockDim consecutive vectors starting at b * U * blockDim (thread t: vectors
-// t, t + blockDim, ...), so each block streams one contiguous stretch of DRAM; the grid covers the
-// tensor and there is no loop.
-template <typename T, typename Op, int U, bool kInAligned>
-__global__ void unary_tile(T* __restrict__ out, const T* __restrict__ in, i64 n, i64 head) {
-  constexpr int N = 16 / sizeof(T);
-  using V = Vec<T, N>;
-  const Op op{};
-  const i64 t = global_thread();
-  if (t < head) out[t] = from_float<T>(op(to_float(in[t])));
-  const i64 nvec = (n - head) / N;
-  V* __restrict__ ov = reinterpret_cast<V*>(out + head);
-  const T* __restrict__ x = in + head;
-  const i64 base = (i64)blockIdx.x * blockDim.x * U + threadIdx.x;
-  V v[U];
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const i64 i = base + (i64)u * blockDim.x;
-    if (i < nvec) {
-      if constexpr (kInAligned) {
-        v[u] = load_vec(reinterpret_cast<const V*>(x) + i);
-      } else {
-#pragma unroll
-        for (int j = 0; j < N; ++j) v[u].v[j] = x[i * N + j];
-      }
-    }
-  }
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const i64 i = base + (i64)u * blockDim.x;
-    if (i < nvec) {
-#pragma unroll
-      for (int j = 0; j < N; ++j) v[u].v[j] = from_float<T>(op(to_float(v[u].v[j])));
-      store_vec(ov + i, v[u]);
-    }
-  }
-  const i64 done = head + nvec * N;
-  if (t < n - done) out[done + t] = from_float<T>(op(to_float(in[done + t])));
-}
 
 }  // namespace kk

@@ -38,9 +38,6 @@ class UnarySpec:
 
     source: str
     functor: Callable[..., str]  # functor(dtype, fast: bool, **params) -> C++ type name
-    # the fast rung applies functor.pair to 16-bit lanes two at a time (no fp32 round trip); only
-    # for ops whose 16-bit arithmetic is exact (max, negation), never for GELU's polynomial
-    packed_fast: bool = False
 
 
 def _kernels(spec: UnarySpec, kind: str, width: int, dtype, **params) -> tuple[Kernel, ...]:
@@ -56,14 +53,11 @@ def _kernels(spec: UnarySpec, kind: str, width: int, dtype, **params) -> tuple[K
     if kind == "pairs":
         p = width // 32
         return (Kernel(spec.source, f"kk::unary_pairs<{CXX_PAIR[dtype]}, {p}, {f}>", width, width),)
-    packed = spec.packed_fast and dtype != F32
-    sass = ("HMNMX2",) if packed else ()  # the packed claim, for the one packed op so far (ReLU's max)
-    pk = "true" if packed else "false"
     return (  # fast: input aligned like the output (16-byte loads), or not (element loads)
-        Kernel(spec.source, f"kk::unary_fast<{ct}, {f}, {FAST_UNROLL}, true, {FAST_STREAMING}, {pk}>", 128, 128,
-               block=FAST_BLOCK, sass=sass),
-        Kernel(spec.source, f"kk::unary_fast<{ct}, {f}, {FAST_UNROLL}, false, {FAST_STREAMING}, {pk}>", None, 128,
-               block=FAST_BLOCK, sass=sass),
+        Kernel(spec.source, f"kk::unary_fast<{ct}, {f}, {FAST_UNROLL}, true, {FAST_STREAMING}>", 128, 128,
+               block=FAST_BLOCK),
+        Kernel(spec.source, f"kk::unary_fast<{ct}, {f}, {FAST_UNROLL}, false, {FAST_STREAMING}>", None, 128,
+               block=FAST_BLOCK),
     )
 
 

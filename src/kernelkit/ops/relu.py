@@ -11,7 +11,7 @@ from ._unary import UnarySpec, run_unary, unary_ladder
 
 __all__ = ["relu"]
 
-SPEC = UnarySpec(source="relu.cu", functor=lambda dtype, fast, **params: "kk::Relu", packed_fast=True)
+SPEC = UnarySpec(source="relu.cu", functor=lambda dtype, fast, **params: "kk::Relu")
 
 
 def _relu_into(x: torch.Tensor, out: torch.Tensor, variant: Optional[str]) -> None:

@@ -89,6 +89,28 @@ def test_time_cuda_control_flow_on_cpu(monkeypatch):
     assert 10 <= t.reps <= 15 and t.median_ms >= 9.0
 
 
+
+def test_time_interleaved_runs_functions_in_turn(monkeypatch):
+    """Each repetition runs every function once, in order, each after its own flush; each gets its own
+    Timing, and a slow function's times do not leak into a fast one's."""
+    order, flushes = [], []
+    fakes = {"is_available": lambda: True, "current_device": lambda: 0, "Event": _fake_event,
+             "current_stream": lambda device=None: object(), "synchronize": lambda device=None: None,
+             "get_device_properties": lambda d: types.SimpleNamespace(L2_cache_size=1 << 20)}
+    for name, fake in fakes.items():
+        monkeypatch.setattr(timing.torch.cuda, name, fake)
+    monkeypatch.setattr(timing, "_scratch", lambda d: types.SimpleNamespace(zero_=lambda: flushes.append(1)))
+    fast = lambda i: order.append(("a", i))  # noqa: E731
+    slow = lambda: (order.append(("b", None)), time.sleep(0.004))  # noqa: E731
+    ta, tb = timing.time_interleaved([fast, slow], warmup=2, reps=10, working_set_bytes=1024)
+    assert ta.reps == tb.reps == 10
+    timed = order[4:]  # after warm-up: a0 b, a1 b
+    assert timed == [x for i in range(10) for x in (("a", i), ("b", None))]
+    assert len(flushes) == 2 + 20  # the second warm-up round, then before every timed call
+    assert tb.median_ms >= 3.5 > ta.median_ms
+    with pytest.raises(ValueError):
+        timing.time_interleaved([])
+
 # ---------------------------------------------------------------- ceilings cache
 FAKE_INFO = {"device": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sm_count": 132, "torch_cuda": "13.0"}
 
@@ -247,3 +269,20 @@ def test_time_cuda_real_op():
 def test_copy_bandwidth_large(monkeypatch, tmp_path):
     monkeypatch.setenv("KERNELKIT_CACHE_DIR", str(tmp_path))
     assert copy_bandwidth(None) > 100.0 and ceilings.cache_path().is_file()
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_run_ladder_pairs_every_rung_with_torch():
+    """Every timed rung carries a vs_torch from its own interleaved run; the torch row is the run
+    beside the default rung, so the default rung's vs_torch equals the two rows' time ratio."""
+    import kernelkit
+    from kernelkit.bench.ladder_run import run_ladder
+
+    res = run_ladder("relu", (4097,), torch.float32, with_compile=False, max_seconds=0.02)
+    rows = {r["name"]: r for r in res["rows"]}
+    timed = [r for r in res["rows"] if r["name"] != "torch eager" and r["median_us"]]
+    assert {r["name"] for r in timed} == {v.name for v in kernelkit.ladder("relu") if torch.float32 in v.dtypes}
+    assert all(r["vs_torch"] > 0 for r in timed)
+    fast, eager = rows["fast"], rows["torch eager"]
+    assert fast["vs_torch"] == pytest.approx(eager["median_us"] / fast["median_us"])

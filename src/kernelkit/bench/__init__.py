@@ -16,11 +16,12 @@ from .ceilings import (
 )
 from .report import atomic_write_json, environment, print_table, render_table, write_json
 from .roofline import RooflinePoint, plot_bandwidth_bars, plot_roofline
-from .timing import Timing, l2_cache_bytes, should_flush_l2, summarize_times, time_cuda
+from .timing import Timing, l2_cache_bytes, should_flush_l2, summarize_times, time_cuda, time_interleaved
 
 __all__ = [
     "Timing",
     "time_cuda",
+    "time_interleaved",
     "summarize_times",
     "should_flush_l2",
     "l2_cache_bytes",

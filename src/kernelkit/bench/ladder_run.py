@@ -1,7 +1,9 @@
 """Run one op's whole ladder on one input: every rung, torch eager and torch.compile.
 
 Every rung is first checked against the float64 reference (a rung that computes the wrong answer
-is reported, never timed), then timed with ``time_cuda`` on the same input. Rates are judged against
+is reported, never timed), then timed on the same input in turn with torch eager
+(``time_interleaved``): each rung's ``vs_torch`` compares two runs made under the same conditions,
+and the torch eager row is the run beside the op's default rung. Rates are judged against
 the measured ceilings: the large-buffer copy bandwidth and a copy of the same byte count.
 """
 from __future__ import annotations
@@ -15,7 +17,7 @@ import torch
 from .. import reference
 from ..ladder import get_op
 from .ceilings import copy_bandwidth
-from .timing import time_cuda
+from .timing import time_cuda, time_interleaved
 
 
 @dataclass
@@ -80,6 +82,13 @@ def run_ladder(
     def measure(fn) -> float:
         return time_cuda(fn, working_set_bytes=nbytes, max_seconds=max_seconds).median_us
 
+    torch_fn = lambda: op.torch_fn(*args, **kwargs, **params)  # noqa: E731
+
+    def measure_against_torch(fn) -> tuple[float, float]:
+        # in turn with torch, so both see the same output placement and clocks (timing.time_interleaved)
+        mine, theirs = time_interleaved([fn, torch_fn], working_set_bytes=nbytes, max_seconds=2 * max_seconds)
+        return mine.median_us, theirs.median_us
+
     def fill(row: Row, us: float) -> Row:
         row.median_us = us
         row.gbs = nbytes / us / 1e3
@@ -88,9 +97,26 @@ def run_ladder(
         row.pct_copy_same_bytes = 100 * row.gbs / copy_same
         return row
 
-    torch_rows = []
-    torch_us = measure(lambda: op.torch_fn(*args, **kwargs, **params))
-    torch_rows.append(fill(Row("torch eager", "the torch expression users write today"), torch_us))
+    rows, prev, torch_us = [], None, None
+    for v in op.variants_for(dtype):
+        row = Row(v.name, v.technique)
+        try:
+            row.error = _check(op, v.name, args, kwargs, params)
+            if row.error is None:
+                us, paired_torch_us = measure_against_torch(lambda v=v: op.call(*args, variant=v.name, **kwargs, **params))
+                fill(row, us)
+                row.vs_torch = paired_torch_us / us
+                if v.default or torch_us is None:  # the torch row: its run beside the default rung
+                    torch_us = paired_torch_us
+        except Exception as exc:  # e.g. a rung whose alignment or shape constraint the input misses
+            row.error = f"{type(exc).__name__}: {exc}"[:300]
+        if row.median_us:
+            row.vs_prev = prev / row.median_us if prev else None
+            prev = row.median_us
+        rows.append(row)
+
+    torch_rows = [fill(Row("torch eager", "the torch expression users write today"),
+                       torch_us if torch_us is not None else measure(torch_fn))]
     if with_compile:
         try:
             compiled = torch.compile(op.torch_fn)
@@ -98,21 +124,6 @@ def run_ladder(
                                    measure(lambda: compiled(*args, **kwargs, **params))))
         except Exception as exc:  # Inductor needs a working toolchain; report, don't fail the ladder
             torch_rows.append(Row("torch.compile", "torch.compile of that expression", error=str(exc)[:200]))
-
-    rows, prev = [], None
-    for v in op.variants_for(dtype):
-        row = Row(v.name, v.technique)
-        try:
-            row.error = _check(op, v.name, args, kwargs, params)
-            if row.error is None:
-                fill(row, measure(lambda v=v: op.call(*args, variant=v.name, **kwargs, **params)))
-        except Exception as exc:  # e.g. a rung whose alignment or shape constraint the input misses
-            row.error = f"{type(exc).__name__}: {exc}"[:300]
-        if row.median_us:
-            row.vs_torch = torch_us / row.median_us
-            row.vs_prev = prev / row.median_us if prev else None
-            prev = row.median_us
-        rows.append(row)
     return {
         "op": op_name,
         "shape": list(shape),

@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 
 import torch
 
-__all__ = ["Timing", "summarize_times", "should_flush_l2", "time_cuda", "l2_cache_bytes"]
+__all__ = ["Timing", "summarize_times", "should_flush_l2", "time_cuda", "time_interleaved", "l2_cache_bytes"]
 
 MIN_REPS = 10
 
@@ -163,39 +163,65 @@ def time_cuda(
     ``fn`` may take one positional argument, the repetition index, so callers can
     rotate through several input buffers.  See the module docstring for the method.
     """
+    return time_interleaved([fn], warmup=warmup, reps=reps, flush_l2=flush_l2,
+                            working_set_bytes=working_set_bytes, max_seconds=max_seconds)[0]
+
+
+def time_interleaved(
+    fns: Sequence[Callable[[int], None] | Callable[[], None]],
+    *,
+    warmup: int = 10,
+    reps: int = 100,
+    flush_l2: bool | None = None,
+    working_set_bytes: int | None = None,
+    max_seconds: float = 2.0,
+) -> list[Timing]:
+    """Time several functions under the same conditions: each repetition runs them in turn.
+
+    Why: two kernels timed one after the other can differ by a few percent for reasons that are
+    neither kernel's (clock drift, and above all where the caching allocator places the output:
+    on an H100 a 32 MB output landing elsewhere moved a memory-bound kernel by 2.5%). Run in turn,
+    each call gets the block the previous call freed, so the functions compared see the same
+    placement and the same moment. ``max_seconds`` bounds the whole loop.
+    """
     if not torch.cuda.is_available():
         raise RuntimeError("time_cuda needs a CUDA device (torch.cuda.is_available() is False)")
     if reps < 1:
         raise ValueError("reps must be >= 1")
-    call: Callable[[int], object] = fn if _wants_index(fn) else (lambda _i: fn())  # type: ignore[misc]
+    if not fns:
+        raise ValueError("time_interleaved needs at least one function")
+    calls = [fn if _wants_index(fn) else (lambda _i, fn=fn: fn()) for fn in fns]
     device = torch.cuda.current_device()
     stream = torch.cuda.current_stream(device)
     flush = should_flush_l2(flush_l2, working_set_bytes, l2_cache_bytes(device))
     scratch = _scratch(device) if flush else None
 
-    # Warm-up.  The first call may compile, so the estimate uses only the later ones
+    # Warm-up.  The first calls may compile, so the estimate uses only the later ones
     # (wall clock: it includes launch overhead and the flush, like the real loop).
-    per_rep_ms: float | None = None
+    per_round_ms: float | None = None
     if warmup > 0:
-        call(0)
+        for call in calls:
+            call(0)
         torch.cuda.synchronize(device)
         t0 = time.perf_counter()
         for i in range(1, warmup):
-            if scratch is not None:
-                scratch.zero_()
-            call(i)
+            for call in calls:
+                if scratch is not None:
+                    scratch.zero_()
+                call(i)
         torch.cuda.synchronize(device)
         if warmup > 1:
-            per_rep_ms = (time.perf_counter() - t0) * 1e3 / (warmup - 1)
-    n = plan_reps(reps, per_rep_ms, max_seconds)
+            per_round_ms = (time.perf_counter() - t0) * 1e3 / (warmup - 1)
+    n = plan_reps(reps, per_round_ms, max_seconds)
 
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    starts = [[torch.cuda.Event(enable_timing=True) for _ in range(n)] for _ in calls]
+    ends = [[torch.cuda.Event(enable_timing=True) for _ in range(n)] for _ in calls]
     for i in range(n):
-        if scratch is not None:
-            scratch.zero_()  # same stream, so it finishes before the start event
-        starts[i].record(stream)
-        call(i)
-        ends[i].record(stream)
+        for j, call in enumerate(calls):
+            if scratch is not None:
+                scratch.zero_()  # same stream, so it finishes before the start event
+            starts[j][i].record(stream)
+            call(i)
+            ends[j][i].record(stream)
     torch.cuda.synchronize(device)
-    return summarize_times([s.elapsed_time(e) for s, e in zip(starts, ends)])
+    return [summarize_times([s.elapsed_time(e) for s, e in zip(st, en)]) for st, en in zip(starts, ends)]

@@ -34,7 +34,7 @@ def summary_lines(op_name: str, results: list[dict]) -> list[str]:
         lines.append(
             f"| {op_name} | {res['dtype']} | {shape} | {best['name']} | {best['median_us']:.1f} | "
             f"{best['gbs']:.0f} | {best['pct_copy']:.1f}% | {best['pct_copy_same_bytes']:.1f}% | "
-            f"{torch_row['gbs']:.0f} | {best['vs_torch']:.2f}x |"
+            f"{torch_row['gbs']:.0f} | {best['vs_torch']:.3f}x |"
         )
     return lines
 

@@ -15,7 +15,6 @@ OP = os.environ.get("KK_OP", "gelu")
 SIZES = [int(v) for v in os.environ.get("KK_SIZES", str(1 << 24)).split(",")]
 DTYPES = [getattr(torch, d) for d in os.environ.get("KK_DTYPES", "float16,bfloat16,float32").split(",")]
 BLOCKS = [int(v) for v in os.environ.get("KK_BLOCKS", "128,256,512,1024").split(",")]
-HINTS = [int(v) for v in os.environ.get("KK_HINTS", "0").split(",")]  # common.cuh load16_hint
 CT = {torch.float32: "float", torch.float16: "__half", torch.bfloat16: "__nv_bfloat16"}
 FUNCTOR = {"relu": lambda d: "kk::Relu",
            "gelu": lambda d: "kk::GeluTanh" if d == torch.float32 else "kk::GeluTanhFast"}[OP]
@@ -23,14 +22,13 @@ THEIRS = {"gelu": lambda x: torch.nn.functional.gelu(x, approximate="tanh"), "re
 
 for n, dtype in itertools.product(SIZES, DTYPES):
     xs = [torch.randn(n, device="cuda", dtype=dtype) for _ in range(4)]
+    k = get_kernel(f"{OP}.cu", f"kk::unary_fast<{CT[dtype]}, {FUNCTOR(dtype)}, 1, true, false>", device_index=0)
     nvec = n * xs[0].element_size() // 16
     fns, names = [lambda i: THEIRS(xs[i % 4])], ["torch"]
-    for b, h in itertools.product(BLOCKS, HINTS):
-        k = get_kernel(f"{OP}.cu", f"kk::unary_fast<{CT[dtype]}, {FUNCTOR(dtype)}, 1, true, false, {h}>",
-                       device_index=0)
-        fns.append(lambda i, b=b, k=k: launch(k, nvec // b + 1, b, torch.empty_like(xs[i % 4]).data_ptr(),
-                                              xs[i % 4].data_ptr(), n, 0))
-        names.append(f"fast block={b} load hint={h}")
+    for b in BLOCKS:
+        fns.append(lambda i, b=b: launch(k, nvec // b + 1, b, torch.empty_like(xs[i % 4]).data_ptr(),
+                                         xs[i % 4].data_ptr(), n, 0))
+        names.append(f"fast block={b}")
     nbytes = 2 * n * xs[0].element_size()
     times = time_interleaved(fns, working_set_bytes=nbytes, reps=400, max_seconds=3.0)
     print(f"{OP} {dtype} n={n} ({times[0].reps} rounds, 4 input copies):")

@@ -80,30 +80,6 @@ __device__ __forceinline__ void store16(V* p, const V& v) {
   }
 }
 
-// 16-byte global loads with an L2 eviction hint for data read once (kHint): 0 none, 1 ld.global.cs
-// (evict-first in L1 and L2), 2 an L2::evict_first cache policy (createpolicy; L1 as usual). Reading
-// with evict-first makes the input's lines the first victims when L2 is full, rather than dirty lines
-// that would have to be written back to DRAM first.
-template <int kHint, typename V>
-__device__ __forceinline__ V load16_hint(const V* p) {
-  static_assert(sizeof(V) == 16, "load16_hint moves 16 bytes");
-  if constexpr (kHint == 0) {
-    return load_vec(p);
-  } else if constexpr (kHint == 1) {
-    int4 r = __ldcs(reinterpret_cast<const int4*>(p));
-    return *reinterpret_cast<V*>(&r);
-  } else {
-    unsigned long long policy;
-    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-    uint4 r;
-    asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(policy));
-    V v;
-    memcpy(&v, &r, 16);
-    return v;
-  }
-}
-
 // 64-bit global thread index and grid size: element counts may pass 2^31.
 __device__ __forceinline__ i64 global_thread() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ i64 grid_threads() { return (i64)gridDim.x * blockDim.x; }

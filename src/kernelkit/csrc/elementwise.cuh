@@ -58,7 +58,7 @@ __global__ void unary_pairs(T2* __restrict__ out, const T2* __restrict__ in, i64
   if (t < n - done) outs[done + t] = from_float<T>(op(to_float(ins[done + t])));
 }
 
-template <typename T, typename Op, int U, bool kInAligned, bool kStreaming = false, int kLoadHint = 0>
+template <typename T, typename Op, int U, bool kInAligned, bool kStreaming = false>
 __global__ void unary_fast(T* __restrict__ out, const T* __restrict__ in, i64 n, i64 head) {
   constexpr int N = 16 / sizeof(T);
   using V = Vec<T, N>;
@@ -79,11 +79,7 @@ __global__ void unary_fast(T* __restrict__ out, const T* __restrict__ in, i64 n,
       const i64 i = base + u * stride;
       if (i < nvec) {
         if constexpr (kInAligned) {
-          if constexpr (kLoadHint != 0) {
-            v[u] = load16_hint<kLoadHint>(reinterpret_cast<const V*>(x) + i);
-          } else {
-            v[u] = load16<kStreaming>(reinterpret_cast<const V*>(x) + i);
-          }
+          v[u] = load16<kStreaming>(reinterpret_cast<const V*>(x) + i);
         } else {
 #pragma unroll
           for (int j = 0; j < N; ++j) v[u].v[j] = x[i * N + j];

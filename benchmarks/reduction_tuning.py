@@ -35,7 +35,9 @@ ALTS = {
     # (3 numbers);
     # runs 5-6 measured the alternatives at 4K and 8K rows (results/reduction-run6.json)
     ("norm", 4): {65536: [(1024, 8, 2, 6, False, 4), (512, 4, 8, 4, True, 1)]},
-    ("norm", 8): {65536: [(1024, 4, 2, 3, True, 2), (1024, 4, 2, 4, False, 2), (512, 2, 8, 3, True, 1)]},
+    ("norm", 8): {65536: [(1024, 4, 2, 3, True, 2), (1024, 4, 2, 4, False, 2), (512, 2, 8, 3, True, 1)],
+                  # session 9: 32K rows by bulk copies against one 1024-thread CTA a row
+                  32768: [(512, 4, 2, 3, True, 1), (512, 2, 4, 2, False, 1), (512, 2, 4, 3, True, 1)]},
 }
 
 
@@ -210,12 +212,16 @@ def sec_rows(res, alts: bool, a):
                 cap = min(c for c in tab if c >= shape[1])
                 default = base = tab[cap]
                 bulk = fam == "norm" and mod._bulk_config(dt, shape[1]) is not None
-                if bulk:
-                    default, own = mod._bulk_config(dt, shape[1]), mod._bulk_config
+                bulk_default = bulk and shape[1] > mod.BULK_FROM
+                own, own_from = (mod._bulk_config, mod.BULK_FROM) if fam == "norm" else (None, None)
+                if bulk_default:
+                    default = mod._bulk_config(dt, shape[1])
                 for cfg in ALTS[(fam, per_vec(dt))].get(shape[1], []):
                     assert cfg[0] * cfg[1] * cfg[2] * per_vec(dt) >= shape[1], cfg
                     if bulk:  # a bulk configuration, or (3 numbers) the register-tile table without bulk
                         mod._bulk_config = (lambda _d, _n, c=cfg: c if len(c) == 6 else None)
+                        if len(cfg) == 6:  # rows the dispatch would give one CTA each
+                            mod.BULK_FROM = 0
                     if len(cfg) == 3:
                         tab[cap] = cfg
                     mod._plans.clear()
@@ -227,7 +233,7 @@ def sec_rows(res, alts: bool, a):
                         continue
                     finally:
                         if bulk:
-                            mod._bulk_config = own
+                            mod._bulk_config, mod.BULK_FROM = own, own_from
                         tab[cap] = base
                         mod._plans.clear()
                     res.append(dict(section="alts", op=op, dtype=str(dt)[6:], shape=list(shape), config=list(cfg),

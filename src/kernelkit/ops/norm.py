@@ -91,7 +91,10 @@ BULK_SPARES = {
         (1024, 4, 2, 3, False, 1), (1024, 4, 2, 4, False, 2),
         # 32K 16-bit rows (one 1024-thread CTA a row today, 1 CTA an SM: layer_norm 88.6% of copy,
         # rms_norm 97.3%): clusters of 2 or 4 whose CTAs fit twice an SM, or weight and bias staged
-        (512, 4, 2, 3, True, 1), (512, 2, 4, 2, False, 1), (512, 2, 4, 3, True, 1)],
+        (512, 4, 2, 3, True, 1), (512, 2, 4, 2, False, 1), (512, 2, 4, 3, True, 1),
+        # ... or one persistent 1024-thread CTA a row with weight and bias staged (128 KB) and the row
+        # arriving in chunks (the register-tile CTA reads both from L1/L2 at every row)
+        (1024, 4, 1, 2, True, 2), (1024, 4, 1, 3, True, 4)],
 }
 
 

@@ -212,16 +212,13 @@ def sec_rows(res, alts: bool, a):
                 cap = min(c for c in tab if c >= shape[1])
                 default = base = tab[cap]
                 bulk = fam == "norm" and mod._bulk_config(dt, shape[1]) is not None
-                bulk_default = bulk and shape[1] > mod.BULK_FROM
-                own, own_from = (mod._bulk_config, mod.BULK_FROM) if fam == "norm" else (None, None)
-                if bulk_default:
-                    default = mod._bulk_config(dt, shape[1])
+                own = mod._bulk_for if fam == "norm" else None
+                if fam == "norm" and mod._bulk_for(dt, shape[1], op == "rms_norm") is not None:
+                    default = mod._bulk_for(dt, shape[1], op == "rms_norm")
                 for cfg in ALTS[(fam, per_vec(dt))].get(shape[1], []):
                     assert cfg[0] * cfg[1] * cfg[2] * per_vec(dt) >= shape[1], cfg
                     if bulk:  # a bulk configuration, or (3 numbers) the register-tile table without bulk
-                        mod._bulk_config = (lambda _d, _n, c=cfg: c if len(c) == 6 else None)
-                        if len(cfg) == 6:  # rows the dispatch would give one CTA each
-                            mod.BULK_FROM = 0
+                        mod._bulk_for = (lambda _d, _n, _r, c=cfg: c if len(c) == 6 else None)
                     if len(cfg) == 3:
                         tab[cap] = cfg
                     mod._plans.clear()
@@ -233,7 +230,7 @@ def sec_rows(res, alts: bool, a):
                         continue
                     finally:
                         if bulk:
-                            mod._bulk_config, mod.BULK_FROM = own, own_from
+                            mod._bulk_for = own
                         tab[cap] = base
                         mod._plans.clear()
                     res.append(dict(section="alts", op=op, dtype=str(dt)[6:], shape=list(shape), config=list(cfg),

@@ -36,3 +36,16 @@ def test_bulk_table_picks_the_smallest_holding_configuration(dtype):
     assert norm._bulk_config(dtype, 65537) == table[131072]
     assert norm._bulk_config(dtype, 131073) is None  # longer rows: welford
     assert norm._bulk_name(dtype, table[65536]).startswith("kk::norm_bulk<")
+
+
+def test_layer_norm_alone_takes_bulk_copies_for_32k_16bit_rows():
+    """16K-32K aligned 16-bit rows: layer_norm by bulk copies (weight and bias staged), rms_norm and
+    fp32 by the register tile; longer rows by the shared bulk table for both."""
+    cfg = norm.BULK_LAYER_NORM[8][32768]
+    assert norm._bulk_for(torch.float16, 32768, rms=False) == cfg
+    assert norm._bulk_for(torch.bfloat16, 20000, rms=False) == cfg
+    assert norm._bulk_for(torch.float16, 16384, rms=False) is None
+    assert norm._bulk_for(torch.float16, 32768, rms=True) is None
+    assert norm._bulk_for(torch.float32, 32768, rms=False) is None
+    assert norm._bulk_for(torch.float16, 65536, rms=True) == norm.BULK[8][65536]
+    assert cfg in norm.BULK_SPARES[8]  # compiled, claim-checked and GPU-tested with the rung

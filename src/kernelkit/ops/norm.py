@@ -84,6 +84,12 @@ BULK = {
     8: {65536: (1024, 4, 2, 3, True, 2), 131072: (1024, 4, 4, 3, False, 1)},
 }
 BULK_FROM = 32768  # rows longer than this take norm_bulk where it applies (shorter: one CTA a row)
+# layer_norm's 16-bit rows of 16K-32K: one persistent CTA a row by bulk copies with weight and bias
+# staged in shared memory. Session 9 (results/reduction-run10.json), 32768^2 fp16: layer_norm 2683 ->
+# 2832 GB/s (88.8% -> 93.7% of copy); rms_norm, with no bias to read, stays faster as a register tile
+# (2939 vs 2887), so this table is layer_norm's alone.
+BULK_LAYER_NORM = {8: {32768: (1024, 4, 1, 3, True, 4)}}
+BULK_LAYER_NORM_FROM = 16384
 # measured alternatives, compiled and tested with the rung
 BULK_SPARES = {
     4: [(1024, 4, 4, 3, False, 1), (512, 4, 8, 4, True, 1), (256, 8, 8, 4, True, 1), (1024, 8, 2, 6, False, 4)],
@@ -114,6 +120,15 @@ def _bulk_kernels(dtype) -> tuple[Kernel, ...]:
 
 def _bulk_config(dtype, len_: int):
     return pick(len_, BULK[per_vec(dtype)])
+
+
+def _bulk_for(dtype, len_: int, rms: bool):
+    """The bulk-copy configuration for an aligned row on sm_90, or None (a register-tile kernel)."""
+    if len_ > BULK_FROM:
+        return _bulk_config(dtype, len_)
+    if not rms and len_ > BULK_LAYER_NORM_FROM:
+        return pick(len_, BULK_LAYER_NORM.get(per_vec(dtype), {}))
+    return None
 
 
 def _bulk_shared(cfg, weight: bool, bias: bool) -> int:
@@ -147,13 +162,13 @@ def _extras(cfg):
 _plans: dict[tuple, tuple] = {}
 
 
-def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool):
-    key = (v.name, dtype, dev, len_, vec, PREFETCH)
+def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool):
+    key = (v.name, dtype, dev, len_, vec, rms, PREFETCH)
     plan = _plans.get(key)
     if plan is None:
         kind = v.params["kind"]
-        if kind == "fast" and vec and len_ > BULK_FROM and has_clusters(dev):
-            cfg = _bulk_config(dtype, len_)
+        if kind == "fast" and vec and has_clusters(dev):
+            cfg = _bulk_for(dtype, len_, rms)
             if cfg is not None:
                 plan = _plans[key] = (NAMES.load(_bulk_name(dtype, cfg), dtype, dev), cfg)
                 return plan
@@ -169,7 +184,7 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool):
 def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
     dev = x.get_device()
     vec = vec_ok(len_, x.dtype, x, out, w, b)
-    kernel, cfg = _plan(v, x.dtype, dev, len_, vec)
+    kernel, cfg = _plan(v, x.dtype, dev, len_, vec, rms)
     wp = w.data_ptr() if w is not None else 0
     bp = b.data_ptr() if b is not None else 0
     flags = (np.float32(eps), np.int32(rms))

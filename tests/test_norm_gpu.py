@@ -161,7 +161,7 @@ def test_every_configuration(dtype, monkeypatch):
             cap = cfg[0] * cfg[1] * cfg[2] * n
             for prefetch in (f[0] for f in mod._extras(cfg)):
                 monkeypatch.setattr(mod, "pick", lambda _len, _tab, c=cfg: c)
-                monkeypatch.setattr(mod, "_bulk_config", lambda _dt, _len: None)
+                monkeypatch.setattr(mod, "_bulk_for", lambda _dt, _len, _rms: None)
                 monkeypatch.setattr(mod, "PREFETCH", prefetch)
                 mod._plans.clear()
                 for len_ in {cap, max(1, cap - n - 1)}:

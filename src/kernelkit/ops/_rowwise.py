@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from ..ladder import Kernel
@@ -207,11 +206,3 @@ def launch_cluster(kernel, blocks: int, block: int, cluster: int, *args, dev: in
         launch(current_stream(dev), cfg, kernel, *args)
     except Exception as exc:
         raise KernelLaunchError(f"cluster launch (grid={blocks}, block={block}, cluster={cluster}) failed: {exc}") from exc
-
-
-def i32(v: int) -> np.int32:
-    return np.int32(v)
-
-
-def f32(v: float) -> np.float32:
-    return np.float32(v)

@@ -17,7 +17,8 @@ import torch
 from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
 from ..runtime import launch
 from ._common import CXX_TYPE, check_out, check_tensor, pick_variant, sm_count
-from ._rowwise import SourceNames, f32, i32, per_vec
+from ._launch_util import f32, i32
+from ._rowwise import SourceNames, per_vec
 
 __all__ = ["sum", "mean", "amax", "amin"]
 

@@ -61,7 +61,7 @@ def _kernels(spec: UnarySpec, kind: str, width: int, dtype, **params) -> tuple[K
     )
 
 
-def unary_ladder(spec: UnarySpec, *, pair_rungs: bool = True) -> tuple[Variant, ...]:
+def unary_ladder(spec: UnarySpec, *, pair_rungs: bool = True, fast_note: str = "") -> tuple[Variant, ...]:
     """scalar, float2, float4, [half2 x 32/64/128-bit, bf16x2 x 32/64/128-bit], fast (the default)."""
 
     def rung(name, technique, dtypes, kind, width=0, align=0, default=False):
@@ -89,8 +89,9 @@ def unary_ladder(spec: UnarySpec, *, pair_rungs: bool = True) -> tuple[Variant, 
                 rung(f"{tag}_x4", f"{tag} SIMD math, four pairs per 128-bit access", (dt,), "pairs", 128, 16),
             ]
     rungs.append(
-        rung("fast", "one 16-byte access per thread over a grid covering the tensor, prologue/main/epilogue "
-             "for any alignment, hardware tanh for 16-bit types", FLOAT_DTYPES, "fast", default=True)
+        rung("fast", "one 16-byte access per thread over a grid covering the tensor (256-thread blocks, 512 "
+             "from 128 MiB of input), prologue/main/epilogue for any alignment" + fast_note, FLOAT_DTYPES, "fast",
+             default=True)
     )
     return tuple(rungs)
 

@@ -98,7 +98,7 @@ OP = register(
     Op(
         name="gelu",
         family="elementwise",
-        variants=unary_ladder(SPEC),
+        variants=unary_ladder(SPEC, fast_note=", hardware tanh for 16-bit types"),
         bytes_moved=_bytes,
         flops=_flops,
         call=gelu,

@@ -69,15 +69,23 @@ def _fake_event(enable_timing=False):
     return ev
 
 
-def test_time_cuda_control_flow_on_cpu(monkeypatch):
-    """time_cuda's loop with CUDA faked: events read the host clock, flushes are counted."""
-    flushes, seen, calls = [], [], []
+def _fake_cuda(monkeypatch) -> list:
+    """CUDA faked for the timing loop: events read the host clock; returns the list each L2 flush
+    appends to."""
+    flushes = []
     fakes = {"is_available": lambda: True, "current_device": lambda: 0, "Event": _fake_event,
              "current_stream": lambda device=None: object(), "synchronize": lambda device=None: None,
              "get_device_properties": lambda d: types.SimpleNamespace(L2_cache_size=1 << 20)}
     for name, fake in fakes.items():
         monkeypatch.setattr(timing.torch.cuda, name, fake)
     monkeypatch.setattr(timing, "_scratch", lambda d: types.SimpleNamespace(zero_=lambda: flushes.append(1)))
+    return flushes
+
+
+def test_time_cuda_control_flow_on_cpu(monkeypatch):
+    """time_cuda's loop with CUDA faked: events read the host clock, flushes are counted."""
+    seen, calls = [], []
+    flushes = _fake_cuda(monkeypatch)
     t = timing.time_cuda(lambda i: seen.append(i), warmup=3, reps=12, working_set_bytes=1024)
     assert t.reps == 12 and t.median_ms >= 0 and seen == [0, 1, 2] + list(range(12))
     assert len(flushes) == 2 + 12  # warm-up after the first call, then every rep
@@ -89,17 +97,11 @@ def test_time_cuda_control_flow_on_cpu(monkeypatch):
     assert 10 <= t.reps <= 15 and t.median_ms >= 9.0
 
 
-
 def test_time_interleaved_runs_functions_in_turn(monkeypatch):
     """Each repetition runs every function once, in order, each after its own flush; each gets its own
     Timing, and a slow function's times do not leak into a fast one's."""
-    order, flushes = [], []
-    fakes = {"is_available": lambda: True, "current_device": lambda: 0, "Event": _fake_event,
-             "current_stream": lambda device=None: object(), "synchronize": lambda device=None: None,
-             "get_device_properties": lambda d: types.SimpleNamespace(L2_cache_size=1 << 20)}
-    for name, fake in fakes.items():
-        monkeypatch.setattr(timing.torch.cuda, name, fake)
-    monkeypatch.setattr(timing, "_scratch", lambda d: types.SimpleNamespace(zero_=lambda: flushes.append(1)))
+    order = []
+    flushes = _fake_cuda(monkeypatch)
     fast = lambda i: order.append(("a", i))  # noqa: E731
     slow = lambda: (order.append(("b", None)), time.sleep(0.004))  # noqa: E731
     ta, tb = timing.time_interleaved([fast, slow], warmup=2, reps=10, working_set_bytes=1024)

@@ -10,9 +10,9 @@ from typing import Callable
 
 import torch
 
-from ..ladder import FLOAT_DTYPES, Kernel, Variant
+from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant
 from ..runtime import get_kernel, launch
-from ._common import CXX_PAIR, CXX_TYPE, grid_for
+from ._common import CXX_PAIR, CXX_TYPE, grid_for, pick_variant
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 BLOCK = 256
@@ -145,3 +145,17 @@ def run_unary(spec: UnarySpec, variant: Variant, x: torch.Tensor, out: torch.Ten
     blocks = grid_for(max(n // p.per_item, 1), p.block, dev, RUNG_BLOCKS_PER_SM)
     args = (op, xp, n // 2, n) if p.kind == "pairs" else (op, xp, n)
     launch(p.kernels[0], blocks, p.block, *args, name=p.names[0], device_index=dev)
+
+
+def unary_into(spec: UnarySpec, op: Op, x: torch.Tensor, out: torch.Tensor, variant: str | None,
+               params: dict = NO_PARAMS) -> None:
+    """out <- f(x) for any x and out layout (non-contiguous ones go through a contiguous copy): the
+    eager body of every unary op and of its torch.library op."""
+    if x.numel() == 0:
+        return
+    xc = x.contiguous()
+    target = out if out.is_contiguous() else torch.empty_like(xc)
+    v = op.default_variant if variant is None else pick_variant(op, variant, x.dtype, xc, target)
+    run_unary(spec, v, xc, target, params)
+    if target is not out:
+        out.copy_(target)

@@ -6,8 +6,8 @@ from typing import Optional
 import torch
 
 from ..ladder import FLOAT_DTYPES, Op, register
-from ._common import check_out, check_tensor, pick_variant
-from ._unary import UnarySpec, run_unary, unary_ladder
+from ._common import check_out, check_tensor
+from ._unary import UnarySpec, unary_into, unary_ladder
 
 __all__ = ["gelu"]
 
@@ -41,14 +41,7 @@ def _gelu_into(x: torch.Tensor, out: torch.Tensor, approximate: str, variant: Op
     params = _PARAMS.get(approximate)
     if params is None:  # reachable through torch.ops.kernelkit.gelu_out, which gelu() does not guard
         raise ValueError(f"gelu: approximate must be 'tanh' or 'none', got {approximate!r}")
-    if x.numel() == 0:
-        return
-    xc = x.contiguous()
-    target = out if out.is_contiguous() else torch.empty_like(xc)
-    v = OP.default_variant if variant is None else pick_variant(OP, variant, x.dtype, xc, target)
-    run_unary(SPEC, v, xc, target, params)
-    if target is not out:
-        out.copy_(target)
+    unary_into(SPEC, OP, x, out, variant, params)
 
 
 @torch.library.custom_op("kernelkit::gelu_out", mutates_args=("out",))

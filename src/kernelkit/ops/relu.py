@@ -6,8 +6,8 @@ from typing import Optional
 import torch
 
 from ..ladder import FLOAT_DTYPES, Op, register
-from ._common import check_out, check_tensor, pick_variant
-from ._unary import UnarySpec, run_unary, unary_ladder
+from ._common import check_out, check_tensor
+from ._unary import UnarySpec, unary_into, unary_ladder
 
 __all__ = ["relu"]
 
@@ -15,14 +15,7 @@ SPEC = UnarySpec(source="relu.cu", functor=lambda dtype, fast, **params: "kk::Re
 
 
 def _relu_into(x: torch.Tensor, out: torch.Tensor, variant: Optional[str]) -> None:
-    if x.numel() == 0:
-        return
-    xc = x.contiguous()
-    target = out if out.is_contiguous() else torch.empty_like(xc)
-    v = OP.default_variant if variant is None else pick_variant(OP, variant, x.dtype, xc, target)
-    run_unary(SPEC, v, xc, target)
-    if target is not out:
-        out.copy_(target)
+    unary_into(SPEC, OP, x, out, variant)
 
 
 @torch.library.custom_op("kernelkit::relu_out", mutates_args=("out",))

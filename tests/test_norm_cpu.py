@@ -49,3 +49,29 @@ def test_layer_norm_alone_takes_bulk_copies_for_32k_16bit_rows():
     assert norm._bulk_for(torch.float32, 32768, rms=False) is None
     assert norm._bulk_for(torch.float16, 65536, rms=True) == norm.BULK[8][65536]
     assert cfg in norm.BULK_SPARES[8]  # compiled, claim-checked and GPU-tested with the rung
+
+
+def test_dynamic_shared_memory_is_opted_in_at_48k(monkeypatch):
+    """48 KB of ring with no weight or bias staged (16K-32K 16-bit layer_norm rows without them) plus
+    the kernel's static shared memory is past the default limit: the opt-in must be made for it too
+    (it was skipped at <= 48 KB and the launch failed with CUDA_ERROR_INVALID_VALUE)."""
+    pytest.importorskip("cuda.bindings")
+    from cuda.bindings import driver
+    from kernelkit.ops import _rowwise
+
+    cfg = norm.BULK_LAYER_NORM[8][32768]
+    shmem = norm._bulk_shared(cfg, False, False)
+    assert shmem == 48 * 1024  # the case that failed
+    calls = []
+    monkeypatch.setattr(driver, "cuKernelSetAttribute",
+                        lambda attr, n, handle, dev: calls.append(n) or (driver.CUresult.CUDA_SUCCESS,))
+    monkeypatch.setattr(driver, "CUdevice", lambda dev: dev)
+
+    class FakeKernel:
+        handle = object()
+
+    k = FakeKernel()
+    _rowwise.allow_shared(k, shmem, 0)
+    _rowwise.allow_shared(k, shmem, 0)  # cached: asked once per kernel and size
+    _rowwise.allow_shared(k, 0, 0)  # nothing to opt into
+    assert calls == [shmem]

@@ -15,7 +15,7 @@ OPS = ("layer_norm", "rms_norm")
 CASES = [(op, r, d) for op in OPS for r in RUNGS for d in DTYPES]
 IDS = [f"{o}-{r}-{str(d)[6:]}" for o, r, d in CASES]
 
-SMALL_LENS = (1, 3, 127, 128, 129, 1000, 1024, 1025, 2048, 4100, 8192, 16385, 20000, 32768, 40000)
+SMALL_LENS = (1, 3, 127, 128, 129, 1000, 1024, 1025, 2048, 3000, 4096, 4100, 8192, 16385, 20000, 32768, 40000)
 LARGE_LENS = (65536, 65537, 131072, 131073, 200003)
 
 

@@ -61,7 +61,22 @@ __host__ __device__ constexpr int norm_min_blocks(int group, bool prefetch, int 
   return prefetch || values > 16 || !vec ? row_min_blocks(group) : 1024 / row_block(group);
 }
 
-template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch>
+// Weight and bias requested before the row rather than at the output: their L1/L2 latency then
+// overlaps the row's loads and reductions instead of following the barriers. It costs registers, and
+// where that costs a CTA an SM it loses (scripts/norm_hints.py, interleaved, H100): 4096-element fp16
+// rows (128 x 4: 80 -> 87 registers) rms_norm +4 to +7%, layer_norm -2 to +1%; bf16 (96 -> 128
+// registers) -3 to 0%; fp16 8192-element rows (256 x 4: 3 -> 2 CTAs an SM) -12 to -17%. So fp16 at
+// 128 x 4 only. (Left to itself ptxas sometimes hoists these loads: a form reading through inline asm
+// measured +4.6% for 4096^2 fp16 layer_norm, but speculated the bias load of rms_norm, bias null.)
+template <typename T> constexpr bool kIsHalf = false;
+template <> constexpr bool kIsHalf<__half> = true;
+template <typename T>
+__host__ __device__ constexpr bool norm_early_wb(int group, int vecs, int cluster, bool vec) {
+  return kIsHalf<T> && group == 128 && vecs == 4 && cluster == 1 && vec;
+}
+
+template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch,
+          bool kEarlyWB = norm_early_wb<T>(kGroup, kVecs, kCluster, kVec)>
 __global__ void __launch_bounds__(row_block(kGroup), norm_min_blocks(kGroup, kPrefetch, kVecs * 16 / sizeof(T), kVec))
 norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
           const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
@@ -102,6 +117,15 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     const i64 row = r0 + unit;
     const bool live = row < rows;  // groups past the end run empty: the shuffles stay full-warp
     const int rrem = live ? rem : -p.lane * N - 1;
+    // kEarlyWB: this row's weight and bias, requested before the row itself (L1/L2 hits, queued
+    // ahead of the row's DRAM misses rather than behind them)
+    V wvs[kEarlyWB ? kVecs : 1], bvs[kEarlyWB ? kVecs : 1];
+    if constexpr (kEarlyWB) {
+      static_assert(kVec && !kStage && !kPrefetch, "early weight/bias loads are for one-CTA vector rows");
+#pragma unroll  // a vector past the row reads the row's first one (never stored)
+      for (int k = 0; k < kVecs; ++k)
+        load_weight_bias(wvs[k], bvs[k], weight, bias, Tile::valid(k, 0, rrem) ? col + k * Tile::kStride : 0);
+    }
     if constexpr (!kPrefetch) t.template load<kVec>(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
     Tile next;
     if constexpr (kPrefetch) {
@@ -121,7 +145,10 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     for (int k = 0; k < kVecs; ++k) {
       const int off = k * Tile::kStride;
       V wv, bv;
-      if constexpr (kStage) {
+      if constexpr (kEarlyWB) {
+        wv = wvs[k];
+        bv = bvs[k];
+      } else if constexpr (kStage) {
         if (weight) wv = lds_volatile(reinterpret_cast<const V*>(ws + off));
         if (bias) bv = lds_volatile(reinterpret_cast<const V*>(bs + off));
       } else if constexpr (kVec) {

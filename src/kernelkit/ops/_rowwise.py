@@ -178,8 +178,10 @@ _cluster_configs: dict[tuple, object] = {}
 
 
 def allow_shared(kernel, nbytes: int, dev: int) -> None:
-    """Let ``kernel`` take ``nbytes`` of dynamic shared memory (past the default 48 KB: an opt-in)."""
-    if nbytes <= 48 * 1024:
+    """Let ``kernel`` take ``nbytes`` of dynamic shared memory. Opted in for any amount: the default
+    48 KB limit counts the kernel's static shared memory too (exactly 48 KB of ring with a few hundred
+    static bytes failed to launch), and the attribute is set once per kernel and size."""
+    if nbytes <= 0:
         return
     key = ("smem", id(kernel), dev)
     if _resident.get(key, 0) >= nbytes:

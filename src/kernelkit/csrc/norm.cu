@@ -36,7 +36,7 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
   } else {
     Welford w{0.0f, 0.0f, 0.0f};
     for (i64 i = threadIdx.x; i < len; i += kBlock) w.add(to_float(x[i]));
-    w = block_welford<kBlock>(w, smem);
+    w = block_allmerge<kBlock>(w, smem);
     mean = w.mean;
     rstd = rsqrtf(w.m2 / (float)len + eps);
   }

@@ -7,8 +7,9 @@
 namespace kk {
 
 // Welford state; merge is Chan et al.'s pairwise update (exact in count order, fixed here by the
-// fixed shuffle pattern).
+// fixed shuffle pattern). Merged over warps and blocks by warp_allmerge / block_allmerge.
 struct Welford {
+  static constexpr int kFloats = 3;
   float n, mean, m2;
   __device__ __forceinline__ void add(float x) {
     n += 1.0f;
@@ -26,42 +27,23 @@ struct Welford {
     return {__shfl_xor_sync(0xffffffffu, n, o), __shfl_xor_sync(0xffffffffu, mean, o),
             __shfl_xor_sync(0xffffffffu, m2, o)};
   }
-};
-
-// Butterfly merge over the W lanes of an aligned group (W a power of two <= 32), as warp_allreduce.
-template <int W = 32>
-__device__ __forceinline__ Welford warp_welford(Welford w) {
-#pragma unroll
-  for (int o = W / 2; o > 0; o >>= 1) w = Welford::merge(w, w.shfl_xor(o));
-  return w;
-}
-
-template <int kBlock>
-__device__ __forceinline__ Welford block_welford(Welford w, float* smem /* 96 floats */) {
-  w = warp_welford(w);
-  constexpr int kWarps = kBlock / 32;
-  if constexpr (kWarps > 1) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) {
-      smem[warp] = w.n;
-      smem[32 + warp] = w.mean;
-      smem[64 + warp] = w.m2;
-    }
-    __syncthreads();
-    const int i = lane & (kWarps - 1);  // a full copy per group of kWarps lanes: all lanes get the result
-    w = warp_welford<kWarps>(Welford{smem[i], smem[32 + i], smem[64 + i]});
-    __syncthreads();
+  __device__ __forceinline__ void store(float* smem, int i) const {
+    smem[i] = n;
+    smem[32 + i] = mean;
+    smem[64 + i] = m2;
   }
-  return w;
-}
+  __device__ __forceinline__ static Welford load(const float* smem, int i) {
+    return {smem[i], smem[32 + i], smem[64 + i]};
+  }
+};
 
 // Over a group of kGroup threads sharing a row: a warp slice (shuffles only) or the whole block.
 template <int kGroup>
 __device__ __forceinline__ Welford group_welford(Welford w, float* smem /* 96 floats */) {
   if constexpr (kGroup <= 32) {
-    return warp_welford<kGroup>(w);
+    return warp_allmerge<Welford, kGroup>(w);
   } else {
-    return block_welford<kGroup>(w, smem);
+    return block_allmerge<kGroup>(w, smem);
   }
 }
 

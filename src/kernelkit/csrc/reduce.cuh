@@ -80,6 +80,31 @@ __device__ __forceinline__ float group_allreduce(float v, float* smem) {
   }
 }
 
+// The same all-reductions for a state of several floats merged by S::merge (a Welford triple, a
+// softmax (max, sum) pair): S::kFloats floats, S::shfl_xor(o) the state of lane ^ o, S::store(smem, i)
+// / S::load(smem, i) its slot i of a structure-of-arrays in shared memory (32 slots a float).
+template <typename S, int W = 32>
+__device__ __forceinline__ S warp_allmerge(S v) {
+#pragma unroll
+  for (int o = W / 2; o > 0; o >>= 1) v = S::merge(v, v.shfl_xor(o));
+  return v;
+}
+
+// `smem` holds 32 * S::kFloats floats; free again when the function returns.
+template <int kThreads, typename S>
+__device__ __forceinline__ S block_allmerge(S v, float* smem) {
+  constexpr int kWarps = kThreads / 32;
+  v = warp_allmerge(v);
+  if constexpr (kWarps > 1) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) v.store(smem, warp);
+    __syncthreads();
+    v = warp_allmerge<S, kWarps>(S::load(smem, lane & (kWarps - 1)));  // as block_allreduce
+    __syncthreads();
+  }
+  return v;
+}
+
 // ---- thread-block clusters (sm_90): a row split over kCluster CTAs exchanges statistics through
 // distributed shared memory. Compiled for sm_80 too (the ladders are checked there); the host never
 // launches a cluster kernel there. cluster_sync: once per kernel, so that every CTA's mbarriers exist

@@ -60,30 +60,17 @@ struct MaxSum {
     const float sb = b.m == neg_inf() ? 0.0f : b.s * exp_shifted(b.m - m);
     return {m, sa + sb};
   }
-};
-
-template <int kBlock>
-__device__ __forceinline__ MaxSum block_merge(MaxSum v, float* smem /* 64 floats */) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1)
-    v = MaxSum::merge(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
-  constexpr int kWarps = kBlock / 32;
-  if constexpr (kWarps > 1) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) {
-      smem[warp] = v.m;
-      smem[32 + warp] = v.s;
-    }
-    __syncthreads();
-    const int i = lane & (kWarps - 1);  // a full copy per group of kWarps lanes: all lanes get the result
-    v = MaxSum{smem[i], smem[32 + i]};
-#pragma unroll
-    for (int o = kWarps / 2; o > 0; o >>= 1)
-      v = MaxSum::merge(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
-    __syncthreads();
+  // for warp_allmerge / block_allmerge (reduce.cuh)
+  static constexpr int kFloats = 2;
+  __device__ __forceinline__ MaxSum shfl_xor(int o) const {
+    return {__shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o)};
   }
-  return v;
-}
+  __device__ __forceinline__ void store(float* smem, int i) const {
+    smem[i] = m;
+    smem[32 + i] = s;
+  }
+  __device__ __forceinline__ static MaxSum load(const float* smem, int i) { return {smem[i], smem[32 + i]}; }
+};
 
 template <typename T, int kBlock>
 __global__ void __launch_bounds__(kBlock)
@@ -93,7 +80,7 @@ softmax_online(const T* __restrict__ in, T* __restrict__ out, i64 len) {
   T* y = out + (i64)blockIdx.x * len;
   MaxSum st{neg_inf(), 0.0f};
   for (i64 i = threadIdx.x; i < len; i += kBlock) st.add(to_float(x[i]));
-  st = block_merge<kBlock>(st, smem);
+  st = block_allmerge<kBlock>(st, smem);
   const float inv = 1.0f / st.s;
   for (i64 i = threadIdx.x; i < len; i += kBlock) y[i] = from_float<T>(exp_shifted(to_float(x[i]) - st.m) * inv);
 }

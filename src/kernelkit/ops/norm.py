@@ -301,8 +301,9 @@ RUNGS = (
      "over registers), then the output; one read, one write; > 16K elements fall back to welford"),
     ("fast", "per row length: rows packed into warps, a CTA per row, or a thread-block cluster per row "
      "merging (mean, M2) through distributed shared memory (sm_90), persistent (resident CTAs only) with weight and bias staged in shared "
-     "memory once; past 32K elements on sm_90, aligned rows reach shared memory by bulk (TMA) copies issued "
-     "rows ahead; welford beyond the tables"),
+     "memory once; past 32K elements on sm_90 (16-bit layer_norm: past 16K), aligned rows reach shared memory "
+     "by bulk (TMA) copies issued rows ahead; fp16 rows of 2K-4K elements request weight and bias before "
+     "the row; welford beyond the tables"),
 )
 
 

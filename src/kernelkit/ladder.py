@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -61,6 +61,15 @@ class Variant:
 
     def supports(self, dtype: torch.dtype) -> bool:
         return dtype in self.dtypes
+
+
+def kind_variants(rungs: Sequence[tuple[str, str]], kernels: Callable[[str, torch.dtype], tuple[Kernel, ...]],
+                  *, default: str = "fast", dtypes: tuple[torch.dtype, ...] = FLOAT_DTYPES) -> tuple[Variant, ...]:
+    """The ladder of an op whose rungs are kernel kinds, in order: a Variant per (name, technique) with
+    params {"kind": name} (what the op's launch code dispatches on) and ``kernels(name, dtype)`` as its
+    instantiations; ``default`` names the default rung."""
+    return tuple(Variant(name=n, technique=t, dtypes=dtypes, kernels=lambda dtype, _k=n, **_p: kernels(_k, dtype),
+                         default=n == default, params={"kind": n}) for n, t in rungs)
 
 
 @dataclass(frozen=True, eq=False)  # eq=False keeps a __dict__-backed identity: cached_property works

@@ -5,7 +5,7 @@ from typing import Optional
 
 import torch
 
-from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
+from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ..runtime import launch
 from ._common import CXX_TYPE, check_out, check_tensor, dtype_name, grid_for, pick_variant
 from ._launch_util import cdiv, check_no_partial_overlap, i32, load, occupancy_limiter
@@ -44,26 +44,21 @@ def _kernels(kind: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
     )
 
 
-def _rung(name: str, technique: str, default: bool = False) -> Variant:
-    return Variant(name=name, technique=technique, dtypes=FLOAT_DTYPES,
-                   kernels=lambda dtype, _k=name, **p: _kernels(_k, dtype), default=default, params={"kind": name})
-
-
-VARIANTS = (
-    _rung("2d", "2D grid of 32x8 blocks over (rows, last dim), a thread per element: idle threads at row "
-                "ends and three index multiply-adds (source 001's slower matrix model)"),
-    _rung("1d", "1D grid, a thread per element, one index multiply-add (source 001's linear model)"),
-    _rung("float4", "16-byte vectors (float4, 8 halves) when a, b and out are all 16-byte aligned, a thread "
-                    "per vector; otherwise the 1d kernel (source 001's alignment check)"),
-    _rung("prologue", "prologue/main/epilogue: scalar head until out is aligned, 16-byte vectors, scalar "
-                      "tail; for a, b, out misaligned by the same amount (otherwise the 1d kernel)"),
-    _rung("shuffle", "any misalignments: aligned 16-byte stores; inputs read as aligned 16-byte chunks "
-                     "and realigned with __shfl_down_sync from the neighbouring lane (source 001's "
-                     "shuffle option, chosen over padding, which needs aligned copies of the inputs)"),
-    _rung("fast", "one 16-byte vector per thread over a grid covering the tensor at 75% occupancy, "
-                  "prologue/main/epilogue when the misalignments agree, the shuffle kernel when they differ",
-          default=True),
+RUNGS = (
+    ("2d", "2D grid of 32x8 blocks over (rows, last dim), a thread per element: idle threads at row "
+           "ends and three index multiply-adds (source 001's slower matrix model)"),
+    ("1d", "1D grid, a thread per element, one index multiply-add (source 001's linear model)"),
+    ("float4", "16-byte vectors (float4, 8 halves) when a, b and out are all 16-byte aligned, a thread "
+               "per vector; otherwise the 1d kernel (source 001's alignment check)"),
+    ("prologue", "prologue/main/epilogue: scalar head until out is aligned, 16-byte vectors, scalar "
+                 "tail; for a, b, out misaligned by the same amount (otherwise the 1d kernel)"),
+    ("shuffle", "any misalignments: aligned 16-byte stores; inputs read as aligned 16-byte chunks "
+                "and realigned with __shfl_down_sync from the neighbouring lane (source 001's "
+                "shuffle option, chosen over padding, which needs aligned copies of the inputs)"),
+    ("fast", "one 16-byte vector per thread over a grid covering the tensor at 75% occupancy, "
+             "prologue/main/epilogue when the misalignments agree, the shuffle kernel when they differ"),
 )
+VARIANTS = kind_variants(RUNGS, _kernels, default="fast")
 
 
 def _launch(v: Variant, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:

@@ -13,7 +13,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import torch
 
-from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
+from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ..runtime import launch
 from ._common import CXX_TYPE, check_out, check_tensor, pick_variant
 from ._rowwise import (RowTables, SourceNames, allow_shared, flat, grid_for_rows, has_clusters, launch_cluster,
@@ -330,9 +330,7 @@ for _op, _fn, _torch in (
 ):
     OPS[_op] = register(Op(
         name=_op, family="reduction",
-        variants=tuple(Variant(name=n, technique=t, dtypes=FLOAT_DTYPES,
-                               kernels=lambda dtype, _k=n, **_p: _kernels(_k, dtype), default=n == "fast",
-                               params={"kind": n}) for n, t in RUNGS),
+        variants=kind_variants(RUNGS, _kernels),
         bytes_moved=_bytes,
         flops=lambda x, *a, **k: 8 * x.numel(),
         call=_fn, torch_fn=_torch, example=_example(_op),

@@ -14,7 +14,7 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
+from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ..runtime import launch
 from ._common import CXX_TYPE, check_out, check_tensor, pick_variant, sm_count
 from ._launch_util import f32, i32
@@ -324,12 +324,7 @@ RUNGS = (
 
 
 def _variants(op: str) -> tuple[Variant, ...]:
-    return tuple(
-        Variant(name=name, technique=tech, dtypes=FLOAT_DTYPES,
-                kernels=lambda dtype, _k=name, **_p: _kernels(op, _k, dtype),
-                default=name == "fast", params={"kind": name})
-        for name, tech in RUNGS
-    )
+    return kind_variants(RUNGS, lambda kind, dtype: _kernels(op, kind, dtype))
 
 
 def _example(shape, dtype):

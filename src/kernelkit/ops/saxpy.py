@@ -16,7 +16,7 @@ from typing import Optional
 
 import torch
 
-from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
+from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ..runtime import launch
 from ._common import CXX_TYPE, check_tensor, dtype_name, pick_variant, sm_count
 from ._launch_util import cdiv, check_no_partial_overlap, f32, i32, load, occupancy_limiter, serial_requested
@@ -47,18 +47,13 @@ def _kernels(kind: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
     )
 
 
-def _rung(name: str, technique: str, default: bool = False) -> Variant:
-    return Variant(name=name, technique=technique, dtypes=FLOAT_DTYPES,
-                   kernels=lambda dtype, _k=name, **p: _kernels(_k, dtype), default=default, params={"kind": name})
-
-
-VARIANTS = (
-    _rung("monolithic", "one thread per element, `if (i < n)`, a grid covering the array (source 003)"),
-    _rung("grid_stride", "grid-stride loop, grid sized from the SM count (32 blocks of 256 per SM)"),
-    _rung("vectorized", "grid-stride loop over 16-byte vectors of y, one per thread over a full grid at 75% "
-                        "occupancy; prologue/epilogue for any alignment, x as vectors when aligned like y",
-          default=True),
+RUNGS = (
+    ("monolithic", "one thread per element, `if (i < n)`, a grid covering the array (source 003)"),
+    ("grid_stride", "grid-stride loop, grid sized from the SM count (32 blocks of 256 per SM)"),
+    ("vectorized", "grid-stride loop over 16-byte vectors of y, one per thread over a full grid at 75% "
+                   "occupancy; prologue/epilogue for any alignment, x as vectors when aligned like y"),
 )
+VARIANTS = kind_variants(RUNGS, _kernels, default="vectorized")
 
 
 def _launch(v: Optional[Variant], alpha: float, x: torch.Tensor, y: torch.Tensor, serial: bool) -> None:

@@ -9,7 +9,7 @@ from typing import Optional
 
 import torch
 
-from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
+from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ..runtime import launch
 from ._common import CXX_TYPE, check_out, check_tensor, pick_variant
 from ._rowwise import RowTables, SourceNames, flat, grid_for_rows, launch_cluster, pick, row_kernels, row_name, vec_ok
@@ -158,9 +158,7 @@ RUNGS = (
 
 OP = register(Op(
     name="softmax", family="reduction",
-    variants=tuple(Variant(name=n, technique=t, dtypes=FLOAT_DTYPES,
-                           kernels=lambda dtype, _k=n, **_p: _kernels(_k, dtype), default=n == "fast",
-                           params={"kind": n}) for n, t in RUNGS),
+    variants=kind_variants(RUNGS, _kernels),
     bytes_moved=lambda x, dim=-1, **_: 2 * x.numel() * x.element_size(),
     flops=lambda x, dim=-1, **_: 5 * x.numel(),  # max, subtract, exp, add, scale
     call=softmax,

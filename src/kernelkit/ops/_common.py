@@ -53,6 +53,14 @@ def check_out(out, like: torch.Tensor, op: str, name: str = "out") -> None:
         raise TypeError(f"{op}: {name} has dtype {dtype_name(out.dtype)}, expected {dtype_name(like.dtype)}")
 
 
+def output_for(out, like: torch.Tensor, op: str) -> torch.Tensor:
+    """The tensor an op writes: a fresh contiguous one like ``like``, or the caller's ``out`` once checked."""
+    if out is None:
+        return torch.empty_like(like, memory_format=torch.contiguous_format)
+    check_out(out, like, op)
+    return out
+
+
 def pick_variant(op: Op, variant: str | None, dtype: torch.dtype, *tensors: torch.Tensor) -> Variant:
     """The variant to run: the named one (checked against dtype and alignment) or the default."""
     if variant is None:

@@ -7,7 +7,7 @@ import torch
 
 from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ..runtime import launch
-from ._common import CXX_TYPE, check_out, check_tensor, dtype_name, grid_for, pick_variant
+from ._common import CXX_TYPE, check_tensor, dtype_name, grid_for, output_for, pick_variant
 from ._launch_util import cdiv, check_no_partial_overlap, i32, load, occupancy_limiter
 
 __all__ = ["add"]
@@ -148,10 +148,7 @@ def add(
                          "kernelkit.add does not broadcast (shapes must be equal)")
     if b.device != a.device:
         raise ValueError(f"add: a is on {a.device} but b is on {b.device}")
-    if out is None:
-        out = torch.empty_like(a, memory_format=torch.contiguous_format)
-    else:
-        check_out(out, a, "add")
+    out = output_for(out, a, "add")
     if variant is not None:
         OP.variant(variant)  # unknown names fail here, before any tracing
     if torch.compiler.is_compiling():

@@ -6,7 +6,7 @@ from typing import Optional
 import torch
 
 from ..ladder import FLOAT_DTYPES, Op, register
-from ._common import check_out, check_tensor
+from ._common import check_tensor, output_for
 from ._unary import UnarySpec, unary_into, unary_ladder
 
 __all__ = ["gelu"]
@@ -70,10 +70,7 @@ def gelu(
     check_tensor(x, "x", FLOAT_DTYPES, "gelu")
     if approximate not in APPROXIMATIONS:
         raise ValueError(f"gelu: approximate must be 'tanh' or 'none', got {approximate!r}")
-    if out is None:
-        out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    else:
-        check_out(out, x, "gelu")
+    out = output_for(out, x, "gelu")
     if variant is not None:
         OP.variant(variant)  # unknown names fail here, before any tracing
     if torch.compiler.is_compiling():

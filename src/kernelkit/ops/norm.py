@@ -15,7 +15,7 @@ import torch
 
 from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ..runtime import launch
-from ._common import CXX_TYPE, check_out, check_tensor, pick_variant
+from ._common import CXX_TYPE, check_tensor, output_for, pick_variant
 from ._rowwise import (RowTables, SourceNames, allow_shared, flat, grid_for_rows, has_clusters, launch_cluster,
                        per_vec, pick, resident_blocks, row_kernels, row_name, vec_ok)
 
@@ -258,11 +258,7 @@ def _check(op: str, x, normalized_shape, weight, bias, out) -> tuple[int, torch.
             raise ValueError(f"{op}: {name} is on {t.device}, x on {x.device}")
         if tuple(t.shape) != ns:
             raise ValueError(f"{op}: {name} has shape {list(t.shape)}, expected normalized_shape {list(ns)}")
-    if out is None:
-        out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    else:
-        check_out(out, x, op)
-    return math.prod(ns), out
+    return math.prod(ns), output_for(out, x, op)
 
 
 def layer_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.Tensor] = None,

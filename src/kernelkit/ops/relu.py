@@ -6,7 +6,7 @@ from typing import Optional
 import torch
 
 from ..ladder import FLOAT_DTYPES, Op, register
-from ._common import check_out, check_tensor
+from ._common import check_tensor, output_for
 from ._unary import UnarySpec, unary_into, unary_ladder
 
 __all__ = ["relu"]
@@ -36,10 +36,7 @@ def relu(x: torch.Tensor, *, out: Optional[torch.Tensor] = None, variant: Option
     aligned data (float2, float4, the pair rungs) raise for offset views; the default takes any.
     """
     check_tensor(x, "x", FLOAT_DTYPES, "relu")
-    if out is None:
-        out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    else:
-        check_out(out, x, "relu")
+    out = output_for(out, x, "relu")
     if variant is not None:
         OP.variant(variant)
     if torch.compiler.is_compiling():

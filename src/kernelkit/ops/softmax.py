@@ -11,7 +11,7 @@ import torch
 
 from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ..runtime import launch
-from ._common import CXX_TYPE, check_out, check_tensor, pick_variant
+from ._common import CXX_TYPE, check_tensor, output_for, pick_variant
 from ._rowwise import RowTables, SourceNames, flat, grid_for_rows, launch_cluster, pick, row_kernels, row_name, vec_ok
 from .reduce import wrap_dim
 
@@ -131,10 +131,7 @@ def softmax(x: torch.Tensor, dim: int = -1, *, out: Optional[torch.Tensor] = Non
     """
     check_tensor(x, "x", FLOAT_DTYPES, "softmax")
     d = wrap_dim(dim, x.dim(), "softmax")
-    if out is None:
-        out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    else:
-        check_out(out, x, "softmax")
+    out = output_for(out, x, "softmax")
     if variant is not None:
         OP.variant(variant)
     if torch.compiler.is_compiling():

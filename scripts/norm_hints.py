@@ -13,7 +13,7 @@ way: `early`, `late`). Every variant, kernelkit's own kernel, torch and a same-b
 per repetition, 4 input copies rotated when the working set is near L2).
 
   python scripts/norm_hints.py [--shapes 4096x4096,16384x8192] [--dtypes float16,float32] [--reps 200]
-                               [--variants early,late,rows_ef,...]
+                               [--variants early,late,rows_ef,...] [--configs 256x2,512x1]
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import torch.nn.functional as F
 import kernelkit
 from kernelkit.bench import time_interleaved
 from kernelkit.ops import norm
-from kernelkit.ops._rowwise import grid_for_rows, pick, row_name
+from kernelkit.ops._rowwise import grid_for_rows, per_vec, pick, row_name
 from kernelkit.runtime import get_kernel
 from kernelkit.runtime.launch import launch
 
@@ -94,6 +94,8 @@ def main() -> None:
     ap.add_argument("--ops", default="layer_norm,rms_norm")
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--variants", default="early,late," + ",".join(VARIANTS))
+    ap.add_argument("--configs", default="", help="more one-CTA configurations to time, early and late: "
+                                                  "GROUPxVECS[,...], e.g. 256x2,512x1 for 4096-element fp16 rows")
     a = ap.parse_args()
     picked = a.variants.split(",")
     sources = {name: (str(patched_csrc(row, wb)), early) for name, (row, wb, early) in VARIANTS.items()
@@ -107,15 +109,23 @@ def main() -> None:
             if cfg is None or cfg[2] != 1:
                 print(f"{shape} {dt}: not a one-CTA row configuration ({cfg}); skipped")
                 continue
-            name = row_name("norm_rows", dtype, cfg, True, False)
-            blocks, block, _ = grid_for_rows(rows, cfg)
-            def named(early):  # the instantiation with kEarlyWB forced (None: the default)
+            def named(c, early=None):  # the instantiation with kEarlyWB forced (None: the default)
+                name = row_name("norm_rows", dtype, c, True, False)
                 return name if early is None else name[:-1] + f", {'true' if early else 'false'}>"
 
-            kernels = {v: get_kernel(src, named(early), device_index=0) for v, (src, early) in sources.items()}
+            grid = grid_for_rows(rows, cfg)[:2]
+            kernels = {v: (get_kernel(src, named(cfg, early), device_index=0), *grid)
+                       for v, (src, early) in sources.items()}
             for v, early in (("early", True), ("late", False)):
                 if v in picked:
-                    kernels[v] = get_kernel("norm.cu", named(early), device_index=0)
+                    kernels[v] = (get_kernel("norm.cu", named(cfg, early), device_index=0), *grid)
+            for spec in filter(None, a.configs.split(",")):
+                c = (*map(int, spec.split("x")), 1)
+                if c[0] * c[1] * per_vec(dtype) < len_:
+                    continue  # does not hold the row
+                for early in (True, False):
+                    kernels[f"{spec} {'early' if early else 'late'}"] = (
+                        get_kernel("norm.cu", named(c, early), device_index=0), *grid_for_rows(rows, c)[:2])
             nbytes = 2 * rows * len_ * torch.finfo(dtype).bits // 8
             copies = 4 if nbytes <= 4 * 50 * 2**20 else 1
             xs = [torch.randn(rows, len_, device="cuda", dtype=dtype) for _ in range(copies)]
@@ -131,7 +141,8 @@ def main() -> None:
                     else:
                         kernelkit.layer_norm(xs[i % copies], (len_,), w, bias)
 
-                def variant(k):
+                def variant(kbb):
+                    k, blocks, block = kbb
                     def run(i):
                         x = xs[i % copies]
                         launch(k, blocks, block, x.data_ptr(), out.data_ptr(), w.data_ptr(),

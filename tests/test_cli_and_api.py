@@ -25,6 +25,35 @@ def test_ops_and_ladders_are_data():
                     assert v.kernels(dt, **params), f"{op}/{v.name}/{dt}: no kernels"
 
 
+def test_kind_variants_build_a_ladder_in_order():
+    from kernelkit.ladder import kind_variants
+
+    seen = []
+    ladder = kind_variants((("slow", "one"), ("fast", "two")), lambda kind, dt: seen.append((kind, dt)) or (kind,),
+                           dtypes=(torch.float16,))
+    assert [(v.name, v.technique, v.default, v.params) for v in ladder] == [
+        ("slow", "one", False, {"kind": "slow"}), ("fast", "two", True, {"kind": "fast"})]
+    assert ladder[0].kernels(torch.float16) == ("slow",) and ladder[1].kernels(torch.float16, extra=1) == ("fast",)
+    assert seen == [("slow", torch.float16), ("fast", torch.float16)]  # each rung asks for its own kind
+    assert [v.default for v in kind_variants((("a", "x"), ("b", "y")), lambda k, d: (), default="a")] == [True, False]
+
+
+def test_output_for_allocates_or_checks():
+    from kernelkit.ops._common import output_for
+
+    x = torch.randn(3, 4).t()  # non-contiguous: the fresh output is contiguous all the same
+    fresh = output_for(None, x, "op")
+    assert fresh.shape == x.shape and fresh.dtype == x.dtype and fresh.is_contiguous()
+    given = torch.empty(4, 3)
+    assert output_for(given, x, "op") is given
+    with pytest.raises(ValueError, match="op: out has shape"):
+        output_for(torch.empty(3, 4), x, "op")
+    with pytest.raises(TypeError, match="op: out has dtype"):
+        output_for(torch.empty(4, 3, dtype=torch.float16), x, "op")
+    with pytest.raises(TypeError, match="out must be a torch.Tensor"):
+        output_for([0.0], x, "op")
+
+
 def test_unknown_op_and_variant_errors():
     with pytest.raises(ValueError, match="unknown op"):
         kernelkit.ladder("nope")

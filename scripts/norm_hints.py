@@ -135,11 +135,13 @@ def main() -> None:
                 bias = None if rms else b
                 out = torch.empty_like(xs[0])
 
-                def ours(i, rms=rms, bias=bias):
+                def apply(mod, x, weight, bias_, rms=rms):  # kernelkit and torch.nn.functional alike
                     if rms:
-                        kernelkit.rms_norm(xs[i % copies], (len_,), w, eps=1e-5)
-                    else:
-                        kernelkit.layer_norm(xs[i % copies], (len_,), w, bias)
+                        return mod.rms_norm(x, (len_,), weight, eps=1e-5)
+                    return mod.layer_norm(x, (len_,), weight, bias_, eps=1e-5)
+
+                def ours(i, bias=bias):
+                    apply(kernelkit, xs[i % copies], w, bias)
 
                 def variant(kbb):
                     k, blocks, block = kbb
@@ -150,18 +152,14 @@ def main() -> None:
                                np.int32(rms), device_index=0)
                     return run
 
-                def torch_op(i, rms=rms, bias=bias):
-                    if rms:
-                        F.rms_norm(xs[i % copies], (len_,), w, eps=1e-5)
-                    else:
-                        F.layer_norm(xs[i % copies], (len_,), w, bias)
+                def torch_op(i, bias=bias):
+                    apply(F, xs[i % copies], w, bias)
 
                 def copy(i):
                     out.copy_(xs[i % copies])
 
                 # correctness of each variant before timing it
-                ref = (F.rms_norm(xs[0].double(), (len_,), w.double(), eps=1e-5) if rms
-                       else F.layer_norm(xs[0].double(), (len_,), w.double(), bias.double()))
+                ref = apply(F, xs[0].double(), w.double(), None if bias is None else bias.double())
                 for v, k in kernels.items():
                     out.fill_(float("nan"))
                     variant(k)(0)

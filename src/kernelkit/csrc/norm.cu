@@ -119,12 +119,16 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     const int rrem = live ? rem : -p.lane * N - 1;
     // kEarlyWB: this row's weight and bias, requested before the row itself (L1/L2 hits, queued
     // ahead of the row's DRAM misses rather than behind them)
+    // vector k's weight and bias from global memory; a vector past the row reads the row's first one
+    // (never stored): no predicated loads
+    const auto weight_bias_at = [&](int k, V& wv, V& bv) {
+      load_weight_bias(wv, bv, weight, bias, Tile::valid(k, 0, rrem) ? col + k * Tile::kStride : 0);
+    };
     V wvs[kEarlyWB ? kVecs : 1], bvs[kEarlyWB ? kVecs : 1];
     if constexpr (kEarlyWB) {
       static_assert(kVec && !kStage && !kPrefetch, "early weight/bias loads are for one-CTA vector rows");
-#pragma unroll  // a vector past the row reads the row's first one (never stored)
-      for (int k = 0; k < kVecs; ++k)
-        load_weight_bias(wvs[k], bvs[k], weight, bias, Tile::valid(k, 0, rrem) ? col + k * Tile::kStride : 0);
+#pragma unroll
+      for (int k = 0; k < kVecs; ++k) weight_bias_at(k, wvs[k], bvs[k]);
     }
     if constexpr (!kPrefetch) t.template load<kVec>(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
     Tile next;
@@ -152,8 +156,7 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
         if (weight) wv = lds_volatile(reinterpret_cast<const V*>(ws + off));
         if (bias) bv = lds_volatile(reinterpret_cast<const V*>(bs + off));
       } else if constexpr (kVec) {
-        // a vector past the row reads the row's first one (never stored): no predicated loads
-        load_weight_bias(wv, bv, weight, bias, Tile::valid(k, 0, rrem) ? col + off : 0);
+        weight_bias_at(k, wv, bv);
       } else {
 #pragma unroll
         for (int j = 0; j < N; ++j) {

@@ -18,6 +18,7 @@ per repetition, 4 input copies rotated when the working set is near L2).
 from __future__ import annotations
 
 import argparse
+import datetime
 import re
 import shutil
 import tempfile
@@ -100,7 +101,8 @@ def main() -> None:
     picked = a.variants.split(",")
     sources = {name: (str(patched_csrc(row, wb)), early) for name, (row, wb, early) in VARIANTS.items()
                if name in picked}
-    print(f"device {torch.cuda.get_device_name()}  torch {torch.__version__}")
+    print(f"device {torch.cuda.get_device_name()}  torch {torch.__version__}  "
+          f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
     for shape in a.shapes.split(","):
         rows, len_ = map(int, shape.split("x"))
         for dt in a.dtypes.split(","):

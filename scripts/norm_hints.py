@@ -14,6 +14,10 @@ per repetition, 4 input copies rotated when the working set is near L2).
 
   python scripts/norm_hints.py [--shapes 4096x4096,16384x8192] [--dtypes float16,float32] [--reps 200]
                                [--variants early,late,rows_ef,...] [--configs 256x2,512x1]
+                               [--baseline DIR]
+
+--baseline times another norm.cu (an earlier commit's csrc/, e.g. `git archive HEAD~1 src/kernelkit/csrc
+| tar -x -C /tmp/base`) beside the current one: an A/B of a kernel change in one interleaved run.
 """
 from __future__ import annotations
 
@@ -97,10 +101,14 @@ def main() -> None:
     ap.add_argument("--variants", default="early,late," + ",".join(VARIANTS))
     ap.add_argument("--configs", default="", help="more one-CTA configurations to time, early and late: "
                                                   "GROUPxVECS[,...], e.g. 256x2,512x1 for 4096-element fp16 rows")
+    ap.add_argument("--baseline", default="", help="a csrc directory (say an earlier commit's, from `git "
+                    "archive`) whose norm.cu is timed beside the current one as 'baseline'")
     a = ap.parse_args()
     picked = a.variants.split(",")
     sources = {name: (str(patched_csrc(row, wb)), early) for name, (row, wb, early) in VARIANTS.items()
                if name in picked}
+    if a.baseline:
+        sources["baseline"] = (str(Path(a.baseline).resolve() / "norm.cu"), None)
     print(f"device {torch.cuda.get_device_name()}  torch {torch.__version__}  "
           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
     for shape in a.shapes.split(","):

@@ -1,7 +1,9 @@
-"""The fast unary rung's block size against torch, all candidates in one interleaved run rotating through
-four input copies (placement-fair; see benchmarks/NOTES.md, session 9).
+"""The fast unary rung's block size (and, through unused dynamic shared memory, how many blocks an SM
+holds) against torch, all candidates in one interleaved run rotating through four input copies
+(placement-fair; see benchmarks/NOTES.md, session 9 and 11).
 
-    KK_OP=gelu|relu KK_SIZES=16777216 KK_DTYPES=float16,bfloat16 python scripts/unary_blocks.py
+    KK_OP=gelu|relu KK_SIZES=16777216 KK_DTYPES=float16,bfloat16 KK_BLOCKS=256,512 \
+        KK_SHMEM=0,32768 python scripts/unary_blocks.py
 """
 import itertools
 import os
@@ -15,6 +17,8 @@ OP = os.environ.get("KK_OP", "gelu")
 SIZES = [int(v) for v in os.environ.get("KK_SIZES", str(1 << 24)).split(",")]
 DTYPES = [getattr(torch, d) for d in os.environ.get("KK_DTYPES", "float16,bfloat16,float32").split(",")]
 BLOCKS = [int(v) for v in os.environ.get("KK_BLOCKS", "128,256,512,1024").split(",")]
+# dynamic shared memory the kernel never touches: it only caps the blocks an SM holds (<= 48 KB, no opt-in)
+SHMEM = [int(v) for v in os.environ.get("KK_SHMEM", "0").split(",")]
 CT = {torch.float32: "float", torch.float16: "__half", torch.bfloat16: "__nv_bfloat16"}
 FUNCTOR = {"relu": lambda d: "kk::Relu",
            "gelu": lambda d: "kk::GeluTanh" if d == torch.float32 else "kk::GeluTanhFast"}[OP]
@@ -25,10 +29,13 @@ for n, dtype in itertools.product(SIZES, DTYPES):
     k = get_kernel(f"{OP}.cu", f"kk::unary_fast<{CT[dtype]}, {FUNCTOR(dtype)}, 1, true, false>", device_index=0)
     nvec = n * xs[0].element_size() // 16
     fns, names = [lambda i: THEIRS(xs[i % 4])], ["torch"]
-    for b in BLOCKS:
-        fns.append(lambda i, b=b: launch(k, nvec // b + 1, b, torch.empty_like(xs[i % 4]).data_ptr(),
-                                         xs[i % 4].data_ptr(), n, 0))
-        names.append(f"fast block={b}")
+    for b, sm in itertools.product(BLOCKS, SHMEM):
+        fns.append(lambda i, b=b, sm=sm: launch(k, nvec // b + 1, b, torch.empty_like(xs[i % 4]).data_ptr(),
+                                                xs[i % 4].data_ptr(), n, 0, shmem=sm))
+        per_sm = torch.cuda.get_device_properties(0).max_threads_per_multi_processor // b
+        if sm:
+            per_sm = min(per_sm, (228 << 10) // (sm + 1024))
+        names.append(f"fast block={b} shmem={sm >> 10}K (<= {per_sm} blocks/SM)")
     nbytes = 2 * n * xs[0].element_size()
     times = time_interleaved(fns, working_set_bytes=nbytes, reps=400, max_seconds=3.0)
     print(f"{OP} {dtype} n={n} ({times[0].reps} rounds, 4 input copies):")

@@ -5,11 +5,12 @@
 // The ladder:
 //   norm_welford  one block per row: a read with a Welford (count, mean, M2) per thread, merged over
 //                 the block with Chan's formula, then a read and a write for the output (any length)
-//   norm_rows     the row held in registers (RowTile): mean, then the sum of squared deviations
-//                 from it (two passes over registers, no cancellation), then the output: one read,
-//                 one write. Rows belong to kGroup lanes of a warp, to one CTA, or to a cluster of
-//                 kCluster CTAs (sm_90) that merge their (mean, M2) with Chan's formula through
-//                 distributed shared memory (ClusterShare: pushed by st.async, no cluster barrier).
+//   norm_rows     the row held in registers (RowTile): per warp the mean, then the sum of squared
+//                 deviations from it (two passes over registers, no cancellation), warps merged by
+//                 Chan's formula, then the output: one read, one write. Rows belong to kGroup lanes
+//                 of a warp, to one CTA, or to a cluster of kCluster CTAs (sm_90) that merge their
+//                 (mean, M2) with Chan's formula through distributed shared memory (ClusterShare:
+//                 pushed by st.async, no cluster barrier).
 //   norm_bulk     long aligned rows on sm_90: persistent clusters whose row slices arrive in a ring of
 //                 shared-memory stages by bulk copies issued rows ahead (bulk.cuh).
 #include "bulk.cuh"
@@ -254,11 +255,10 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
       __syncthreads();  // every thread holds this chunk's values: the stage may be refilled
       if (threadIdx.x == 0 && n > 0) fill(q + kStages);
     }
-    // the one-round Chan merge where it fits without spilling (at 64 registers a thread: 16 values a
-    // thread and clusters of at most 4)
+    // the warp passes where they fit without spilling (at 64 registers a thread, clusters of 8 spill)
     constexpr int kRegs = 65536 / (kBlock * bulk_min_blocks<T, kBlock, kVecs, kCluster, kStages, kStageWB, kChunks>());
-    constexpr bool kChan = kRegs >= 128 || (kCluster <= 4 && kVecs * N <= 16);
-    const float2 st = row_stats<kBlock, kCluster, true, kChan>(xs, n, rem, len, kSlice, eps, rms, smem, share);
+    constexpr bool kWarpPasses = kRegs >= 128 || kCluster <= 4;
+    const float2 st = row_stats<kBlock, kCluster, true, kWarpPasses>(xs, n, rem, len, kSlice, eps, rms, smem, share);
     Tile t;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {

@@ -37,6 +37,24 @@ struct Welford {
   }
 };
 
+// Chan's formula over the warps of a block, in its summed form: each warp's (count c, mean m, M2) to the
+// block's mean = sum c m / n and M2 = sum M2 + c (m - mean)^2, n the block's count. Two one-float
+// reductions over the warps' states and one division, where pairwise merges divide at every level.
+// `smem` holds 96 floats; free again when the function returns.
+template <int kThreads>
+__device__ __forceinline__ float2 merge_warps(float c, float m, float m2, float n, float* smem) {
+  constexpr int kWarps = kThreads / 32;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) Welford{c, m, m2}.store(smem, warp);
+  __syncthreads();
+  const Welford o = Welford::load(smem, lane & (kWarps - 1));  // every aligned kWarps lanes: all warps
+  const float mean = n > 0.0f ? warp_allreduce<SumOp, kWarps>(o.n * o.mean) / n : 0.0f;
+  const float d = o.mean - mean;
+  const float total = warp_allreduce<SumOp, kWarps>(o.m2 + o.n * d * d);
+  __syncthreads();
+  return {mean, total};
+}
+
 // Over a group of kGroup threads sharing a row: a warp slice (shuffles only) or the whole block.
 template <int kGroup>
 __device__ __forceinline__ Welford group_welford(Welford w, float* smem /* 96 floats */) {
@@ -70,7 +88,7 @@ __device__ __forceinline__ float slice_count(i64 len, int r, i64 slice) {
 // converted to float once; n valid elements in the slice, rem of them from this thread's first one;
 // kVec: whole vectors are valid or not, so the bounds are checked per vector, not per element).
 // Clusters exchange (sum of squares) or (slice mean, M2) through `share` (one push per CTA per row).
-template <int kGroup, int kCluster, bool kVec, bool kChan = (kCluster == 1), int kVecs, int N>
+template <int kGroup, int kCluster, bool kVec, bool kWarpPasses = true, int kVecs, int N>
 __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, int rem, i64 len, i64 slice,
                                             float eps, int rms, float* smem, ClusterShare<kCluster>& share) {
   constexpr int kStride = kGroup * N;  // as RowTile: elements between a thread's vectors
@@ -109,20 +127,34 @@ __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, i
       }
     return acc;
   };
-  float mine, m2;  // this slice's mean and sum of squared deviations from it
-  if constexpr (kChan) {
-    // each thread's (count, mean, M2) over its own elements (two passes over registers), then one
-    // Chan merge over the group: one reduction round (one barrier pair) where a mean followed by
-    // the squared deviations from it takes two. (The register-tile cluster kernels keep the two
-    // rounds: the merge's extra registers spill there at their 64-register budget.)
-    float cnt = 0.0f;
+  // This slice's mean and sum of squared deviations from it.
+  float mine, m2;
+  if constexpr (kWarpPasses) {
+    // Two exact passes within each warp (the warp's mean by shuffles, then the squared deviations from
+    // it), then Chan's formula over the warps (merge_warps): one barrier pair. The pairwise merge of
+    // per-thread Welford states this replaced moved three floats and divided at every shuffle level.
+    constexpr int W = kGroup < 32 ? kGroup : 32;
+    // the warp's valid elements, counted rather than reduced: its vector k covers elements
+    // [k * kStride + base, + W * N) of the slice, base = its first lane's first element (n - rem is
+    // this thread's first element: lane * N)
+    const int base = (n - rem) / (W * N) * (W * N);
+    int count = 0;
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) cnt += (float)max(0, min(N, rem - k * kStride));
-    const float own = cnt > 0.0f ? __fdividef(sum, cnt) : 0.0f;
-    const Welford w = group_welford<kGroup>(Welford{cnt, own, squared_deviations(own)}, smem);
-    mine = w.mean;
-    m2 = w.m2;
+    for (int k = 0; k < kVecs; ++k) count += max(0, min(W * N, n - k * kStride - base));
+    const float wsum = warp_allreduce<SumOp, W>(sum), wcnt = (float)count;
+    const float wmean = wcnt > 0.0f ? wsum / wcnt : 0.0f;
+    const float wm2 = warp_allreduce<SumOp, W>(squared_deviations(wmean));
+    if constexpr (kGroup > 32) {
+      const float2 mm = merge_warps<kGroup>(wcnt, wmean, wm2, (float)n, smem);
+      mine = mm.x;
+      m2 = mm.y;
+    } else {
+      mine = wmean;
+      m2 = wm2;
+    }
   } else {
+    // two reduction rounds over the group (two barrier pairs), for kernels at a 64-register budget
+    // that the warp passes' merge would make spill
     const float total = group_allreduce<SumOp, kGroup>(sum, smem);
     mine = n > 0 ? total / (float)n : 0.0f;
     m2 = group_allreduce<SumOp, kGroup>(squared_deviations(mine), smem);

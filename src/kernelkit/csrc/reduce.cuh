@@ -107,11 +107,22 @@ __device__ __forceinline__ S block_allmerge(S v, float* smem) {
 
 // ---- thread-block clusters (sm_90): a row split over kCluster CTAs exchanges statistics through
 // distributed shared memory. Compiled for sm_80 too (the ladders are checked there); the host never
-// launches a cluster kernel there. cluster_sync: once per kernel, so that every CTA's mbarriers exist
-// before a peer pushes into them.
-__device__ __forceinline__ void cluster_sync() {
+// launches a cluster kernel there.
+//
+// Once per kernel every CTA's mbarriers must exist before a peer pushes into them: a cluster barrier
+// between the inits and the first push, split in two. The arrive comes right after the inits and is
+// relaxed (the inits are published by the release fence that follows them, mbar_init_fence); the
+// wait, which acquires, comes only before the first push, so the loads and reductions of the first
+// row overlap it. (A release arrive compiles to MEMBAR.ALL.GPU; ncu showed that as 17-19% of the warp
+// stalls of the one-cluster-a-row softmax, every CTA paying it before its first load.)
+__device__ __forceinline__ void cluster_arrive_relaxed() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
 }
 
@@ -130,18 +141,19 @@ struct ClusterShare {
   unsigned rank;
   int i = 0;
 
-  // all threads of every CTA, before any share(): peers' barriers exist before anyone pushes
+  // all threads of every CTA, before any share(): this CTA's barriers, announced to the cluster
   __device__ __forceinline__ void init() const {
     if (threadIdx.x == 0) {
       mbar_init(&bars[0]);
       mbar_init(&bars[1]);
       mbar_init_fence();
     }
-    cluster_sync();
+    cluster_arrive_relaxed();
   }
   // every thread; thread 0's v is the one shared. Returns this CTA's slots, by rank.
   __device__ __forceinline__ const float2* share(float2 v) {
     const int p = i & 1;
+    if (i == 0) cluster_wait();  // every peer's barriers exist (init)
     if (threadIdx.x == 0) {
       mbar_expect_bytes(&bars[p], kCluster * sizeof(float2));
 #pragma unroll

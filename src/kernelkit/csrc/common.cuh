@@ -58,6 +58,17 @@ __device__ __forceinline__ void store_vec(V* p, const V& v) {
   *reinterpret_cast<C*>(p) = c;
 }
 
+// A 16-byte global store written as PTX's st.global.v4 itself: NVVM split the plain vector store of
+// store_vec into four 32-bit STGs in some kernels (the cluster form of norm_smem), which this keeps as
+// one STG.E.128. The address must be 16-byte aligned.
+template <typename V>
+__device__ __forceinline__ void store_global16(V* p, const V& v) {
+  static_assert(sizeof(V) == 16, "store_global16 moves 16 bytes");
+  uint4 c;
+  memcpy(&c, &v, 16);
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(c.x), "r"(c.y), "r"(c.z), "r"(c.w));
+}
+
 // 16-byte global accesses with an explicit cache policy. Streaming (.cs, evict-first) suits data
 // touched once, so it does not push reusable lines out of L2; the plain form is the default policy.
 template <bool kStreaming, typename V>

@@ -13,8 +13,11 @@
 //                 pushed by st.async, no cluster barrier).
 //   norm_bulk     long aligned rows on sm_90: persistent clusters whose row slices arrive in a ring of
 //                 shared-memory stages by bulk copies issued rows ahead (bulk.cuh).
+//   norm_smem     long aligned rows on sm_90 kept whole in shared memory (smemrows.cuh): a CTA (or a
+//                 cluster of 2) a row, registers free for loads in flight.
 #include "bulk.cuh"
 #include "norm.cuh"
+#include "smemrows.cuh"
 
 namespace kk {
 
@@ -273,6 +276,19 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     }
     t.template store<true>(out + row * len + col, rem);
   }
+}
+
+// norm_smem: a persistent CTA (kCluster == 1) or cluster per row, the CTA's slice resident in shared
+// memory (smemrows.cuh, NormRow in norm.cuh). Rows move as 16-byte vectors (aligned, length a multiple
+// of N); weight and bias are read at the output from global memory (L2: the ring leaves L1 little
+// room), a chunk ahead.
+template <typename T, int kBlock, int kPer, int kChunks, int kStages, int kCluster>
+__global__ void __launch_bounds__(kBlock, (smem_rows_min_blocks<T, kBlock, kPer, kStages>()))
+norm_smem(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
+          const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
+  constexpr int kSlice = kBlock * kPer * (16 / (int)sizeof(T)) * kChunks;
+  NormRow<T, kBlock, kCluster, kSlice> op{weight, bias, len, eps, rms};
+  smem_rows<T, kBlock, kPer, kChunks, kStages, kCluster>(in, out, rows, len, op);
 }
 
 }  // namespace kk

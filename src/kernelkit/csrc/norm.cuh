@@ -84,6 +84,41 @@ __device__ __forceinline__ float slice_count(i64 len, int r, i64 slice) {
   return (float)max((i64)0, min(slice, len - r * slice));
 }
 
+// A row's sum of squares from its slices' (each CTA's ss; kCluster == 1: ss itself).
+template <int kCluster>
+__device__ __forceinline__ float cluster_sum(float ss, ClusterShare<kCluster>& share) {
+  if constexpr (kCluster > 1) {
+    const float2* all = share.share(make_float2(ss, 0.0f));
+    ss = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) ss += all[r].x;
+  }
+  return ss;
+}
+
+// A row's (mean, M2) from its slices' (mean, M2 about that mean) by Chan's formula: mean = sum n_r
+// mean_r / len, M2 = sum M2_r + n_r (mean_r - mean)^2 (kCluster == 1: the slice is the row).
+template <int kCluster>
+__device__ __forceinline__ float2 cluster_chan(float mine, float m2, i64 len, i64 slice,
+                                               ClusterShare<kCluster>& share) {
+  float mean = mine;
+  if constexpr (kCluster > 1) {
+    // volatile: read from shared memory at each use rather than held in 2 x kCluster registers
+    const volatile float2* all = share.share(make_float2(mine, m2));
+    float total = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) total += slice_count(len, r, slice) * all[r].x;
+    mean = total / (float)len;
+    m2 = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) {
+      const float d = all[r].x - mean;
+      m2 += all[r].y + slice_count(len, r, slice) * d * d;
+    }
+  }
+  return {mean, m2};
+}
+
 // (mean, rstd) of the row whose slice this thread group holds in `x` (its kVecs vectors of N values,
 // converted to float once; n valid elements in the slice, rem of them from this thread's first one;
 // kVec: whole vectors are valid or not, so the bounds are checked per vector, not per element).
@@ -102,13 +137,7 @@ __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, i
         const float v = x[k][j];
         ss += v * v;
       }
-    ss = group_allreduce<SumOp, kGroup>(ss, smem);
-    if constexpr (kCluster > 1) {
-      const float2* all = share.share(make_float2(ss, 0.0f));
-      ss = 0.0f;
-#pragma unroll
-      for (int r = 0; r < kCluster; ++r) ss += all[r].x;
-    }
+    ss = cluster_sum(group_allreduce<SumOp, kGroup>(ss, smem), share);
     return {0.0f, rms_rstd(ss, len, eps)};
   }
   float sum = 0.0f;  // this thread's values (padding reads as 0)
@@ -159,22 +188,8 @@ __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, i
     mine = n > 0 ? total / (float)n : 0.0f;
     m2 = group_allreduce<SumOp, kGroup>(squared_deviations(mine), smem);
   }
-  float mean = mine;
-  if constexpr (kCluster > 1) {  // Chan: mean = sum n_r mean_r / len, M2 = sum M2_r + n_r (mean_r - mean)^2
-    // volatile: read from shared memory at each use rather than held in 2 x kCluster registers
-    const volatile float2* all = share.share(make_float2(mine, m2));
-    float total = 0.0f;
-#pragma unroll
-    for (int r = 0; r < kCluster; ++r) total += slice_count(len, r, slice) * all[r].x;
-    mean = total / (float)len;
-    m2 = 0.0f;
-#pragma unroll
-    for (int r = 0; r < kCluster; ++r) {
-      const float d = all[r].x - mean;
-      m2 += all[r].y + slice_count(len, r, slice) * d * d;
-    }
-  }
-  return {mean, rsqrtf(m2 / (float)len + eps)};
+  const float2 mm = cluster_chan(mine, m2, len, slice, share);
+  return {mm.x, rsqrtf(mm.y / (float)len + eps)};
 }
 
 // One output vector: (x - mean) * rstd, times the weight and plus the bias where present.
@@ -228,5 +243,64 @@ __device__ __forceinline__ V lds_volatile(const V* p) {
   memcpy(&v, &r, 16);
   return v;
 }
+
+// The norms' policy for smem_rows (smemrows.cuh): rows resident in shared memory. The sum (layer_norm)
+// or sum of squares (rms_norm) accumulates as chunks land; layer_norm then takes each warp's mean,
+// reads the slice again for the squared deviations from it (exact, no cancellation), and merges the
+// warps and the cluster's CTAs by Chan's formula, as row_stats does for rows in registers.
+template <typename T, int kBlock, int kCluster, int kSlice>
+struct NormRow {
+  static constexpr int N = 16 / sizeof(T);
+  using V = Vec<T, N>;
+  struct Aux {  // weight and bias vectors, as plain 16-byte carriers (a struct of __half copies member by member)
+    uint4 w, b;
+  };
+  const T* weight;
+  const T* bias;
+  i64 len;
+  float eps;
+  int rms;
+  float acc;
+
+  __device__ __forceinline__ void begin() { acc = 0.0f; }
+  __device__ __forceinline__ void add(const float (&x)[N]) {
+    if (rms) {
+#pragma unroll
+      for (int j = 0; j < N; ++j) acc = fmaf(x[j], x[j], acc);
+    } else {
+#pragma unroll
+      for (int j = 0; j < N; ++j) acc += x[j];
+    }
+  }
+  template <typename Each>
+  __device__ __forceinline__ float2 stats(int n, int wcount, Each&& each, float* smem, ClusterShare<kCluster>& share) {
+    if (rms) return {0.0f, rms_rstd(cluster_sum(block_allreduce<SumOp, kBlock>(acc, smem), share), len, eps)};
+    const float wcnt = (float)wcount, wsum = warp_allreduce<SumOp>(acc);
+    const float wmean = wcnt > 0.0f ? wsum / wcnt : 0.0f;
+    float sq = 0.0f;
+    each([&](const float(&x)[N]) {
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const float d = x[j] - wmean;
+        sq = fmaf(d, d, sq);
+      }
+    });
+    const float2 mm = merge_warps<kBlock>(wcnt, wmean, warp_allreduce<SumOp>(sq), (float)n, smem);
+    const float2 row = cluster_chan(mm.x, mm.y, len, kSlice, share);
+    return {row.x, rsqrtf(row.y / (float)len + eps)};
+  }
+  __device__ __forceinline__ Aux aux(i64 col) const {
+    Aux a;
+    if (weight) a.w = *reinterpret_cast<const uint4*>(weight + col);
+    if (bias) a.b = *reinterpret_cast<const uint4*>(bias + col);
+    return a;
+  }
+  __device__ __forceinline__ void out(V& o, const float (&x)[N], float2 st, const Aux& a) const {
+    V w, b;
+    memcpy(&w, &a.w, 16);
+    memcpy(&b, &a.b, 16);
+    affine(o, x, st, w, b, weight, bias);
+  }
+};
 
 }  // namespace kk

@@ -8,10 +8,13 @@
 //   softmax_rows        the row held in registers (RowTile): one read, one write. A row belongs to
 //                       kGroup lanes of a warp (short rows), to one CTA, or to a cluster of kCluster
 //                       CTAs (sm_90) that exchange their (max, sum) through distributed shared memory.
+//   softmax_smem        long aligned rows on sm_90 kept whole in shared memory (smemrows.cuh): a CTA
+//                       (or a cluster of 2) a row, (max, sum) accumulated as the row's chunks land.
 //
 // Special values follow torch's formula exp(x - max) / sum: a row with +inf or NaN is NaN everywhere,
 // a row of -inf is NaN, -inf elements of any other row give 0.
 #include "reduce.cuh"
+#include "smemrows.cuh"
 
 namespace kk {
 
@@ -72,6 +75,25 @@ struct MaxSum {
   __device__ __forceinline__ static MaxSum load(const float* smem, int i) { return {smem[i], smem[32 + i]}; }
 };
 
+// A row's (max, sum) from its cluster slices' (kCluster == 1: the slice's own). Each CTA reads only
+// its own shared memory (peers pushed into it): no barrier before exit.
+template <int kCluster>
+__device__ __forceinline__ MaxSum cluster_maxsum(MaxSum v, ClusterShare<kCluster>& share) {
+  if constexpr (kCluster > 1) {
+    const float2* all = share.share(make_float2(v.m, v.s));
+    float M = neg_inf(), S = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) M = max_nan(M, all[r].x);
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) {  // fixed rank order: the same bits on every CTA and run
+      const float mr = all[r].x;
+      S += mr == neg_inf() ? 0.0f : all[r].y * exp_shifted(mr - M);
+    }
+    v = {M, S};
+  }
+  return v;
+}
+
 template <typename T, int kBlock>
 __global__ void __launch_bounds__(kBlock)
 softmax_online(const T* __restrict__ in, T* __restrict__ out, i64 len) {
@@ -131,18 +153,9 @@ softmax_rows(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len) {
   float scale = 1.0f / s;
   bool dead = false;  // a cluster slice with nothing above -inf while the row has more
   if constexpr (kCluster > 1) {
-    // each CTA reads only its own shared memory (peers pushed into it): no barrier before exit
-    const float2* all = share.share(make_float2(m, s));
-    float M = neg_inf(), S = 0.0f;
-#pragma unroll
-    for (int r = 0; r < kCluster; ++r) M = max_nan(M, all[r].x);
-#pragma unroll
-    for (int r = 0; r < kCluster; ++r) {  // fixed rank order: the same bits on every CTA and run
-      const float mr = all[r].x;
-      S += mr == neg_inf() ? 0.0f : all[r].y * exp_shifted(mr - M);
-    }
+    const MaxSum row = cluster_maxsum(MaxSum{m, s}, share);
     dead = m == neg_inf();
-    scale = dead ? 0.0f / S : exp_shifted(m - M) / S;
+    scale = dead ? 0.0f / row.s : exp_shifted(m - row.m) / row.s;
   }
 #pragma unroll
   for (int k = 0; k < kVecs; ++k)
@@ -157,6 +170,49 @@ softmax_rows(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len) {
       t.v[k].v[j] = from_float<T>(dead ? scale : ex * scale);
     }
   t.template store<kVec>(out + base, rem);
+}
+
+// softmax's policy for smem_rows (smemrows.cuh): a running (max, sum) per thread updated a vector at a
+// time as the row's chunks land (the sum rescaled once per vector whose max passes the running one),
+// merged over the block and the cluster; the output recomputes exp(x - max) from the resident row.
+template <typename T, int kBlock, int kCluster>
+struct SoftmaxRow {
+  static constexpr int N = 16 / sizeof(T);
+  struct Aux {};
+  MaxSum acc;
+
+  __device__ __forceinline__ void begin() { acc = {neg_inf(), 0.0f}; }
+  __device__ __forceinline__ void add(const float (&x)[N]) {
+    float vm = x[0];
+#pragma unroll
+    for (int j = 1; j < N; ++j) vm = max_nan(vm, x[j]);
+    // -inf elements add nothing (and keep an all -inf start from exp(-inf + inf) = NaN); a NaN or a
+    // +inf (exp(inf - inf)) makes the sum NaN, the row NaN, as torch's formula gives
+    const float m = max_nan(acc.m, vm);
+    float s = acc.m == neg_inf() ? 0.0f : acc.s * exp_shifted(acc.m - m);
+#pragma unroll
+    for (int j = 0; j < N; ++j) s += x[j] == neg_inf() ? 0.0f : exp_shifted(x[j] - m);
+    acc = {m, s};
+  }
+  template <typename Each>
+  __device__ __forceinline__ float2 stats(int, int, Each&&, float* smem, ClusterShare<kCluster>& share) {
+    const MaxSum row = cluster_maxsum(block_allmerge<kBlock>(acc, smem), share);
+    return {row.m, 1.0f / row.s};
+  }
+  __device__ __forceinline__ Aux aux(i64) const { return {}; }
+  __device__ __forceinline__ void out(Vec<T, N>& o, const float (&x)[N], float2 st, const Aux&) const {
+#pragma unroll
+    for (int j = 0; j < N; ++j) o.v[j] = from_float<T>(exp_shifted(x[j] - st.x) * st.y);
+  }
+};
+
+// softmax_smem: a persistent CTA (kCluster == 1) or cluster per row, the CTA's slice resident in shared
+// memory (smemrows.cuh). Rows move as 16-byte vectors (aligned, length a multiple of N).
+template <typename T, int kBlock, int kPer, int kChunks, int kStages, int kCluster>
+__global__ void __launch_bounds__(kBlock, (smem_rows_min_blocks<T, kBlock, kPer, kStages>()))
+softmax_smem(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len) {
+  SoftmaxRow<T, kBlock, kCluster> op;
+  smem_rows<T, kBlock, kPer, kChunks, kStages, kCluster>(in, out, rows, len, op);
 }
 
 }  // namespace kk

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from ..ladder import Kernel
-from ..runtime import KernelLaunchError, current_stream, device_arch, get_kernel
+from ..runtime import KernelLaunchError, current_stream, device_arch, get_kernel, launch
 from ._common import CXX_TYPE
 
 ROW_BLOCK = 128  # the block size of kernels packing several rows per block (group <= 32)
@@ -208,3 +208,44 @@ def launch_cluster(kernel, blocks: int, block: int, cluster: int, *args, dev: in
         launch(current_stream(dev), cfg, kernel, *args)
     except Exception as exc:
         raise KernelLaunchError(f"cluster launch (grid={blocks}, block={block}, cluster={cluster}) failed: {exc}") from exc
+
+
+# ---- rows kept whole in shared memory (csrc/smemrows.cuh: softmax_smem, norm_smem), sm_90 --------
+# A configuration is (threads, 16-byte vectors a thread per chunk, chunks a slice, ring stages, CTAs per
+# cluster): a CTA's slice of a row is `chunks` chunks of threads x vectors x 16 bytes, resident in a
+# ring of `stages` chunk stages of dynamic shared memory that bulk copies fill as far ahead as it allows.
+SMEM_ROWS_MAX_SHARED = 227 * 1024 - 1024  # the opt-in maximum a CTA, less the kernels' static shared memory
+
+
+def smem_rows_capacity(dtype: torch.dtype, cfg: tuple[int, int, int, int, int]) -> int:
+    """Elements of the longest row a configuration holds."""
+    block, per, chunks, _stages, cluster = cfg
+    return block * per * per_vec(dtype) * chunks * cluster
+
+
+def smem_rows_shared(cfg: tuple[int, int, int, int, int]) -> int:
+    """Bytes of dynamic shared memory (the ring) a configuration launches with."""
+    block, per, _chunks, stages, _cluster = cfg
+    return stages * block * per * 16
+
+
+def smem_rows_name(kernel: str, dtype: torch.dtype, cfg: tuple[int, int, int, int, int]) -> str:
+    return f"kk::{kernel}<{CXX_TYPE[dtype]}, {', '.join(map(str, cfg))}>"
+
+
+def smem_rows_kernels(source: str, kernel: str, dtype: torch.dtype, cfgs) -> tuple[Kernel, ...]:
+    """The Kernel records of the shared-memory-resident row configurations (sm_90): the row arrives by
+    bulk copies (UBLKCP; no global load of it to claim a width for) and leaves by 16-byte stores."""
+    return tuple(Kernel(source, smem_rows_name(kernel, dtype, c), None, 128, block=c[0], min_sm=90,
+                        sass=("UBLKCP",), dyn_shared=smem_rows_shared(c)) for c in sorted(set(cfgs)))
+
+
+def launch_smem_rows(kernel, cfg: tuple[int, int, int, int, int], rows: int, *args, dev: int) -> None:
+    """A persistent launch (resident CTAs only, whole clusters) of a shared-memory-resident row kernel."""
+    block, cluster, shmem = cfg[0], cfg[4], smem_rows_shared(cfg)
+    allow_shared(kernel, shmem, dev)
+    blocks = min(rows * cluster, resident_blocks(kernel, block, cluster, dev, shmem))
+    if cluster > 1:
+        launch_cluster(kernel, blocks, block, cluster, *args, dev=dev, shmem=shmem)
+    else:
+        launch(kernel, blocks, block, *args, shmem=shmem, device_index=dev)

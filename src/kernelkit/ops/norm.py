@@ -17,7 +17,8 @@ from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ..runtime import launch
 from ._common import CXX_TYPE, check_tensor, output_for, pick_variant
 from ._rowwise import (RowTables, SourceNames, allow_shared, flat, grid_for_rows, has_clusters, launch_cluster,
-                       per_vec, pick, resident_blocks, row_kernels, row_name, vec_ok)
+                       launch_smem_rows, per_vec, pick, resident_blocks, row_kernels, row_name, smem_rows_kernels,
+                       smem_rows_name, vec_ok)
 
 __all__ = ["layer_norm", "rms_norm"]
 
@@ -104,6 +105,27 @@ BULK_SPARES = {
 }
 
 
+# Long aligned rows on sm_90 kept whole in shared memory (norm_smem, csrc/smemrows.cuh): (threads,
+# vectors a thread per chunk, chunks a slice, ring stages, CTAs per cluster) by capacity. A 64K-element
+# 16-bit row is one CTA's (128 KB of a 224 KB ring), a 64K fp32 row a cluster of 2. SMEM: the default
+# where a tuning run put it; SMEM_SPARES: compiled, claim-checked and GPU-tested with the rung.
+SMEM: dict[int, dict[int, tuple]] = {4: {}, 8: {}}
+SMEM_FROM = {4: 32768, 8: 32768}  # rows longer than this take SMEM where it holds them
+SMEM_SPARES = {
+    4: [(512, 4, 4, 7, 2), (512, 2, 8, 14, 2), (1024, 2, 4, 7, 2), (1024, 1, 8, 14, 2), (512, 2, 4, 6, 4)],
+    8: [(512, 2, 8, 14, 1), (1024, 1, 8, 14, 1), (1024, 2, 4, 7, 1), (512, 4, 4, 7, 1), (256, 4, 8, 14, 1),
+        (512, 2, 4, 6, 2),
+        # 16K-32K-element rows (layer_norm's 16-bit bulk rows): two CTAs an SM, or one with a deep ring
+        (512, 2, 4, 6, 1), (512, 2, 4, 13, 1)],
+}
+
+
+def _smem_for(dtype, len_: int):
+    """The shared-memory-resident configuration for an aligned row on sm_90, or None."""
+    n = per_vec(dtype)
+    return pick(len_, SMEM[n]) if len_ > SMEM_FROM[n] else None
+
+
 def _bulk_name(dtype, cfg) -> str:
     g, v, c, stages, wb, chunks = cfg
     return f"kk::norm_bulk<{CXX_TYPE[dtype]}, {g}, {v}, {c}, {stages}, {'true' if wb else 'false'}, {chunks}>"
@@ -150,7 +172,10 @@ def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
     spilling = _SPILLING.get(per_vec(dtype), frozenset()) if kind == "fast" else frozenset()
     # every configuration's kernels, then welford (the fallback for rows longer than the table)
     bulk = _bulk_kernels(dtype) if kind == "fast" else ()
-    return row_kernels(SRC, "norm_rows", TABLES, kind, dtype, _extras, vec_only, spilling) + bulk + (_welford(dtype),)
+    n = per_vec(dtype)
+    smem = smem_rows_kernels(SRC, "norm_smem", dtype, set(SMEM[n].values()) | set(SMEM_SPARES[n])) if kind == "fast" else ()
+    return (row_kernels(SRC, "norm_rows", TABLES, kind, dtype, _extras, vec_only, spilling) + bulk + smem
+            + (_welford(dtype),))
 
 
 def _extras(cfg):
@@ -168,6 +193,10 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool):
     if plan is None:
         kind = v.params["kind"]
         if kind == "fast" and vec and has_clusters(dev):
+            cfg = _smem_for(dtype, len_)
+            if cfg is not None:
+                plan = _plans[key] = (NAMES.load(smem_rows_name("norm_smem", dtype, cfg), dtype, dev), cfg)
+                return plan
             cfg = _bulk_for(dtype, len_, rms)
             if cfg is not None:
                 plan = _plans[key] = (NAMES.load(_bulk_name(dtype, cfg), dtype, dev), cfg)
@@ -192,6 +221,9 @@ def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
         launch(kernel, rows, LOOP_BLOCK, x.data_ptr(), out.data_ptr(), wp, bp, len_, *flags, device_index=dev)
         return
     args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, *flags)
+    if len(cfg) == 5:  # norm_smem: rows resident in shared memory, persistent
+        launch_smem_rows(kernel, cfg, rows, *args, dev=dev)
+        return
     if len(cfg) == 6:  # norm_bulk: persistent clusters, the ring of stages in dynamic shared memory
         block, cluster = cfg[0], cfg[2]
         shmem = _bulk_shared(cfg, w is not None, b is not None)

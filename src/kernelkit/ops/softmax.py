@@ -12,7 +12,8 @@ import torch
 from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ..runtime import launch
 from ._common import CXX_TYPE, check_tensor, output_for, pick_variant
-from ._rowwise import RowTables, SourceNames, flat, grid_for_rows, launch_cluster, pick, row_kernels, row_name, vec_ok
+from ._rowwise import (RowTables, SourceNames, flat, grid_for_rows, has_clusters, launch_cluster, launch_smem_rows,
+                       per_vec, pick, row_kernels, row_name, smem_rows_kernels, smem_rows_name, vec_ok)
 from .reduce import wrap_dim
 
 __all__ = ["softmax"]
@@ -47,6 +48,22 @@ TABLES = RowTables(
     },
 )
 
+# Long aligned rows on sm_90 kept whole in shared memory (softmax_smem, csrc/smemrows.cuh): (threads,
+# vectors a thread per chunk, chunks a slice, ring stages, CTAs per cluster) by capacity, for rows longer
+# than SMEM_FROM; as in norm.py.
+SMEM: dict[int, dict[int, tuple]] = {4: {}, 8: {}}
+SMEM_FROM = {4: 32768, 8: 32768}
+SMEM_SPARES = {
+    4: [(512, 4, 4, 7, 2), (512, 2, 8, 14, 2), (1024, 2, 4, 7, 2), (512, 2, 4, 6, 4)],
+    8: [(512, 2, 8, 14, 1), (1024, 1, 8, 14, 1), (1024, 2, 4, 7, 1), (512, 4, 4, 7, 1), (512, 2, 4, 6, 2)],
+}
+
+
+def _smem_for(dtype, len_: int):
+    """The shared-memory-resident configuration for an aligned row on sm_90, or None."""
+    n = per_vec(dtype)
+    return pick(len_, SMEM[n]) if len_ > SMEM_FROM[n] else None
+
 
 def _loop_kernel(kind: str, dtype) -> Kernel:
     bits = torch.finfo(dtype).bits
@@ -57,7 +74,9 @@ def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
     if kind in ("three_pass", "online"):
         return (_loop_kernel(kind, dtype),)
     # rows too long for any configuration fall back to the online kernel
-    return row_kernels(SRC, "softmax_rows", TABLES, kind, dtype) + (_loop_kernel("online", dtype),)
+    n = per_vec(dtype)
+    smem = smem_rows_kernels(SRC, "softmax_smem", dtype, set(SMEM[n].values()) | set(SMEM_SPARES[n])) if kind == "fast" else ()
+    return row_kernels(SRC, "softmax_rows", TABLES, kind, dtype) + smem + (_loop_kernel("online", dtype),)
 
 
 _plans: dict[tuple, tuple] = {}
@@ -70,7 +89,10 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool):
     if plan is None:
         kind = v.params["kind"]
         cfg = None if kind in ("three_pass", "online") else pick(len_, TABLES.table(kind, dtype, dev))
-        if cfg is None:
+        smem = _smem_for(dtype, len_) if kind == "fast" and vec and has_clusters(dev) else None
+        if smem is not None:
+            plan = (NAMES.load(smem_rows_name("softmax_smem", dtype, smem), dtype, dev), smem)
+        elif cfg is None:
             k = _loop_kernel("online" if kind != "three_pass" else kind, dtype)
             plan = (NAMES.load(k.name, dtype, dev), None)
         else:
@@ -87,8 +109,11 @@ def _run(v: Variant, x: torch.Tensor, out: torch.Tensor, rows: int, len_: int) -
     if cfg is None:
         launch(kernel, rows, LOOP_BLOCK, x.data_ptr(), out.data_ptr(), len_, device_index=dev)
         return
-    blocks, block, cluster = grid_for_rows(rows, cfg)
     args = (x.data_ptr(), out.data_ptr(), rows, len_)
+    if len(cfg) == 5:  # softmax_smem: rows resident in shared memory, persistent
+        launch_smem_rows(kernel, cfg, rows, *args, dev=dev)
+        return
+    blocks, block, cluster = grid_for_rows(rows, cfg)
     if cluster > 1:
         launch_cluster(kernel, blocks, block, cluster, *args, dev=dev)
     else:

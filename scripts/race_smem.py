@@ -1,0 +1,33 @@
+"""A few small launches of every shared-memory-resident row configuration (softmax_smem, norm_smem), for
+compute-sanitizer (memcheck, racecheck): rows it holds exactly and rows ending inside a chunk, more rows
+than a CTA's ring holds (the stages refill).
+
+    compute-sanitizer --tool racecheck python scripts/race_smem.py [float16,float32]
+"""
+import sys
+
+import torch
+
+import kernelkit
+from kernelkit.ops import norm, softmax
+from kernelkit.ops._rowwise import per_vec, smem_rows_capacity
+
+dtypes = [getattr(torch, d) for d in (sys.argv[1] if len(sys.argv) > 1 else "float16,float32").split(",")]
+for dtype in dtypes:
+    n = per_vec(dtype)
+    for mod, name in ((norm, "norm"), (softmax, "softmax")):
+        for cfg in sorted(set(mod.SMEM[n].values()) | set(mod.SMEM_SPARES[n])):
+            mod._smem_for = lambda _dt, _len, c=cfg: c
+            mod._plans.clear()
+            cap = smem_rows_capacity(dtype, cfg)
+            for len_ in (cap, cap // 2 + 3 * n):
+                x = torch.randn(2 * 132 * cfg[4] + 5, len_, device="cuda", dtype=dtype)
+                w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
+                if name == "norm":
+                    y = kernelkit.layer_norm(x, (len_,), w, b)
+                    ok = torch.allclose(y.float(), torch.nn.functional.layer_norm(x.float(), (len_,), w.float(), b.float()), atol=5e-2)
+                else:
+                    y = kernelkit.softmax(x)
+                    ok = torch.allclose(y.float(), torch.softmax(x.float(), -1), atol=1e-3)
+                torch.cuda.synchronize()
+                print(name, dtype, cfg, len_, "ok" if ok else "MISMATCH", flush=True)

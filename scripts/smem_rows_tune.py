@@ -1,0 +1,92 @@
+"""Rows kept whole in shared memory (norm_smem, softmax_smem): every configuration that holds the row
+against kernelkit's current default, torch and a same-bytes copy, all timed in turn (interleaved rounds,
+4 input copies rotated when the working set is near L2), each checked against float64 first.
+
+    python scripts/smem_rows_tune.py [--shapes 1024x65536] [--dtypes float16,float32]
+                                     [--ops softmax,layer_norm,rms_norm] [--reps 200]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import kernelkit
+from kernelkit import reference
+from kernelkit.bench import time_interleaved
+from kernelkit.ops import norm, softmax
+from kernelkit.ops._rowwise import launch_smem_rows, per_vec, smem_rows_capacity, smem_rows_name
+
+MODULES = {"softmax": softmax, "layer_norm": norm, "rms_norm": norm}
+KERNEL = {"softmax": "softmax_smem", "layer_norm": "norm_smem", "rms_norm": "norm_smem"}
+TOL = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 6e-2}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shapes", default="1024x65536")
+    ap.add_argument("--dtypes", default="float16,float32")
+    ap.add_argument("--ops", default="softmax,layer_norm,rms_norm")
+    ap.add_argument("--reps", type=int, default=200)
+    a = ap.parse_args()
+    print(f"device {torch.cuda.get_device_name()}  torch {torch.__version__}  "
+          f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+    for shape in a.shapes.split(","):
+        rows, len_ = map(int, shape.split("x"))
+        for dt in a.dtypes.split(","):
+            dtype = getattr(torch, dt)
+            nbytes = 2 * rows * len_ * torch.finfo(dtype).bits // 8
+            copies = 4 if nbytes <= 4 * 50 * 2**20 else 1
+            xs = [torch.randn(rows, len_, device="cuda", dtype=dtype) for _ in range(copies)]
+            w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
+            out = torch.empty_like(xs[0])
+            for op in a.ops.split(","):
+                mod = MODULES[op]
+                n = per_vec(dtype)
+                cfgs = [c for c in sorted(set(mod.SMEM[n].values()) | set(mod.SMEM_SPARES[n]))
+                        if smem_rows_capacity(dtype, c) >= len_]
+                if op == "softmax":
+                    args = lambda x: (x.data_ptr(), out.data_ptr(), rows, len_)  # noqa: E731
+                    ours = lambda i: kernelkit.softmax(xs[i % copies])  # noqa: E731
+                    theirs = lambda i: torch.softmax(xs[i % copies], -1)  # noqa: E731
+                    ref = reference.softmax(xs[0])
+                else:
+                    rms = op == "rms_norm"
+                    bias = None if rms else b
+                    args = lambda x, bias=bias, rms=rms: (x.data_ptr(), out.data_ptr(), w.data_ptr(),  # noqa: E731
+                                                          0 if bias is None else bias.data_ptr(), rows, len_,
+                                                          np.float32(1e-5), np.int32(rms))
+                    if rms:
+                        ours = lambda i: kernelkit.rms_norm(xs[i % copies], (len_,), w, 1e-5)  # noqa: E731
+                        theirs = lambda i: F.rms_norm(xs[i % copies], (len_,), w, 1e-5)  # noqa: E731
+                        ref = reference.rms_norm(xs[0], (len_,), w, 1e-5)
+                    else:
+                        ours = lambda i: kernelkit.layer_norm(xs[i % copies], (len_,), w, b)  # noqa: E731
+                        theirs = lambda i: F.layer_norm(xs[i % copies], (len_,), w, b)  # noqa: E731
+                        ref = reference.layer_norm(xs[0], (len_,), w, b)
+                fns = {"kernelkit": ours}
+                for c in cfgs:
+                    k = mod.NAMES.load(smem_rows_name(KERNEL[op], dtype, c), dtype, 0)
+                    run = lambda i, k=k, c=c: launch_smem_rows(k, c, rows, *args(xs[i % copies]), dev=0)  # noqa: E731
+                    out.fill_(float("nan"))
+                    run(0)
+                    err = (out.double() - ref).abs().max().item()
+                    if not err < TOL[dtype]:
+                        print(f"  {op} {dt} {shape} {c}: WRONG (max error {err})")
+                        continue
+                    fns[str(c)] = run
+                fns["torch"] = theirs
+                fns["copy"] = lambda i: out.copy_(xs[i % copies])
+                times = time_interleaved(list(fns.values()), reps=a.reps, warmup=5, flush_l2=True, max_seconds=20)
+                copy_t = times[-1].median_us
+                print(f"{op} {dt} {shape} (default {kernelkit.ops.norm._smem_for(dtype, len_) if op != 'softmax' else softmax._smem_for(dtype, len_)}):")
+                for (label, _), t in sorted(zip(fns.items(), times), key=lambda p: p[1].median_us):
+                    print(f"  {label:24s} {t.median_us:8.2f} us  {nbytes / t.seconds / 1e9:7.0f} GB/s  "
+                          f"{copy_t / t.median_us:6.1%} of copy")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+// Rows kept whole in shared memory (sm_90): the loop that softmax_smem and norm_smem share.
+//
+// Why: the register-tile row kernels hold a CTA's slice of a row in registers, which caps a CTA at
+// 32 values a thread (1024 threads x 64 registers): 64K-element 16-bit rows need two CTAs a row
+// (clusters of 2 at 1024 threads, measured 85-88% of a same-bytes copy, a third of the issue slots
+// waiting on L1TEX), and 64K fp32 rows clusters of 4 or 8, which the driver places on 120 of the 132
+// SMs. Here a CTA's slice lives in shared memory instead (up to 227 KB: a whole 64K-element 16-bit
+// row, or half a 64K fp32 row), so a CTA of any size holds it, registers stay free for loads in
+// flight, and one CTA (or a cluster of 2) an SM serves every SM.
+//
+// The slice arrives as kChunks chunks, each of kBlock threads x kPer 16-byte vectors (thread t's
+// vector k of a chunk at element k * kBlock * N + t * N: coalesced), by bulk copies into a ring of
+// kStages > kChunks chunk stages issued by one thread as far ahead as the ring allows. The policy
+// `Row` accumulates its statistics over each chunk as it lands, finishes them (block and cluster
+// reductions; it may read the resident slice again), then writes the output chunk by chunk, and each
+// stage is refilled (with the next rows' chunks) as soon as every thread has written from it.
+//
+// Row's interface (see NormRow in norm.cuh, SoftmaxRow in softmax.cu):
+//   begin()                       a new row
+//   add(x)                        a landed vector of N floats (valid elements only)
+//   stats(n, wcount, each, smem, share) -> float2
+//                                 the row's statistics; n: valid elements of this CTA's slice, wcount:
+//                                 of this warp's vectors, each(f): f(x) over every valid vector again
+//   aux(col)                      what the output of the vector at row column col needs besides x (say
+//                                 weight and bias), requested a chunk ahead
+//   out(o, x, st, aux)            the output vector o
+#pragma once
+#include "bulk.cuh"
+#include "reduce.cuh"
+
+namespace kk {
+
+// CTAs an SM can hold (ring in dynamic shared memory, <= 227 KB an SM beside ~1 KB of static), but
+// never so many that a thread gets fewer than 64 registers: the __launch_bounds__ minimum, which sets
+// ptxas' register budget (two 1024-thread CTAs an SM, 32 registers, spilled).
+template <typename T, int kBlock, int kPer, int kStages>
+__host__ __device__ constexpr int smem_rows_min_blocks() {
+  constexpr int kRing = kStages * kBlock * kPer * 16;
+  constexpr int kFit = (227 * 1024) / (kRing + 1024);
+  constexpr int kRegs = 1024 / kBlock;
+  return kFit < 1 ? 1 : (kFit < kRegs ? kFit : kRegs);
+}
+
+template <typename T, int kBlock, int kPer, int kChunks, int kStages, int kCluster, typename Row>
+__device__ __forceinline__ void smem_rows(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len,
+                                          Row& op) {
+  constexpr int N = 16 / sizeof(T);
+  using V = Vec<T, N>;
+  constexpr int kChunk = kBlock * kPer * N, kSlice = kChunk * kChunks;  // elements
+  static_assert(kStages > kChunks, "the ring holds a whole slice and at least one chunk of the next");
+  __shared__ float smem[96];
+  __shared__ float2 slots[2][kCluster];
+  __shared__ unsigned long long pushed[2], full[kStages];
+  extern __shared__ __align__(128) unsigned char dyn[];
+  const BulkRing<T, kChunk, kStages> ring{reinterpret_cast<T*>(dyn), full};
+  const unsigned rank = blockIdx.x % kCluster;
+  const int n = (int)max((i64)0, min((i64)kSlice, len - (i64)rank * kSlice));  // this CTA's elements of a row
+  const i64 first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
+  ClusterShare<kCluster> share{slots, pushed, rank};
+  if constexpr (kCluster > 1) share.init();
+  ring.init();
+  // one thread: copy number q of this CTA's sequence (chunk q % kChunks of its row number q / kChunks),
+  // if that row exists. A chunk past the slice's end copies nothing but still completes its phase.
+  const auto fill = [&](int q) {
+    const i64 row = first + (q / kChunks) * stride;
+    const int c = q % kChunks;
+    const int elems = max(0, min(kChunk, n - c * kChunk));
+    if (row < rows) ring.fill(q, in + row * len + (i64)rank * kSlice + c * kChunk, (unsigned)elems * sizeof(T));
+  };
+  if (threadIdx.x == 0 && n > 0) {
+#pragma unroll 1
+    for (int q = 0; q < kStages; ++q) fill(q);
+  }
+  // this thread's vector k of chunk c: its first element within the slice
+  const auto at = [](int c, int k) { return c * kChunk + k * kBlock * N + (int)threadIdx.x * N; };
+  // elements of this warp's vectors that hold data (a whole number of vectors: len % N == 0)
+  const int warp0 = (int)(threadIdx.x & ~31u) * N;
+  int wcount = 0;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) wcount += max(0, min(32 * N, n - (c * kChunk + k * kBlock * N + warp0)));
+
+  int i = 0;
+  for (i64 row = first; row < rows; row += stride, ++i) {
+    const int q0 = i * kChunks;
+    const auto values = [&](int c, int k, float (&x)[N]) {
+      const V v = load_vec(reinterpret_cast<const V*>(ring.stage(q0 + c) + k * kBlock * N + threadIdx.x * N));
+#pragma unroll
+      for (int j = 0; j < N; ++j) x[j] = to_float(v.v[j]);
+    };
+    // the chunk loops stay rolled (a chunk's kPer vectors unrolled): unrolled, ptxas hoisted the
+    // shared-memory loads of several chunks at once and spilled
+    op.begin();
+#pragma unroll 1
+    for (int c = 0; c < kChunks; ++c) {
+      if (n > 0) ring.wait(q0 + c);
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        if (at(c, k) < n) {
+          float x[N];
+          values(c, k, x);
+          op.add(x);
+        }
+      }
+    }
+    const auto each = [&](auto&& f) {
+#pragma unroll 1
+      for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+        for (int k = 0; k < kPer; ++k) {
+          if (at(c, k) < n) {
+            float x[N];
+            values(c, k, x);
+            f(x);
+          }
+        }
+    };
+    const i64 col0 = (i64)rank * kSlice;  // the slice's first column
+    const auto aux_of = [&](int c, typename Row::Aux (&a)[kPer]) {
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) a[k] = op.aux(at(c, k) < n ? col0 + at(c, k) : 0);
+    };
+    // chunk 0's auxiliary inputs requested before the statistics: their latency overlaps the reductions
+    typename Row::Aux cur[kPer], next[kPer];
+    aux_of(0, cur);
+    const float2 st = op.stats(n, wcount, each, smem, share);
+    T* const y = out + row * len + col0;
+#pragma unroll 1
+    for (int c = 0; c < kChunks; ++c) {
+      if (c + 1 < kChunks) aux_of(c + 1, next);  // a chunk ahead: across this chunk's barrier
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        if (at(c, k) < n) {
+          float x[N];
+          values(c, k, x);
+          V o;
+          op.out(o, x, st, cur[k]);
+          store_global16(reinterpret_cast<V*>(y + at(c, k)), o);
+        }
+      }
+      __syncthreads();  // every thread has read this chunk's stage: refill it with a later chunk
+      if (threadIdx.x == 0 && n > 0) fill(q0 + c + kStages);
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) cur[k] = next[k];
+    }
+  }
+}
+
+}  // namespace kk

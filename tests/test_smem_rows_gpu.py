@@ -1,0 +1,110 @@
+"""Rows kept whole in shared memory (softmax_smem, norm_smem; sm_90): every configuration, forced onto
+rows it holds exactly, rows a vector shorter, rows that leave a cluster's last CTA empty and rows that
+end inside a chunk, with more rows than resident CTAs (each ring wraps around several times), against
+float64 with poisoned outputs; special values and large magnitudes."""
+import sys
+
+import pytest
+import torch
+
+import kernelkit
+from kernelkit import reference
+from gpu_helpers import assert_close, poisoned_like, random_input
+
+pytestmark = pytest.mark.gpu
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _need_sm90():
+    from kernelkit.ops._rowwise import has_clusters
+
+    if not has_clusters(0):
+        pytest.skip("bulk copies need sm_90")
+
+
+def _configs(mod, dtype):
+    from kernelkit.ops._rowwise import per_vec
+
+    n = per_vec(dtype)
+    return sorted(set(mod.SMEM[n].values()) | set(mod.SMEM_SPARES[n]))
+
+
+def _lengths(dtype, cfg):
+    from kernelkit.ops._rowwise import per_vec, smem_rows_capacity
+
+    n, cap = per_vec(dtype), smem_rows_capacity(dtype, cfg)
+    chunk, cluster = cfg[0] * cfg[1] * n, cfg[4]
+    lens = {cap, cap - n, cap // 2 + 3 * n, chunk + n}
+    if cluster > 1:
+        lens.add(cap // cluster - n)  # the last CTA's slice is empty
+    return sorted(lens)
+
+
+def _force(monkeypatch, mod, cfg):
+    monkeypatch.setattr(mod, "_smem_for", lambda _dt, _len, c=cfg: c)
+    mod._plans.clear()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_norm_every_smem_configuration(dtype, monkeypatch):
+    _need_sm90()
+    mod = sys.modules["kernelkit.ops.norm"]
+    for cfg in _configs(mod, dtype):
+        _force(monkeypatch, mod, cfg)
+        for len_ in _lengths(dtype, cfg):
+            rows = 301
+            x = (random_input(rows * len_, dtype) + 0.7).view(rows, len_)
+            w, b = random_input(len_, dtype), random_input(len_, dtype)
+            for wb in ((w, b), (w, None), (None, None)):
+                got = kernelkit.layer_norm(x, (len_,), *wb, out=poisoned_like(x))
+                assert_close(got, reference.layer_norm(x, (len_,), *wb), dtype, f"layer_norm {cfg} len={len_} wb={wb[0] is not None},{wb[1] is not None}")
+            got = kernelkit.rms_norm(x, (len_,), w, out=poisoned_like(x))
+            assert_close(got, reference.rms_norm(x, (len_,), w), dtype, f"rms_norm {cfg} len={len_}")
+    mod._plans.clear()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_every_smem_configuration(dtype, monkeypatch):
+    _need_sm90()
+    mod = sys.modules["kernelkit.ops.softmax"]
+    for cfg in _configs(mod, dtype):
+        _force(monkeypatch, mod, cfg)
+        for len_ in _lengths(dtype, cfg):
+            rows = 301
+            x = random_input(rows * len_, dtype).view(rows, len_)
+            got = kernelkit.softmax(x, out=poisoned_like(x))
+            assert_close(got, reference.softmax(x), dtype, f"softmax {cfg} len={len_}")
+    mod._plans.clear()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_smem_special_values_and_large_magnitudes(dtype, monkeypatch):
+    """Rows with +inf, -inf, NaN, all -inf (softmax: as torch gives them) and large means (norms: no
+    cancellation), through each op's default 64K-row path and every spare configuration's first."""
+    _need_sm90()
+    len_ = 65536
+    inf, nan = float("inf"), float("nan")
+    x = torch.randn(12, len_, device="cuda", dtype=torch.float32) * 3
+    x[0, 7] = inf
+    x[1, :] = -inf
+    x[2, len_ // 3] = nan
+    x[3, ::2] = -inf
+    x[4, -1] = 80.0
+    x[5] *= 1e4
+    x = x.to(dtype)
+    smx = sys.modules["kernelkit.ops.softmax"]
+    for cfg in _configs(smx, dtype)[:2]:
+        _force(monkeypatch, smx, cfg)
+        got, want = kernelkit.softmax(x), torch.softmax(x.double(), -1)
+        assert torch.equal(torch.isnan(got), torch.isnan(want)), cfg
+        assert_close(got, reference.softmax(x), dtype, f"softmax special {cfg}")
+    nrm = sys.modules["kernelkit.ops.norm"]
+    y = (torch.randn(6, len_, device="cuda") * 2 + 3000).to(dtype)  # mean >> spread
+    w, b = random_input(len_, dtype), random_input(len_, dtype)
+    for cfg in _configs(nrm, dtype)[:2]:
+        _force(monkeypatch, nrm, cfg)
+        assert_close(kernelkit.layer_norm(y, (len_,), w, b), reference.layer_norm(y, (len_,), w, b), dtype,
+                     f"layer_norm large mean {cfg}")
+    smx._plans.clear()
+    nrm._plans.clear()

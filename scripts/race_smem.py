@@ -3,7 +3,11 @@ compute-sanitizer (memcheck, racecheck): rows it holds exactly and rows ending i
 than a CTA's ring holds (the stages refill).
 
     compute-sanitizer --tool racecheck python scripts/race_smem.py [float16,float32]
+
+KK_RACE_ROWS sets the rows (default: two rows a resident CTA and more, so every ring wraps around;
+racecheck over that many 64K-element rows takes minutes, so pass a few there).
 """
+import os
 import sys
 
 import torch
@@ -21,7 +25,7 @@ for dtype in dtypes:
             mod._plans.clear()
             cap = smem_rows_capacity(dtype, cfg)
             for len_ in (cap, cap // 2 + 3 * n):
-                x = torch.randn(2 * 132 * cfg[4] + 5, len_, device="cuda", dtype=dtype)
+                x = torch.randn(int(os.environ.get("KK_RACE_ROWS", 2 * 132 * cfg[4] + 5)), len_, device="cuda", dtype=dtype)
                 w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
                 if name == "norm":
                     y = kernelkit.layer_norm(x, (len_,), w, b)

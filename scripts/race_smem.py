@@ -13,7 +13,10 @@ import sys
 import torch
 
 import kernelkit
-from kernelkit.ops import norm, softmax
+import importlib
+
+norm = importlib.import_module("kernelkit.ops.norm")
+softmax = importlib.import_module("kernelkit.ops.softmax")
 from kernelkit.ops._rowwise import per_vec, smem_rows_capacity
 
 dtypes = [getattr(torch, d) for d in (sys.argv[1] if len(sys.argv) > 1 else "float16,float32").split(",")]

@@ -1,14 +1,17 @@
 """Rows kept whole in shared memory (norm_smem, softmax_smem): every configuration that holds the row
 against kernelkit's current default, torch and a same-bytes copy, all timed in turn (interleaved rounds,
 4 input copies rotated when the working set is near L2), each checked against float64 first.
+--rows adds the norms' register-tile cluster configurations (norm_rows, GROUPxVECSxCLUSTER) that hold
+the row, each launched persistent (resident CTAs looping over rows) and one cluster per row.
 
     python scripts/smem_rows_tune.py [--shapes 1024x65536] [--dtypes float16,float32]
-                                     [--ops softmax,layer_norm,rms_norm] [--reps 200]
+                                     [--ops softmax,layer_norm,rms_norm] [--reps 200] [--rows 256x4x8,...]
 """
 from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 
 import numpy as np
 import torch
@@ -17,8 +20,10 @@ import torch.nn.functional as F
 import kernelkit
 from kernelkit import reference
 from kernelkit.bench import time_interleaved
-from kernelkit.ops import norm, softmax
-from kernelkit.ops._rowwise import launch_smem_rows, per_vec, smem_rows_capacity, smem_rows_name
+norm = importlib.import_module("kernelkit.ops.norm")  # (kernelkit.ops.softmax is the function)
+softmax = importlib.import_module("kernelkit.ops.softmax")
+from kernelkit.ops._rowwise import (allow_shared, grid_for_rows, launch_cluster, launch_smem_rows, per_vec,
+                                    resident_blocks, row_name, smem_rows_capacity, smem_rows_name)
 
 MODULES = {"softmax": softmax, "layer_norm": norm, "rms_norm": norm}
 KERNEL = {"softmax": "softmax_smem", "layer_norm": "norm_smem", "rms_norm": "norm_smem"}
@@ -31,6 +36,7 @@ def main() -> None:
     ap.add_argument("--dtypes", default="float16,float32")
     ap.add_argument("--ops", default="softmax,layer_norm,rms_norm")
     ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--rows", default="", help="norm_rows cluster configurations GxVxC[,...]")
     a = ap.parse_args()
     print(f"device {torch.cuda.get_device_name()}  torch {torch.__version__}  "
           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
@@ -78,11 +84,31 @@ def main() -> None:
                         print(f"  {op} {dt} {shape} {c}: WRONG (max error {err})")
                         continue
                     fns[str(c)] = run
+                for spec in (filter(None, a.rows.split(",")) if op != "softmax" else ()):
+                    c = tuple(map(int, spec.split("x")))
+                    if c[0] * c[1] * c[2] * n < len_:
+                        continue
+                    k = mod.NAMES.load(row_name("norm_rows", dtype, c, True, False), dtype, 0)
+                    shmem = 2 * c[0] * c[1] * n * xs[0].element_size()
+                    allow_shared(k, shmem, 0)
+                    blocks, block, cluster = grid_for_rows(rows, c)
+                    for persistent in (True, False):
+                        g = min(blocks, resident_blocks(k, block, cluster, 0, shmem)) if persistent else blocks
+                        run = lambda i, k=k, g=g, c=c, shmem=shmem: launch_cluster(  # noqa: E731
+                            k, g, c[0], c[2], *args(xs[i % copies]), dev=0, shmem=shmem)
+                        out.fill_(float("nan"))
+                        run(0)
+                        err = (out.double() - ref).abs().max().item()
+                        label = f"rows {spec} {'persistent' if persistent else 'per row'}"
+                        if not err < TOL[dtype]:
+                            print(f"  {op} {dt} {shape} {label}: WRONG (max error {err})")
+                            continue
+                        fns[label] = run
                 fns["torch"] = theirs
                 fns["copy"] = lambda i: out.copy_(xs[i % copies])
                 times = time_interleaved(list(fns.values()), reps=a.reps, warmup=5, flush_l2=True, max_seconds=20)
                 copy_t = times[-1].median_us
-                print(f"{op} {dt} {shape} (default {kernelkit.ops.norm._smem_for(dtype, len_) if op != 'softmax' else softmax._smem_for(dtype, len_)}):")
+                print(f"{op} {dt} {shape} (default {norm._smem_for(dtype, len_) if op != 'softmax' else softmax._smem_for(dtype, len_)}):")
                 for (label, _), t in sorted(zip(fns.items(), times), key=lambda p: p[1].median_us):
                     print(f"  {label:24s} {t.median_us:8.2f} us  {nbytes / t.seconds / 1e9:7.0f} GB/s  "
                           f"{copy_t / t.median_us:6.1%} of copy")

@@ -41,6 +41,32 @@ __host__ __device__ constexpr int smem_rows_min_blocks() {
   return kFit < 1 ? 1 : (kFit < kRegs ? kFit : kRegs);
 }
 
+// Every valid vector of a resident slice again, as floats: each(f) calls f(x) for each. A functor
+// rather than a generic lambda: NVRTC 13.0 compiles a generic lambda's call operator as host code.
+template <typename T, int kBlock, int kPer, int kChunks, int kStages>
+struct SliceValues {
+  static constexpr int N = 16 / sizeof(T);
+  static constexpr int kChunk = kBlock * kPer * N;
+  const T* ring;  // the ring's first stage
+  int q0, n;      // the slice's first copy number (its chunk c is in stage (q0 + c) % kStages), elements
+  template <typename F>
+  __device__ __forceinline__ void operator()(F&& f) const {
+#pragma unroll 1
+    for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        const int at = k * kBlock * N + (int)threadIdx.x * N;
+        if (c * kChunk + at < n) {
+          const Vec<T, N> v = load_vec(reinterpret_cast<const Vec<T, N>*>(ring + ((q0 + c) % kStages) * kChunk + at));
+          float x[N];
+#pragma unroll
+          for (int j = 0; j < N; ++j) x[j] = to_float(v.v[j]);
+          f(x);
+        }
+      }
+  }
+};
+
 template <typename T, int kBlock, int kPer, int kChunks, int kStages, int kCluster, typename Row>
 __device__ __forceinline__ void smem_rows(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len,
                                           Row& op) {
@@ -104,18 +130,7 @@ __device__ __forceinline__ void smem_rows(const T* __restrict__ in, T* __restric
         }
       }
     }
-    const auto each = [&](auto&& f) {
-#pragma unroll 1
-      for (int c = 0; c < kChunks; ++c)
-#pragma unroll
-        for (int k = 0; k < kPer; ++k) {
-          if (at(c, k) < n) {
-            float x[N];
-            values(c, k, x);
-            f(x);
-          }
-        }
-    };
+    const SliceValues<T, kBlock, kPer, kChunks, kStages> each{ring.buf, q0, n};
     const i64 col0 = (i64)rank * kSlice;  // the slice's first column
     const auto aux_of = [&](int c, typename Row::Aux (&a)[kPer]) {
 #pragma unroll

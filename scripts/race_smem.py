@@ -23,8 +23,8 @@ dtypes = [getattr(torch, d) for d in (sys.argv[1] if len(sys.argv) > 1 else "flo
 for dtype in dtypes:
     n = per_vec(dtype)
     for mod, name in ((norm, "norm"), (softmax, "softmax")):
-        for cfg in sorted(set(mod.SMEM[n].values()) | set(mod.SMEM_SPARES[n])):
-            mod._smem_for = lambda _dt, _len, c=cfg: c
+        for cfg in mod.smem_configs(dtype):
+            mod._smem_for = lambda *_a, c=cfg: c
             mod._plans.clear()
             cap = smem_rows_capacity(dtype, cfg)
             for len_ in (cap, cap // 2 + 3 * n):

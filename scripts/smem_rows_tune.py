@@ -52,7 +52,7 @@ def main() -> None:
             for op in a.ops.split(","):
                 mod = MODULES[op]
                 n = per_vec(dtype)
-                cfgs = [c for c in sorted(set(mod.SMEM[n].values()) | set(mod.SMEM_SPARES[n]))
+                cfgs = [c for c in mod.smem_configs(dtype)
                         if smem_rows_capacity(dtype, c) >= len_]
                 if op == "softmax":
                     args = lambda x: (x.data_ptr(), out.data_ptr(), rows, len_)  # noqa: E731
@@ -108,7 +108,7 @@ def main() -> None:
                 fns["copy"] = lambda i: out.copy_(xs[i % copies])
                 times = time_interleaved(list(fns.values()), reps=a.reps, warmup=5, flush_l2=True, max_seconds=20)
                 copy_t = times[-1].median_us
-                print(f"{op} {dt} {shape} (default {norm._smem_for(dtype, len_) if op != 'softmax' else softmax._smem_for(dtype, len_)}):")
+                print(f"{op} {dt} {shape} (default {mod._smem_for(dtype, len_, op == 'rms_norm')}):")
                 for (label, _), t in sorted(zip(fns.items(), times), key=lambda p: p[1].median_us):
                     print(f"  {label:24s} {t.median_us:8.2f} us  {nbytes / t.seconds / 1e9:7.0f} GB/s  "
                           f"{copy_t / t.median_us:6.1%} of copy")

@@ -162,7 +162,7 @@ def test_every_configuration(dtype, monkeypatch):
             for prefetch in (f[0] for f in mod._extras(cfg)):
                 monkeypatch.setattr(mod, "pick", lambda _len, _tab, c=cfg: c)
                 monkeypatch.setattr(mod, "_bulk_for", lambda _dt, _len, _rms: None)
-                monkeypatch.setattr(mod, "_smem_for", lambda _dt, _len: None)  # test_smem_rows_gpu's
+                monkeypatch.setattr(mod, "_smem_for", lambda *_a: None)  # test_smem_rows_gpu's
                 monkeypatch.setattr(mod, "PREFETCH", prefetch)
                 mod._plans.clear()
                 for len_ in {cap, max(1, cap - n - 1)}:
@@ -190,7 +190,7 @@ def test_every_bulk_configuration(dtype, monkeypatch):
     mod = sys.modules["kernelkit.ops.norm"]
     n = per_vec(dtype)
     monkeypatch.setattr(mod, "BULK_FROM", 0)
-    monkeypatch.setattr(mod, "_smem_for", lambda _dt, _len: None)  # test_smem_rows_gpu's
+    monkeypatch.setattr(mod, "_smem_for", lambda *_a: None)  # test_smem_rows_gpu's
     for cfg in sorted({c for c in mod.BULK[n].values()} | set(mod.BULK_SPARES.get(n, ()))):
         g, v, c = cfg[:3]
         slice_ = g * v * n

@@ -24,10 +24,7 @@ def _need_sm90():
 
 
 def _configs(mod, dtype):
-    from kernelkit.ops._rowwise import per_vec
-
-    n = per_vec(dtype)
-    return sorted(set(mod.SMEM[n].values()) | set(mod.SMEM_SPARES[n]))
+    return mod.smem_configs(dtype)
 
 
 def _lengths(dtype, cfg):
@@ -42,7 +39,7 @@ def _lengths(dtype, cfg):
 
 
 def _force(monkeypatch, mod, cfg):
-    monkeypatch.setattr(mod, "_smem_for", lambda _dt, _len, c=cfg: c)
+    monkeypatch.setattr(mod, "_smem_for", lambda *_a, c=cfg: c)
     mod._plans.clear()
 
 

@@ -149,7 +149,7 @@ def test_every_configuration(dtype, monkeypatch):
                 continue
             cap = cfg[0] * cfg[1] * cfg[2] * n
             monkeypatch.setattr(mod, "pick", lambda _len, _tab, c=cfg: c)
-            monkeypatch.setattr(mod, "_smem_for", lambda _dt, _len: None)  # test_smem_rows_gpu's
+            monkeypatch.setattr(mod, "_smem_for", lambda *_a: None)  # test_smem_rows_gpu's
             mod._plans.clear()
             for len_ in {cap, max(1, cap - n - 1)}:
                 rows = max(3, min(40, 2**21 // len_))

@@ -109,24 +109,33 @@ BULK_SPARES = {
 
 
 # Long aligned rows on sm_90 kept whole in shared memory (norm_smem, csrc/smemrows.cuh): (threads,
-# vectors a thread per chunk, chunks a slice, ring stages, CTAs per cluster) by capacity. A 64K-element
-# 16-bit row is one CTA's (128 KB of a 224 KB ring), a 64K fp32 row a cluster of 2. SMEM: the default
-# where a tuning run put it; SMEM_SPARES: compiled, claim-checked and GPU-tested with the rung.
-SMEM: dict[int, dict[int, tuple]] = {4: {}, 8: {}}
-SMEM_FROM = {4: 32768, 8: 32768}  # rows longer than this take SMEM where it holds them
-SMEM_SPARES = {
-    4: [(512, 4, 4, 7, 2), (512, 2, 8, 14, 2), (1024, 2, 4, 7, 2), (1024, 1, 8, 14, 2), (512, 2, 4, 6, 4)],
-    8: [(512, 2, 8, 14, 1), (1024, 1, 8, 14, 1), (1024, 2, 4, 7, 1), (512, 4, 4, 7, 1), (256, 4, 8, 14, 1),
-        (512, 2, 4, 6, 2),
-        # 16K-32K-element rows (layer_norm's 16-bit bulk rows): two CTAs an SM, or one with a deep ring
-        (512, 2, 4, 6, 1), (512, 2, 4, 13, 1)],
+# vectors a thread per chunk, chunks a slice, ring stages, CTAs per cluster) by op and capacity, for rows
+# longer than SMEM_FROM. Session 12 (scripts/smem_rows_tune.py, H100, 1024 x 65536, interleaved with the
+# bulk-copy default; results/smem-rows-h100.txt), % of a same-bytes copy:
+#  * rms_norm fp32 as clusters of 2 x 1024 threads: 94.4-94.5% against 90.7-91.3% (bulk, 8 x 1024);
+#    fp16 as one 1024-thread CTA a row (128 KB of a 224 KB ring): 90.4-90.6% against 88.1-88.2%.
+#  * layer_norm fp16 as clusters of 2 x 512 threads, two CTAs an SM: 87.5% against 86.0-86.3%; fp32
+#    keeps the bulk copies (93.8% against 91.3%). layer_norm reads weight and bias from L2 at every row
+#    (the ring leaves L1 no room): with the row's own bytes that is ~5 TB/s of L2 traffic at 64K 16-bit
+#    rows, near what L2 delivers, which is where the one-CTA forms (72%) stop.
+SMEM = {
+    "rms_norm": {4: {65536: (1024, 2, 4, 7, 2)}, 8: {65536: (1024, 2, 4, 7, 1)}},
+    "layer_norm": {4: {}, 8: {65536: (512, 2, 4, 6, 2)}},
 }
+SMEM_FROM = 32768
+# measured alternatives, compiled and GPU-tested with the rung (the one-CTA forms for both dtypes)
+SMEM_SPARES = {4: [(512, 4, 4, 7, 2), (512, 2, 4, 6, 4)], 8: [(512, 4, 4, 7, 1), (512, 2, 4, 13, 1)]}
 
 
-def _smem_for(dtype, len_: int):
-    """The shared-memory-resident configuration for an aligned row on sm_90, or None."""
+def smem_configs(dtype) -> list[tuple]:
+    """Every shared-memory-resident configuration the fast rung may launch for dtype (tables + spares)."""
     n = per_vec(dtype)
-    return pick(len_, SMEM[n]) if len_ > SMEM_FROM[n] else None
+    return sorted({c for t in SMEM.values() for c in t[n].values()} | set(SMEM_SPARES[n]))
+
+
+def _smem_for(dtype, len_: int, rms: bool):
+    """The shared-memory-resident configuration for an aligned row on sm_90, or None."""
+    return pick(len_, SMEM["rms_norm" if rms else "layer_norm"][per_vec(dtype)]) if len_ > SMEM_FROM else None
 
 
 def _bulk_name(dtype, cfg) -> str:
@@ -175,8 +184,7 @@ def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
     spilling = _SPILLING.get(per_vec(dtype), frozenset()) if kind == "fast" else frozenset()
     # every configuration's kernels, then welford (the fallback for rows longer than the table)
     bulk = _bulk_kernels(dtype) if kind == "fast" else ()
-    n = per_vec(dtype)
-    smem = smem_rows_kernels(SRC, "norm_smem", dtype, set(SMEM[n].values()) | set(SMEM_SPARES[n])) if kind == "fast" else ()
+    smem = smem_rows_kernels(SRC, "norm_smem", dtype, smem_configs(dtype)) if kind == "fast" else ()
     return (row_kernels(SRC, "norm_rows", TABLES, kind, dtype, _extras, vec_only, spilling) + bulk + smem
             + (_welford(dtype),))
 
@@ -196,7 +204,7 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool):
     if plan is None:
         kind = v.params["kind"]
         if kind == "fast" and vec and has_clusters(dev):
-            cfg = _smem_for(dtype, len_)
+            cfg = _smem_for(dtype, len_, rms)
             if cfg is not None:
                 plan = _plans[key] = (NAMES.load(smem_rows_name("norm_smem", dtype, cfg), dtype, dev), cfg)
                 return plan

@@ -50,19 +50,25 @@ TABLES = RowTables(
 
 # Long aligned rows on sm_90 kept whole in shared memory (softmax_smem, csrc/smemrows.cuh): (threads,
 # vectors a thread per chunk, chunks a slice, ring stages, CTAs per cluster) by capacity, for rows longer
-# than SMEM_FROM; as in norm.py.
+# than SMEM_FROM; as in norm.py. Session 12 (scripts/smem_rows_tune.py, H100, 1024 x 65536): 91.7%
+# (fp16, one 512-thread CTA a row) and 94.4% (fp32, clusters of 2) of a same-bytes copy, against 98.2%
+# for both with the register-tile clusters above (since their cluster start no longer waits on a release
+# barrier), so the table is empty: these are measured alternatives, compiled and GPU-tested with the rung.
 SMEM: dict[int, dict[int, tuple]] = {4: {}, 8: {}}
-SMEM_FROM = {4: 32768, 8: 32768}
-SMEM_SPARES = {
-    4: [(512, 4, 4, 7, 2), (512, 2, 8, 14, 2), (1024, 2, 4, 7, 2), (512, 2, 4, 6, 4)],
-    8: [(512, 2, 8, 14, 1), (1024, 1, 8, 14, 1), (1024, 2, 4, 7, 1), (512, 4, 4, 7, 1), (512, 2, 4, 6, 2)],
-}
+SMEM_FROM = 32768
+SMEM_SPARES = {4: [(512, 4, 4, 7, 2)], 8: [(512, 4, 4, 7, 1)]}
 
 
-def _smem_for(dtype, len_: int):
+def smem_configs(dtype) -> list[tuple]:
+    """Every shared-memory-resident configuration the fast rung may launch for dtype (table + spares)."""
+    n = per_vec(dtype)
+    return sorted(set(SMEM[n].values()) | set(SMEM_SPARES[n]))
+
+
+def _smem_for(dtype, len_: int, rms: bool = False):
     """The shared-memory-resident configuration for an aligned row on sm_90, or None."""
     n = per_vec(dtype)
-    return pick(len_, SMEM[n]) if len_ > SMEM_FROM[n] else None
+    return pick(len_, SMEM[n]) if len_ > SMEM_FROM else None
 
 
 def _loop_kernel(kind: str, dtype) -> Kernel:
@@ -74,8 +80,7 @@ def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
     if kind in ("three_pass", "online"):
         return (_loop_kernel(kind, dtype),)
     # rows too long for any configuration fall back to the online kernel
-    n = per_vec(dtype)
-    smem = smem_rows_kernels(SRC, "softmax_smem", dtype, set(SMEM[n].values()) | set(SMEM_SPARES[n])) if kind == "fast" else ()
+    smem = smem_rows_kernels(SRC, "softmax_smem", dtype, smem_configs(dtype)) if kind == "fast" else ()
     return row_kernels(SRC, "softmax_rows", TABLES, kind, dtype) + smem + (_loop_kernel("online", dtype),)
 
 

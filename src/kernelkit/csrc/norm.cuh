@@ -244,8 +244,9 @@ __device__ __forceinline__ V lds_volatile(const V* p) {
   return v;
 }
 
-// The norms' policy for smem_rows (smemrows.cuh): rows resident in shared memory. The sum (layer_norm)
-// or sum of squares (rms_norm) accumulates as chunks land; layer_norm then takes each warp's mean,
+// The norms' policy for smem_rows (smemrows.cuh): rows resident in shared memory. The sum (layer_norm,
+// of x less the slice's first element: a mean 50x the spread lost 3 ulps of it summed unshifted) or sum
+// of squares (rms_norm) accumulates as chunks land; layer_norm then takes each warp's mean,
 // reads the slice again for the squared deviations from it (exact, no cancellation), and merges the
 // warps and the cluster's CTAs by Chan's formula, as row_stats does for rows in registers.
 template <typename T, int kBlock, int kCluster, int kSlice>
@@ -260,23 +261,26 @@ struct NormRow {
   i64 len;
   float eps;
   int rms;
-  float acc;
+  float acc, shift;
 
-  __device__ __forceinline__ void begin() { acc = 0.0f; }
+  __device__ __forceinline__ void begin(float k) {
+    acc = 0.0f;
+    shift = k;
+  }
   __device__ __forceinline__ void add(const float (&x)[N]) {
     if (rms) {
 #pragma unroll
       for (int j = 0; j < N; ++j) acc = fmaf(x[j], x[j], acc);
     } else {
 #pragma unroll
-      for (int j = 0; j < N; ++j) acc += x[j];
+      for (int j = 0; j < N; ++j) acc += x[j] - shift;
     }
   }
   template <typename Each>
   __device__ __forceinline__ float2 stats(int n, int wcount, Each&& each, float* smem, ClusterShare<kCluster>& share) {
     if (rms) return {0.0f, rms_rstd(cluster_sum(block_allreduce<SumOp, kBlock>(acc, smem), share), len, eps)};
     const float wcnt = (float)wcount, wsum = warp_allreduce<SumOp>(acc);
-    const float wmean = wcnt > 0.0f ? wsum / wcnt : 0.0f;
+    const float wmean = wcnt > 0.0f ? shift + wsum / wcnt : 0.0f;
     float sq = 0.0f;
     each([&](const float(&x)[N]) {
 #pragma unroll

@@ -16,7 +16,7 @@
 // stage is refilled (with the next rows' chunks) as soon as every thread has written from it.
 //
 // Row's interface (see NormRow in norm.cuh, SoftmaxRow in softmax.cu):
-//   begin()                       a new row
+//   begin(shift)                  a new row; shift: its slice's first element (for a shifted sum)
 //   add(x)                        a landed vector of N floats (valid elements only)
 //   stats(n, wcount, each, smem, share) -> float2
 //                                 the row's statistics; n: valid elements of this CTA's slice, wcount:
@@ -117,10 +117,11 @@ __device__ __forceinline__ void smem_rows(const T* __restrict__ in, T* __restric
     };
     // the chunk loops stay rolled (a chunk's kPer vectors unrolled): unrolled, ptxas hoisted the
     // shared-memory loads of several chunks at once and spilled
-    op.begin();
 #pragma unroll 1
     for (int c = 0; c < kChunks; ++c) {
       if (n > 0) ring.wait(q0 + c);
+      // the slice's first element, the same for every thread: a shift that keeps the sums small
+      if (c == 0) op.begin(n > 0 ? to_float(ring.stage(q0)[0]) : 0.0f);
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
         if (at(c, k) < n) {

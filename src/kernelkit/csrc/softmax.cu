@@ -181,7 +181,7 @@ struct SoftmaxRow {
   struct Aux {};
   MaxSum acc;
 
-  __device__ __forceinline__ void begin() { acc = {neg_inf(), 0.0f}; }
+  __device__ __forceinline__ void begin(float) { acc = {neg_inf(), 0.0f}; }
   __device__ __forceinline__ void add(const float (&x)[N]) {
     float vm = x[0];
 #pragma unroll

@@ -38,8 +38,10 @@ struct Welford {
 };
 
 // Chan's formula over the warps of a block, in its summed form: each warp's (count c, mean m, M2) to the
-// block's mean = sum c m / n and M2 = sum M2 + c (m - mean)^2, n the block's count. Two one-float
-// reductions over the warps' states and one division, where pairwise merges divide at every level.
+// block's mean = m0 + sum c (m - m0) / n and M2 = sum M2 + c (m - mean)^2, n the block's count, m0 warp
+// 0's mean (which has elements whenever the block has): summed about m0, the terms stay as small as the
+// spread (sum c m of a mean 50x the spread lost 2-4 ulps of it). Two one-float reductions over the
+// warps' states and one division, where pairwise merges divide at every level.
 // `smem` holds 96 floats; free again when the function returns.
 template <int kThreads>
 __device__ __forceinline__ float2 merge_warps(float c, float m, float m2, float n, float* smem) {
@@ -48,7 +50,8 @@ __device__ __forceinline__ float2 merge_warps(float c, float m, float m2, float 
   if (lane == 0) Welford{c, m, m2}.store(smem, warp);
   __syncthreads();
   const Welford o = Welford::load(smem, lane & (kWarps - 1));  // every aligned kWarps lanes: all warps
-  const float mean = n > 0.0f ? warp_allreduce<SumOp, kWarps>(o.n * o.mean) / n : 0.0f;
+  const float m0 = smem[32];                                    // warp 0's mean (Welford::store layout)
+  const float mean = n > 0.0f ? m0 + warp_allreduce<SumOp, kWarps>(o.n * (o.mean - m0)) / n : 0.0f;
   const float d = o.mean - mean;
   const float total = warp_allreduce<SumOp, kWarps>(o.m2 + o.n * d * d);
   __syncthreads();
@@ -96,8 +99,9 @@ __device__ __forceinline__ float cluster_sum(float ss, ClusterShare<kCluster>& s
   return ss;
 }
 
-// A row's (mean, M2) from its slices' (mean, M2 about that mean) by Chan's formula: mean = sum n_r
-// mean_r / len, M2 = sum M2_r + n_r (mean_r - mean)^2 (kCluster == 1: the slice is the row).
+// A row's (mean, M2) from its slices' (mean, M2 about that mean) by Chan's formula: mean = mean_0 + sum
+// n_r (mean_r - mean_0) / len (summed about slice 0's mean, which has elements whenever the row has, as
+// merge_warps does), M2 = sum M2_r + n_r (mean_r - mean)^2 (kCluster == 1: the slice is the row).
 template <int kCluster>
 __device__ __forceinline__ float2 cluster_chan(float mine, float m2, i64 len, i64 slice,
                                                ClusterShare<kCluster>& share) {
@@ -105,10 +109,11 @@ __device__ __forceinline__ float2 cluster_chan(float mine, float m2, i64 len, i6
   if constexpr (kCluster > 1) {
     // volatile: read from shared memory at each use rather than held in 2 x kCluster registers
     const volatile float2* all = share.share(make_float2(mine, m2));
+    const float m0 = all[0].x;
     float total = 0.0f;
 #pragma unroll
-    for (int r = 0; r < kCluster; ++r) total += slice_count(len, r, slice) * all[r].x;
-    mean = total / (float)len;
+    for (int r = 0; r < kCluster; ++r) total += slice_count(len, r, slice) * (all[r].x - m0);
+    mean = m0 + total / (float)len;
     m2 = 0.0f;
 #pragma unroll
     for (int r = 0; r < kCluster; ++r) {

@@ -341,8 +341,9 @@ RUNGS = (
     ("fast", "per row length: rows packed into warps, a CTA per row, or a thread-block cluster per row "
      "merging (mean, M2) through distributed shared memory (sm_90), persistent (resident CTAs only) with weight and bias staged in shared "
      "memory once; past 32K elements on sm_90 (16-bit layer_norm: past 16K), aligned rows reach shared memory "
-     "by bulk (TMA) copies issued rows ahead; fp16 rows of 2K-4K elements request weight and bias before "
-     "the row; welford beyond the tables"),
+     "by bulk (TMA) copies issued rows ahead, 64K rms_norm and 16-bit layer_norm rows kept whole there (a CTA "
+     "or a cluster of 2 a row); fp16 rows of 2K-4K elements request weight and bias before the row; welford "
+     "beyond the tables"),
 )
 
 

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 import kernelkit
 from kernelkit import reference
 from kernelkit.bench import time_interleaved
+from kernelkit.runtime import get_kernel
 norm = importlib.import_module("kernelkit.ops.norm")  # (kernelkit.ops.softmax is the function)
 softmax = importlib.import_module("kernelkit.ops.softmax")
 from kernelkit.ops._rowwise import (allow_shared, grid_for_rows, launch_cluster, launch_smem_rows, per_vec,
@@ -100,6 +101,26 @@ def main() -> None:
                         run(0)
                         err = (out.double() - ref).abs().max().item()
                         label = f"rows {spec} {'persistent' if persistent else 'per row'}"
+                        if not err < TOL[dtype]:
+                            print(f"  {op} {dt} {shape} {label}: WRONG (max error {err})")
+                            continue
+                        fns[label] = run
+                # ... and one cluster per row reading weight and bias from global memory (not staged),
+                # at the output or before the row (early), as softmax's clusters run
+                for spec in (filter(None, a.rows.split(",")) if op != "softmax" else ()):
+                    c = tuple(map(int, spec.split("x")))
+                    if c[0] * c[1] * c[2] * n < len_:
+                        continue
+                    blocks, block, cluster = grid_for_rows(rows, c)
+                    for early in (False, True):
+                        name = row_name("norm_rows", dtype, c, True, False)[:-1] + f", {'true' if early else 'false'}, false>"
+                        k = get_kernel("norm.cu", name, device_index=0)
+                        run = lambda i, k=k, c=c, blocks=blocks: launch_cluster(  # noqa: E731
+                            k, blocks, c[0], c[2], *args(xs[i % copies]), dev=0)
+                        out.fill_(float("nan"))
+                        run(0)
+                        err = (out.double() - ref).abs().max().item()
+                        label = f"rows {spec} unstaged{' early' if early else ''}"
                         if not err < TOL[dtype]:
                             print(f"  {op} {dt} {shape} {label}: WRONG (max error {err})")
                             continue

@@ -79,8 +79,10 @@ __host__ __device__ constexpr bool norm_early_wb(int group, int vecs, int cluste
   return kIsHalf<T> && group == 128 && vecs == 4 && cluster == 1 && vec;
 }
 
+// kStage: each CTA stages its weight and bias slice in shared memory once (persistent cluster rows);
+// without it, cluster rows read them at the output (or early) from global memory, as one-CTA rows do.
 template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch,
-          bool kEarlyWB = norm_early_wb<T>(kGroup, kVecs, kCluster, kVec)>
+          bool kEarlyWB = norm_early_wb<T>(kGroup, kVecs, kCluster, kVec), bool kStage = (kCluster > 1)>
 __global__ void __launch_bounds__(row_block(kGroup), norm_min_blocks(kGroup, kPrefetch, kVecs * 16 / sizeof(T), kVec))
 norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
           const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
@@ -90,7 +92,6 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   constexpr int N = Tile::N;
   constexpr i64 kSlice = (i64)kGroup * kVecs * N;
   constexpr int kUnits = kGroup <= 32 ? kBlock / kGroup : 1;  // rows a block holds at once
-  constexpr bool kStage = kCluster > 1;
   static_assert(kStage || !kPrefetch, "only persistent (cluster) launches prefetch");
   __shared__ float smem[96];  // group reductions: 32 floats (sums) or 96 (Welford triples)
   __shared__ float2 slots[2][kCluster];

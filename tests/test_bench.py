@@ -51,7 +51,7 @@ def test_summarize_times_interpolates_and_validates():
 
 def test_timing_rules():
     l2 = 50 << 20
-    cases = [(True, 10 << 30), (False, 1), (None, 2 * l2), (None, 2 * l2 + 1), (None, None)]
+    cases = [(True, 10 << 30), (False, 1), (None, 8 * l2), (None, 8 * l2 + 1), (None, None)]
     assert [timing.should_flush_l2(f, ws, l2) for f, ws in cases] == [True, False, True, False, True]
     # adaptive reps: capped by the time budget, never below ten
     cases = [(100, 1.0), (100, 50.0), (100, 1000.0), (5, 1000.0), (100, None)]

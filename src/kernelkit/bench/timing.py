@@ -95,16 +95,19 @@ def summarize_times(times_ms: Sequence[float]) -> Timing:
 def should_flush_l2(flush_l2: bool | None, working_set_bytes: int | None, l2_bytes: int) -> bool:
     """The cold-L2 rule shared by :func:`time_cuda` and the copy ceiling.
 
-    An explicit ``flush_l2`` wins.  Otherwise flush when the working set could sit in
-    L2 (<= 2x its size, since L2 is not a perfect LRU and neighbours share it).  An
-    unknown working set is flushed too: a warm number for a small op would flatter it,
-    while the flush costs a large op nothing but a little wall time.
+    An explicit ``flush_l2`` wins.  Otherwise flush unless the working set is over 8x
+    the L2 size: up to there what the previous repetition left in L2 (its output, the
+    end of its input; up to a fifth of a 2-4x-L2 working set, with the output block
+    reused by the allocator) measurably moves a memory-bound kernel, while past it the
+    flush costs only wall time.  (Until session 12 the bound was 2x: 128 MiB working
+    sets then ran warm and were timed against rotating input copies alone.)  An unknown
+    working set is flushed too.
     """
     if flush_l2 is not None:
         return bool(flush_l2)
     if working_set_bytes is None:
         return True
-    return working_set_bytes <= 2 * max(int(l2_bytes), 0)
+    return working_set_bytes <= 8 * max(int(l2_bytes), 0)
 
 
 def plan_reps(reps: int, per_rep_ms: float | None, max_seconds: float) -> int:

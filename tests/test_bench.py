@@ -288,3 +288,21 @@ def test_run_ladder_pairs_every_rung_with_torch():
     assert all(r["vs_torch"] > 0 for r in timed)
     fast, eager = rows["fast"], rows["torch eager"]
     assert fast["vs_torch"] == pytest.approx(eager["median_us"] / fast["median_us"])
+
+
+def test_reduction_check_is_relative_to_the_magnitudes_summed():
+    """The ladder check of a sum judges it against sum |x| (fp32 accumulation error), not against its
+    own value: 2^28 random values sum to near zero and a result-relative tolerance failed every rung
+    (torch's fp32 sum too). Here an fp32-sized error on a near-zero sum passes, a large one fails."""
+    from kernelkit.reference import mismatches
+    from kernelkit.reference.reduction import accumulation_magnitude, reduction_mismatches
+
+    x = torch.tensor([1e6, -1e6, 0.5], dtype=torch.float64)
+    ref = x.sum()
+    mag = accumulation_magnitude("sum", x)
+    assert float(mag) == 2e6 + 0.5
+    assert float(accumulation_magnitude("mean", x)) == (2e6 + 0.5) / 3
+    assert float(accumulation_magnitude("amax", x)) == 0.0
+    assert reduction_mismatches(ref + 0.25, ref, mag, torch.float32).numel() == 0  # 1.25e-7 of the magnitude
+    assert reduction_mismatches(ref + 50.0, ref, mag, torch.float32).numel() == 1
+    assert mismatches((ref + 0.25).reshape(1), ref.reshape(1), torch.float32).numel() == 1

@@ -12,7 +12,7 @@ import torch
 from .core import TOLERANCE
 
 __all__ = ["sum", "mean", "amax", "amin", "softmax", "layer_norm", "rms_norm", "reduction_mismatches",
-           "magnitude"]
+           "magnitude", "accumulation_magnitude"]
 
 ABS_PER_MAGNITUDE = 2e-6  # fp32 accumulation (2^-24 per add) over trees a few dozen levels deep
 
@@ -75,6 +75,15 @@ def rms_norm(x, normalized_shape, weight=None, eps=None) -> torch.Tensor:
     x, dims = _rows(x, normalized_shape)
     y = x / torch.sqrt((x * x).mean(dims, keepdim=True) + eps)
     return y * weight.double() if weight is not None else y
+
+
+def accumulation_magnitude(op: str, x: torch.Tensor, dim=None, keepdim: bool = False) -> torch.Tensor:
+    """The magnitude an accumulating reduction's error scales with, shaped like its result: sum |x| for
+    sum, that over the count for mean, zero for amax / amin (exact)."""
+    if op not in ("sum", "mean"):
+        return torch.zeros_like(amax(x, dim, keepdim))
+    mag = magnitude(x, dim, keepdim)
+    return mag / max(1, x.numel() // max(1, mag.numel())) if op == "mean" else mag
 
 
 def reduction_mismatches(out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

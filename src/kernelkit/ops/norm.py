@@ -137,6 +137,24 @@ def _smem_for(dtype, len_: int, rms: bool):
     """The shared-memory-resident configuration for an aligned row on sm_90, or None."""
     return pick(len_, SMEM["rms_norm" if rms else "layer_norm"][per_vec(dtype)]) if len_ > SMEM_FROM else None
 
+# One-CTA-a-row configurations that layer_norm launches persistent (resident CTAs looping over rows),
+# each CTA staging weight and bias in shared memory once (norm_rows' kStage) instead of reading them
+# at every row. Session 12 (scripts/norm_parts.py, H100, 4096 x 4096 fp16, interleaved): the bias
+# alone cost 8% (weight and bias 26.4 us, weight only 23.9); staged and persistent 23.9 us, +10.4%
+# (2539 -> 2804 GB/s). Without persistence (a CTA per row staging its own) +6%; with the next row
+# prefetched 25.6 us (96 registers: 5 CTAs an SM against 7). fp32 4096-element rows gained 1.8% per row
+# and lost persistent, and rms_norm reads its weight at no cost (22.7 us with it, 22.9 without), so
+# this is 16-bit layer_norm's alone.
+STAGED_ROWS = {8: frozenset({(128, 4, 1)})}
+
+
+def _staged_name(dtype, cfg) -> str:
+    return f"kk::norm_rows<{CXX_TYPE[dtype]}, {cfg[0]}, {cfg[1]}, 1, true, false, false, true>"
+
+
+def _staged_shared(cfg) -> int:
+    return 2 * cfg[0] * cfg[1] * 16  # the CTA's weight and bias slices
+
 
 def _bulk_name(dtype, cfg) -> str:
     g, v, c, stages, wb, chunks = cfg
@@ -185,7 +203,9 @@ def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
     # every configuration's kernels, then welford (the fallback for rows longer than the table)
     bulk = _bulk_kernels(dtype) if kind == "fast" else ()
     smem = smem_rows_kernels(SRC, "norm_smem", dtype, smem_configs(dtype)) if kind == "fast" else ()
-    return (row_kernels(SRC, "norm_rows", TABLES, kind, dtype, _extras, vec_only, spilling) + bulk + smem
+    staged = tuple(Kernel(SRC, _staged_name(dtype, c), 128, 128, block=c[0], dyn_shared=_staged_shared(c))
+                   for c in sorted(STAGED_ROWS.get(per_vec(dtype), ()))) if kind == "fast" else ()
+    return (row_kernels(SRC, "norm_rows", TABLES, kind, dtype, _extras, vec_only, spilling) + staged + bulk + smem
             + (_welford(dtype),))
 
 
@@ -213,6 +233,9 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool):
                 plan = _plans[key] = (NAMES.load(_bulk_name(dtype, cfg), dtype, dev), cfg)
                 return plan
         cfg = None if kind == "welford" else pick(len_, TABLES.table(kind, dtype, dev))
+        if kind == "fast" and vec and not rms and cfg in STAGED_ROWS.get(per_vec(dtype), ()):
+            plan = _plans[key] = (NAMES.load(_staged_name(dtype, cfg), dtype, dev), (*cfg, "staged"))
+            return plan
         if cfg is not None and not vec and kind == "fast" and cfg in _VEC_ONLY[per_vec(dtype)]:
             cfg = _UNALIGNED[per_vec(dtype)] if has_clusters(dev) else None
         name = _welford(dtype).name if cfg is None else row_name("norm_rows", dtype, cfg, vec,
@@ -232,6 +255,12 @@ def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
         launch(kernel, rows, LOOP_BLOCK, x.data_ptr(), out.data_ptr(), wp, bp, len_, *flags, device_index=dev)
         return
     args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, *flags)
+    if len(cfg) == 4:  # one CTA a row, persistent, weight and bias staged in shared memory (STAGED_ROWS)
+        shmem = _staged_shared(cfg)
+        allow_shared(kernel, shmem, dev)
+        blocks = min(rows, resident_blocks(kernel, cfg[0], 1, dev, shmem))
+        launch(kernel, blocks, cfg[0], *args, shmem=shmem, device_index=dev)
+        return
     if len(cfg) == 5:  # norm_smem: rows resident in shared memory, persistent
         launch_smem_rows(kernel, cfg, rows, *args, dev=dev)
         return
@@ -342,8 +371,8 @@ RUNGS = (
      "merging (mean, M2) through distributed shared memory (sm_90), persistent (resident CTAs only) with weight and bias staged in shared "
      "memory once; past 32K elements on sm_90 (16-bit layer_norm: past 16K), aligned rows reach shared memory "
      "by bulk (TMA) copies issued rows ahead, 64K rms_norm and 16-bit layer_norm rows kept whole there (a CTA "
-     "or a cluster of 2 a row); fp16 rows of 2K-4K elements request weight and bias before the row; welford "
-     "beyond the tables"),
+     "or a cluster of 2 a row); fp16 rows of 2K-4K elements request weight and bias before the row (16-bit "
+     "layer_norm: persistent CTAs staging them in shared memory once); welford beyond the tables"),
 )
 
 

@@ -205,3 +205,17 @@ def test_every_bulk_configuration(dtype, monkeypatch):
                     got = call(op, x, len_, *wb, poisoned_like(x), "fast")
                     assert_close(got, ref(op, x, len_, *wb), dtype, f"{op} bulk {cfg} len={len_} weight={wb[0] is not None}")
     mod._plans.clear()
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+def test_staged_rows_loop_over_more_rows_than_resident_ctas(dtype):
+    """16-bit layer_norm rows of 2K-4K elements run persistent CTAs that stage weight and bias once and
+    loop over rows (norm.STAGED_ROWS): more rows than resident CTAs, with and without weight and bias,
+    against float64."""
+    for rows, len_ in ((3001, 4096), (2500, 2056)):
+        x = random_input(rows * len_, dtype).view(rows, len_) + 0.3
+        w, b = random_input(len_, dtype), random_input(len_, dtype)
+        for wb in ((w, b), (w, None), (None, b), (None, None)):
+            got = kernelkit.layer_norm(x, (len_,), *wb, out=poisoned_like(x))
+            assert_close(got, reference.layer_norm(x, (len_,), *wb), dtype,
+                         f"staged {rows}x{len_} weight={wb[0] is not None} bias={wb[1] is not None}")

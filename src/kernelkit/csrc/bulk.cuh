@@ -52,6 +52,18 @@ struct BulkRing {
     if (bytes) bulk_load(stage(i), src, bytes, bar);
   }
   __device__ __forceinline__ void wait(int i) const { mbar_wait(&full[i % kStages], (i / kStages) & 1); }
+  // called by one thread of a persistent CTA whose rows are first, first + stride, ... and whose slice
+  // of each row starts at column col0 and holds n elements, as kChunks stages: copy number q is chunk
+  // q % kChunks of its row number q / kChunks, if that row exists. A chunk past the slice's end copies
+  // nothing but still completes its phase. (norm_bulk and smem_rows fill their rings this way.)
+  template <int kChunks>
+  __device__ __forceinline__ void fill_slice(int q, const T* in, i64 rows, i64 len, i64 first, i64 stride,
+                                             i64 col0, int n) const {
+    const i64 row = first + (q / kChunks) * stride;
+    const int c = q % kChunks;
+    const int elems = max(0, min(kSlice, n - c * kSlice));
+    if (row < rows) fill(q, in + row * len + col0 + c * kSlice, (unsigned)elems * sizeof(T));
+  }
 };
 
 }  // namespace kk

@@ -228,13 +228,9 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   ClusterShare<kCluster> share{slots, pushed, rank};
   share.init();
   ring.init();
-  // one thread: copy number q of this CTA's sequence (chunk q % kChunks of its row number q / kChunks),
-  // if that row exists. A chunk past the row's end copies nothing but still completes its phase.
+  // one thread: copy number q of this CTA's sequence of row chunks (BulkRing::fill_slice)
   const auto fill = [&](int q) {
-    const i64 row = first + (q / kChunks) * stride;
-    const int c = q % kChunks;
-    const int elems = max(0, min(kChunk, n - c * kChunk));
-    if (row < rows) ring.fill(q, in + row * len + (i64)rank * kSlice + c * kChunk, (unsigned)elems * sizeof(T));
+    ring.template fill_slice<kChunks>(q, in, rows, len, first, stride, (i64)rank * kSlice, n);
   };
   if (threadIdx.x == 0 && n > 0) {
 #pragma unroll

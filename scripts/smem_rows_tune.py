@@ -129,7 +129,7 @@ def main() -> None:
                 fns["copy"] = lambda i: out.copy_(xs[i % copies])
                 times = time_interleaved(list(fns.values()), reps=a.reps, warmup=5, flush_l2=True, max_seconds=20)
                 copy_t = times[-1].median_us
-                print(f"{op} {dt} {shape} (default {mod._smem_for(dtype, len_, op == 'rms_norm')}):")
+                print(f"{op} {dt} {shape} (default {mod._smem_for(dtype, len_, op == 'rms_norm') if mod is norm else mod._smem_for(dtype, len_)}):")
                 for (label, _), t in sorted(zip(fns.items(), times), key=lambda p: p[1].median_us):
                     print(f"  {label:24s} {t.median_us:8.2f} us  {nbytes / t.seconds / 1e9:7.0f} GB/s  "
                           f"{copy_t / t.median_us:6.1%} of copy")

@@ -78,7 +78,7 @@ def _fake_cuda(monkeypatch) -> list:
              "get_device_properties": lambda d: types.SimpleNamespace(L2_cache_size=1 << 20)}
     for name, fake in fakes.items():
         monkeypatch.setattr(timing.torch.cuda, name, fake)
-    monkeypatch.setattr(timing, "_scratch", lambda d: lambda: flushes.append(1))
+    monkeypatch.setattr(timing, "_l2_flush", lambda d: lambda: flushes.append(1))
     return flushes
 
 

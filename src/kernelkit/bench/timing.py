@@ -137,7 +137,7 @@ def _wants_index(fn: Callable) -> bool:
     return len(required) == 1
 
 
-_SCRATCH: dict[int, Callable[[], None]] = {}
+_L2_FLUSH: dict[int, Callable[[], None]] = {}
 
 
 def l2_cache_bytes(device: int | None = None) -> int:
@@ -146,14 +146,14 @@ def l2_cache_bytes(device: int | None = None) -> int:
     return int(getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0) or 0)
 
 
-def _scratch(device: int) -> Callable[[], None]:
+def _l2_flush(device: int) -> Callable[[], None]:
     """The L2 flush of a device: a read of a buffer of >= 2x L2 (at least 64 MiB if L2 is unreported),
     written once at allocation and only read after, so that L2 is left holding clean lines."""
-    flush = _SCRATCH.get(device)
+    flush = _L2_FLUSH.get(device)
     if flush is None:
         nbytes = max(2 * l2_cache_bytes(device), 64 << 20)
         buf = torch.ones(nbytes // 4, dtype=torch.int32, device=torch.device("cuda", device))
-        flush = _SCRATCH[device] = lambda: buf.max()
+        flush = _L2_FLUSH[device] = lambda: buf.max()
     return flush
 
 
@@ -202,7 +202,7 @@ def time_interleaved(
     device = torch.cuda.current_device()
     stream = torch.cuda.current_stream(device)
     flush = should_flush_l2(flush_l2, working_set_bytes, l2_cache_bytes(device))
-    scratch = _scratch(device) if flush else None
+    l2_flush = _l2_flush(device) if flush else None
 
     # Warm-up.  The first calls may compile, so the estimate uses only the later ones
     # (wall clock: it includes launch overhead and the flush, like the real loop).
@@ -214,8 +214,8 @@ def time_interleaved(
         t0 = time.perf_counter()
         for i in range(1, warmup):
             for call in calls:
-                if scratch is not None:
-                    scratch()
+                if l2_flush is not None:
+                    l2_flush()
                 call(i)
         torch.cuda.synchronize(device)
         if warmup > 1:
@@ -226,8 +226,8 @@ def time_interleaved(
     ends = [[torch.cuda.Event(enable_timing=True) for _ in range(n)] for _ in calls]
     for i in range(n):
         for j, call in enumerate(calls):
-            if scratch is not None:
-                scratch()  # same stream, so it finishes before the start event
+            if l2_flush is not None:
+                l2_flush()  # same stream, so it finishes before the start event
             starts[j][i].record(stream)
             call(i)
             ends[j][i].record(stream)

@@ -240,12 +240,17 @@ def smem_rows_kernels(source: str, kernel: str, dtype: torch.dtype, cfgs) -> tup
                         sass=("UBLKCP",), dyn_shared=smem_rows_shared(c)) for c in sorted(set(cfgs)))
 
 
-def launch_smem_rows(kernel, cfg: tuple[int, int, int, int, int], rows: int, *args, dev: int) -> None:
-    """A persistent launch (resident CTAs only, whole clusters) of a shared-memory-resident row kernel."""
-    block, cluster, shmem = cfg[0], cfg[4], smem_rows_shared(cfg)
+def launch_persistent(kernel, rows: int, block: int, cluster: int, shmem: int, *args, dev: int) -> None:
+    """A persistent row launch: only the CTAs (whole clusters) that fit the device at once, at most a
+    cluster per row, ``shmem`` bytes of dynamic shared memory each; the kernel loops over rows."""
     allow_shared(kernel, shmem, dev)
     blocks = min(rows * cluster, resident_blocks(kernel, block, cluster, dev, shmem))
     if cluster > 1:
         launch_cluster(kernel, blocks, block, cluster, *args, dev=dev, shmem=shmem)
     else:
         launch(kernel, blocks, block, *args, shmem=shmem, device_index=dev)
+
+
+def launch_smem_rows(kernel, cfg: tuple[int, int, int, int, int], rows: int, *args, dev: int) -> None:
+    """A persistent launch of a shared-memory-resident row kernel."""
+    launch_persistent(kernel, rows, cfg[0], cfg[4], smem_rows_shared(cfg), *args, dev=dev)

@@ -17,8 +17,8 @@ from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ..runtime import launch
 from ._common import CXX_TYPE, check_tensor, output_for, pick_variant
 from ._rowwise import (RowTables, SourceNames, allow_shared, flat, grid_for_rows, has_clusters, launch_cluster,
-                       launch_smem_rows, per_vec, pick, resident_blocks, row_kernels, row_name, smem_rows_kernels,
-                       smem_rows_name, vec_ok)
+                       launch_persistent, launch_smem_rows, per_vec, pick, resident_blocks, row_kernels, row_name,
+                       smem_rows_kernels, smem_rows_name, vec_ok)
 
 __all__ = ["layer_norm", "rms_norm"]
 
@@ -256,10 +256,7 @@ def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
         return
     args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, *flags)
     if len(cfg) == 4:  # one CTA a row, persistent, weight and bias staged in shared memory (STAGED_ROWS)
-        shmem = _staged_shared(cfg)
-        allow_shared(kernel, shmem, dev)
-        blocks = min(rows, resident_blocks(kernel, cfg[0], 1, dev, shmem))
-        launch(kernel, blocks, cfg[0], *args, shmem=shmem, device_index=dev)
+        launch_persistent(kernel, rows, cfg[0], 1, _staged_shared(cfg), *args, dev=dev)
         return
     if len(cfg) == 5:  # norm_smem: rows resident in shared memory, persistent
         launch_smem_rows(kernel, cfg, rows, *args, dev=dev)

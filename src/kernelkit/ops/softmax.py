@@ -65,7 +65,7 @@ def smem_configs(dtype) -> list[tuple]:
     return sorted(set(SMEM[n].values()) | set(SMEM_SPARES[n]))
 
 
-def _smem_for(dtype, len_: int, rms: bool = False):
+def _smem_for(dtype, len_: int):
     """The shared-memory-resident configuration for an aligned row on sm_90, or None."""
     n = per_vec(dtype)
     return pick(len_, SMEM[n]) if len_ > SMEM_FROM else None

@@ -1,0 +1,108 @@
+"""A/B of a kernel change: the row ops through kernelkit's own dispatch, built once from the current
+csrc/ and once from each other tree given (say HEAD's: `git archive HEAD src/kernelkit/csrc | tar -x -C /tmp/base`),
+timed in turn with torch and a same-bytes copy (interleaved rounds, 4 input copies rotated when the
+working set is near L2), each checked against float64 first.
+
+How: kernelkit's loaded-kernel table (runtime.launch._kernels) is filled once per source tree, and
+each timed call binds the table of its side before calling the op, so both sides run the same host
+code, grids and launch shapes; only the compiled kernels differ.
+
+    python scripts/ab_csrc.py --baseline /tmp/base/src/kernelkit/csrc [--shapes 4096x4096,32768x32768]
+                              [--dtypes float16,float32] [--ops layer_norm,rms_norm,softmax] [--reps 200]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+import kernelkit
+from kernelkit.bench import time_interleaved
+from kernelkit.runtime import compiler, launch
+
+TOL = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 6e-2}
+
+
+def call(mod, op, x, w, b):
+    """op through kernelkit or torch.nn.functional (the same signatures)."""
+    n = (x.shape[-1],)
+    if op == "softmax":
+        return mod.softmax(x, dim=-1)
+    if op == "rms_norm":
+        return mod.rms_norm(x, n, w, eps=1e-5)
+    return mod.layer_norm(x, n, w, b, eps=1e-5)
+
+
+def tables(baselines: dict[str, Path], warm) -> dict[str, dict]:
+    """The loaded-kernel tables of the current and the baseline sources, each filled by warm()."""
+    current = compiler.CSRC
+    out = {}
+    for side, csrc in (("current", current), *baselines.items()):
+        compiler.CSRC = csrc
+        compiler._csrc_digest.cache_clear()  # the build cache key covers the sources
+        launch._kernels = {}
+        warm()
+        out[side] = launch._kernels
+    compiler.CSRC = current
+    compiler._csrc_digest.cache_clear()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--baseline", required=True, help="csrc directories to compare the current one with, "
+                    "comma-separated; the first is the 'baseline' of the ratios, the others go by folder name")
+    ap.add_argument("--shapes", default="4096x4096")
+    ap.add_argument("--dtypes", default="float16,float32")
+    ap.add_argument("--ops", default="layer_norm,rms_norm")
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--reverse", action="store_true", help="time the sides in the reverse order in each round")
+    a = ap.parse_args()
+    dirs = [Path(d).resolve() for d in a.baseline.split(",")]
+    baselines = {("baseline" if i == 0 else d.name): d for i, d in enumerate(dirs)}
+    print(f"device {torch.cuda.get_device_name()}  torch {torch.__version__}  "
+          f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  baselines {a.baseline}")
+    for shape in a.shapes.split(","):
+        rows, len_ = map(int, shape.split("x"))
+        for dt in a.dtypes.split(","):
+            dtype = getattr(torch, dt)
+            nbytes = 2 * rows * len_ * torch.finfo(dtype).bits // 8
+            copies = 4 if nbytes <= 4 * 50 * 2**20 else 1
+            xs = [torch.randn(rows, len_, device="cuda", dtype=dtype) for _ in range(copies)]
+            w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
+            out = torch.empty_like(xs[0])
+            for op in a.ops.split(","):
+                sides = tables(baselines, lambda: call(kernelkit, op, xs[0], w, b))
+                ref = call(F, op, xs[0].double(), w.double(), b.double())
+                for side, table in sides.items():
+                    launch._kernels = table
+                    # relative to 1 + |ref|: outputs reach ~20 (randn weights), where a bf16 half-ulp is 0.06
+                    err = ((call(kernelkit, op, xs[0], w, b).double() - ref).abs() / (1 + ref.abs())).max().item()
+                    assert err < TOL[dtype], (op, dt, shape, side, err)
+
+                def ours(table):
+                    def run(i):
+                        launch._kernels = table
+                        call(kernelkit, op, xs[i % copies], w, b)
+                    return run
+
+                fns = {side: ours(t) for side, t in sides.items()}
+                fns["torch"] = lambda i: call(F, op, xs[i % copies], w, b)
+                fns["copy"] = lambda i: out.copy_(xs[i % copies])
+                if a.reverse:
+                    fns = dict(reversed(fns.items()))
+                times = time_interleaved(list(fns.values()), reps=a.reps, warmup=10, flush_l2=True,
+                                         max_seconds=30)
+                base = times[list(fns).index("baseline")].median_us
+                print(f"{op} {dt} {shape}")
+                for label, t in zip(fns, times):
+                    print(f"  {label:10s} {t.median_us:8.2f} us  {nbytes / t.seconds / 1e9:7.0f} GB/s"
+                          f"  {base / t.median_us:6.3f}x baseline")
+                launch._kernels = sides["current"]
+
+
+if __name__ == "__main__":
+    main()

@@ -3,9 +3,11 @@ csrc/ and once from each other tree given (say HEAD's: `git archive HEAD src/ker
 timed in turn with torch and a same-bytes copy (interleaved rounds, 4 input copies rotated when the
 working set is near L2), each checked against float64 first.
 
-How: kernelkit's loaded-kernel table (runtime.launch._kernels) is filled once per source tree, and
-each timed call binds the table of its side before calling the op, so both sides run the same host
-code, grids and launch shapes; only the compiled kernels differ.
+How: every cache between an op call and its kernel (compiled builds in memory, loaded kernels, each op
+module's launch plans) is filled once per source tree, and each timed call binds its side's caches
+before calling the op, so both sides run the same host code, grids and launch shapes; only the
+compiled kernels differ. (Until session 13's fix this swapped the loaded kernels alone: the builds in
+memory and the plans, which hold the kernel, then served the first side's kernel to every side.)
 
     python scripts/ab_csrc.py --baseline /tmp/base/src/kernelkit/csrc [--shapes 4096x4096,32768x32768]
                               [--dtypes float16,float32] [--ops layer_norm,rms_norm,softmax] [--reps 200]
@@ -21,7 +23,7 @@ import torch.nn.functional as F
 
 import kernelkit
 from kernelkit.bench import time_interleaved
-from kernelkit.runtime import compiler, launch
+from kernelkit.runtime import compiler
 
 TOL = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 6e-2}
 
@@ -36,16 +38,34 @@ def call(mod, op, x, w, b):
     return mod.layer_norm(x, n, w, b, eps=1e-5)
 
 
+def caches() -> list[tuple[object, str]]:
+    """(module, attribute) of every dict that remembers a build, a kernel or a plan holding one."""
+    import importlib
+    mods = {name: importlib.import_module(name) for name in (
+        "kernelkit.runtime.compiler", "kernelkit.runtime.launch", "kernelkit.ops._launch_util",
+        "kernelkit.ops._unary", "kernelkit.ops.norm", "kernelkit.ops.softmax", "kernelkit.ops.rearrange")}
+    found = [(m, a) for m in mods.values() for a in ("_memory", "_kernels", "_loaded", "_plans")
+             if isinstance(getattr(m, a, None), dict)]
+    assert any(a == "_memory" for _, a in found) and any(a == "_plans" for _, a in found), found
+    return found
+
+
+def bind(side: dict) -> None:
+    """Make one side's caches the live ones (the functions look them up as module globals per call)."""
+    for (mod, attr), table in side.items():
+        setattr(mod, attr, table)
+
+
 def tables(baselines: dict[str, Path], warm) -> dict[str, dict]:
-    """The loaded-kernel tables of the current and the baseline sources, each filled by warm()."""
+    """Each side's caches, filled by warm() with the kernels of its source tree."""
     current = compiler.CSRC
     out = {}
     for side, csrc in (("current", current), *baselines.items()):
         compiler.CSRC = csrc
-        compiler._csrc_digest.cache_clear()  # the build cache key covers the sources
-        launch._kernels = {}
+        compiler._csrc_digest.cache_clear()  # the disk cache's key covers the sources
+        out[side] = {c: {} for c in caches()}
+        bind(out[side])
         warm()
-        out[side] = launch._kernels
     compiler.CSRC = current
     compiler._csrc_digest.cache_clear()
     return out
@@ -76,16 +96,23 @@ def main() -> None:
             out = torch.empty_like(xs[0])
             for op in a.ops.split(","):
                 sides = tables(baselines, lambda: call(kernelkit, op, xs[0], w, b))
+                # the sides must run different code where the trees differ: say how many builds differ
+                mem = {side: {k[1:]: v.cubin for (m, a), t in tab.items() if a == "_memory" for k, v in t.items()}
+                       for side, tab in sides.items()}
+                for side in baselines:
+                    same = sum(mem[side].get(k) == c for k, c in mem["current"].items())
+                    print(f"  [{op} {dt} {shape}] {side}: {len(mem['current']) - same} of {len(mem['current'])} "
+                          f"builds differ from current")
                 ref = call(F, op, xs[0].double(), w.double(), b.double())
                 for side, table in sides.items():
-                    launch._kernels = table
+                    bind(table)
                     # relative to 1 + |ref|: outputs reach ~20 (randn weights), where a bf16 half-ulp is 0.06
                     err = ((call(kernelkit, op, xs[0], w, b).double() - ref).abs() / (1 + ref.abs())).max().item()
                     assert err < TOL[dtype], (op, dt, shape, side, err)
 
                 def ours(table):
                     def run(i):
-                        launch._kernels = table
+                        bind(table)
                         call(kernelkit, op, xs[i % copies], w, b)
                     return run
 
@@ -101,7 +128,7 @@ def main() -> None:
                 for label, t in zip(fns, times):
                     print(f"  {label:10s} {t.median_us:8.2f} us  {nbytes / t.seconds / 1e9:7.0f} GB/s"
                           f"  {base / t.median_us:6.3f}x baseline")
-                launch._kernels = sides["current"]
+                bind(sides["current"])
 
 
 if __name__ == "__main__":

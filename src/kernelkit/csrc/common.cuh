@@ -50,6 +50,80 @@ __device__ __forceinline__ V load_vec(const V* p) {
   memcpy(&v, &c, sizeof(V));
   return v;
 }
+// *p where `ok`, else a vector of `fill` (no access made), for 16-byte vectors. The choice is made on
+// 32-bit words, the fill given as one: a Vec of 16-bit elements chosen element by element compiles to
+// a PRMT per element merging the halves of each register.
+template <typename T>
+__device__ __forceinline__ unsigned fill_word(T fill) {  // `fill` repeated over 32 bits
+  if constexpr (sizeof(T) == 4) {
+    unsigned u;
+    memcpy(&u, &fill, 4);
+    return u;
+  } else {
+    unsigned short h;
+    memcpy(&h, &fill, 2);
+    return (unsigned)h * 0x10001u;
+  }
+}
+
+template <typename V, typename T>
+__device__ __forceinline__ V load_vec_or(bool ok, const V* p, T fill) {
+  static_assert(sizeof(V) == 16, "16-byte vectors");
+  const unsigned f = fill_word(fill);
+  const uint4 c = ok ? *reinterpret_cast<const uint4*>(p) : make_uint4(f, f, f, f);
+  V v;
+  memcpy(&v, &c, 16);
+  return v;
+}
+
+// A 16-byte vector's values as floats, and back (rounded to nearest), a 32-bit pair at a time for 16-bit
+// types: converting a struct of 16-bit values element by element made NVVM hold each value in a
+// register of its own, merged back with a PRMT per element (16-bit norm kernels: 272 of 1440 SASS
+// instructions); pairs convert straight from and into the loaded and stored registers.
+template <typename T> struct Pair;  // the packed pair type of a 16-bit T and its conversions
+template <> struct Pair<__half> {
+  using type = __half2;
+  __device__ __forceinline__ static float2 to(type h) { return __half22float2(h); }
+  __device__ __forceinline__ static type from(float a, float b) { return __floats2half2_rn(a, b); }
+};
+template <> struct Pair<__nv_bfloat16> {
+  using type = __nv_bfloat162;
+  __device__ __forceinline__ static float2 to(type h) { return __bfloat1622float2(h); }
+  __device__ __forceinline__ static type from(float a, float b) { return __floats2bfloat162_rn(a, b); }
+};
+
+template <typename T, int N>
+__device__ __forceinline__ void vec_to_floats(const Vec<T, N>& v, float (&x)[N]) {
+  if constexpr (sizeof(T) == 2) {
+    typename Pair<T>::type h[N / 2];
+    memcpy(h, &v, sizeof(h));
+#pragma unroll
+    for (int j = 0; j < N / 2; ++j) {
+      const float2 f = Pair<T>::to(h[j]);
+      x[2 * j] = f.x;
+      x[2 * j + 1] = f.y;
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) x[j] = to_float(v.v[j]);
+  }
+}
+
+template <typename T, int N>
+__device__ __forceinline__ Vec<T, N> vec_from_floats(const float (&x)[N]) {
+  Vec<T, N> v;
+  if constexpr (sizeof(T) == 2) {
+    typename Pair<T>::type h[N / 2];
+#pragma unroll
+    for (int j = 0; j < N / 2; ++j) h[j] = Pair<T>::from(x[2 * j], x[2 * j + 1]);
+    memcpy(&v, h, sizeof(h));
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) v.v[j] = from_float<T>(x[j]);
+  }
+  return v;
+}
+
 template <typename V>
 __device__ __forceinline__ void store_vec(V* p, const V& v) {
   using C = typename Carrier<sizeof(V)>::type;

@@ -61,8 +61,22 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
 // parallelism is what these kernels live on, and ptxas left alone picks 55-76, one or two fewer
 // blocks per SM. Kernels holding a prefetched row too, or 32 values, or reading element by element
 // (the unaligned fallback: more address arithmetic) get up to 128.
-__host__ __device__ constexpr int norm_min_blocks(int group, bool prefetch, int values, bool vec) {
-  return prefetch || values > 16 || !vec ? row_min_blocks(group) : 1024 / row_block(group);
+//
+// Tight rows (norm_tight): fp16 rows of 128 threads x 4 vectors (4096 elements) that read weight and
+// bias at the output (from L1, or staged) are held to 48 registers, 10 CTAs an SM, their values kept
+// as loaded and converted at each use (TileValues), and chosen and converted on whole words
+// (load_words, affine_words): converted once, or merged a 16-bit element at a time, they spill at 48.
+// Session 13 (scripts/ab_csrc.py, H100): 4096^2 fp16 layer_norm 24.93 -> 23.52 us (2692 -> 2853 GB/s,
+// 96.4% of a same-bytes copy). The same treatment measured 1-5% slower for bf16 (held to 64 registers:
+// 48 spill) and for the kernels outside it (rms_norm's early weight reads, fp32), which keep their code.
+template <typename T> constexpr bool kIsHalf = false;
+template <> constexpr bool kIsHalf<__half> = true;
+template <typename T>
+__host__ __device__ constexpr bool norm_tight(int group, int vecs, int cluster, bool vec, bool early) {
+  return kIsHalf<T> && group == 128 && vecs == 4 && cluster == 1 && vec && !early;
+}
+__host__ __device__ constexpr int norm_min_blocks(int group, bool prefetch, int values, bool vec, bool tight) {
+  return tight ? 10 : prefetch || values > 16 || !vec ? row_min_blocks(group) : 1024 / row_block(group);
 }
 
 // Weight and bias requested before the row rather than at the output: their L1/L2 latency then
@@ -72,8 +86,6 @@ __host__ __device__ constexpr int norm_min_blocks(int group, bool prefetch, int 
 // registers) -3 to 0%; fp16 8192-element rows (256 x 4: 3 -> 2 CTAs an SM) -12 to -17%. So fp16 at
 // 128 x 4 only. (Left to itself ptxas sometimes hoists these loads: a form reading through inline asm
 // measured +4.6% for 4096^2 fp16 layer_norm, but speculated the bias load of rms_norm, bias null.)
-template <typename T> constexpr bool kIsHalf = false;
-template <> constexpr bool kIsHalf<__half> = true;
 template <typename T>
 __host__ __device__ constexpr bool norm_early_wb(int group, int vecs, int cluster, bool vec) {
   return kIsHalf<T> && group == 128 && vecs == 4 && cluster == 1 && vec;
@@ -83,7 +95,8 @@ __host__ __device__ constexpr bool norm_early_wb(int group, int vecs, int cluste
 // without it, cluster rows read them at the output (or early) from global memory, as one-CTA rows do.
 template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch,
           bool kEarlyWB = norm_early_wb<T>(kGroup, kVecs, kCluster, kVec), bool kStage = (kCluster > 1)>
-__global__ void __launch_bounds__(row_block(kGroup), norm_min_blocks(kGroup, kPrefetch, kVecs * 16 / sizeof(T), kVec))
+__global__ void __launch_bounds__(row_block(kGroup), norm_min_blocks(kGroup, kPrefetch, kVecs * 16 / sizeof(T), kVec,
+                                                                 norm_tight<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB)))
 norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
           const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
   constexpr int kBlock = row_block(kGroup);
@@ -93,6 +106,8 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   constexpr i64 kSlice = (i64)kGroup * kVecs * N;
   constexpr int kUnits = kGroup <= 32 ? kBlock / kGroup : 1;  // rows a block holds at once
   static_assert(kStage || !kPrefetch, "only persistent (cluster) launches prefetch");
+  constexpr bool kTight = norm_tight<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB);
+  static_assert(!(kTight && kPrefetch), "tight rows load their own row each iteration");
   __shared__ float smem[96];  // group reductions: 32 floats (sums) or 96 (Welford triples)
   __shared__ float2 slots[2][kCluster];
   __shared__ unsigned long long pushed[2];
@@ -127,7 +142,12 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     // vector k's weight and bias from global memory; a vector past the row reads the row's first one
     // (never stored): no predicated loads
     const auto weight_bias_at = [&](int k, V& wv, V& bv) {
-      load_weight_bias(wv, bv, weight, bias, Tile::valid(k, 0, rrem) ? col + k * Tile::kStride : 0);
+      const i64 at = Tile::valid(k, 0, rrem) ? col + k * Tile::kStride : 0;
+      if constexpr (kTight) {
+        load_weight_bias_words(wv, bv, weight, bias, at);
+      } else {
+        load_weight_bias(wv, bv, weight, bias, at);
+      }
     };
     V wvs[kEarlyWB ? kVecs : 1], bvs[kEarlyWB ? kVecs : 1];
     if constexpr (kEarlyWB) {
@@ -135,7 +155,11 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
 #pragma unroll
       for (int k = 0; k < kVecs; ++k) weight_bias_at(k, wvs[k], bvs[k]);
     }
-    if constexpr (!kPrefetch) t.template load<kVec>(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
+    if constexpr (kTight) {
+      t.load_words(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
+    } else if constexpr (!kPrefetch) {
+      t.template load<kVec>(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
+    }
     Tile next;
     if constexpr (kPrefetch) {
       const i64 nrow = row + stride;
@@ -144,12 +168,20 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
                                  from_float<T>(0.0f));
       }
     }
-    float xs[kVecs][N];  // converted once: the statistics and the output read these
+    // the values as floats for the statistics and the output: converted once, or (tight rows) at each use
+    float xs[kTight ? 1 : kVecs][N];
+    float2 st;
+    if constexpr (kTight) {
+      st = row_stats<kGroup, kCluster, kVec>(TileValues<Tile>{t}, live ? n : 0, rrem, len, kSlice, eps, rms, smem,
+                                             share);
+    } else {
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k)
+      for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-      for (int j = 0; j < N; ++j) xs[k][j] = to_float(t.v[k].v[j]);
-    const float2 st = row_stats<kGroup, kCluster, kVec>(xs, live ? n : 0, rrem, len, kSlice, eps, rms, smem, share);
+        for (int j = 0; j < N; ++j) xs[k][j] = to_float(t.v[k].v[j]);
+      st = row_stats<kGroup, kCluster, kVec>(FloatValues<kVecs, N>{xs}, live ? n : 0, rrem, len, kSlice, eps, rms,
+                                             smem, share);
+    }
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
       const int off = k * Tile::kStride;
@@ -157,6 +189,9 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
       if constexpr (kEarlyWB) {
         wv = wvs[k];
         bv = bvs[k];
+      } else if constexpr (kStage && kTight) {
+        wv = lds_volatile_if(weight != nullptr, reinterpret_cast<const V*>(ws + off));
+        bv = lds_volatile_if(bias != nullptr, reinterpret_cast<const V*>(bs + off));
       } else if constexpr (kStage) {
         if (weight) wv = lds_volatile(reinterpret_cast<const V*>(ws + off));
         if (bias) bv = lds_volatile(reinterpret_cast<const V*>(bs + off));
@@ -169,7 +204,11 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
           if (bias && Tile::valid(k, j, rrem)) bv.v[j] = bias[col + off + j];
         }
       }
-      affine(t.v[k], xs[k], st, wv, bv, weight, bias);
+      if constexpr (kTight) {
+        affine_words(t.v[k], t.v[k], st, wv, bv, weight, bias);
+      } else {
+        affine(t.v[k], xs[k], st, wv, bv, weight, bias);
+      }
     }
     if (live) t.template store<kVec>(out + row * len + col, rem);
     if constexpr (kPrefetch) t = next;
@@ -258,7 +297,8 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     // the warp passes where they fit without spilling (at 64 registers a thread, clusters of 8 spill)
     constexpr int kRegs = 65536 / (kBlock * bulk_min_blocks<T, kBlock, kVecs, kCluster, kStages, kStageWB, kChunks>());
     constexpr bool kWarpPasses = kRegs >= 128 || kCluster <= 4;
-    const float2 st = row_stats<kBlock, kCluster, true, kWarpPasses>(xs, n, rem, len, kSlice, eps, rms, smem, share);
+    const float2 st = row_stats<kBlock, kCluster, true, kWarpPasses>(FloatValues<kVecs, N>{xs}, n, rem, len, kSlice, eps,
+                                                                     rms, smem, share);
     Tile t;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {

@@ -124,13 +124,30 @@ __device__ __forceinline__ float2 cluster_chan(float mine, float m2, i64 len, i6
   return {mean, m2};
 }
 
+// A thread's row values for row_stats, x(k, j) being element j of its vector k: converted to float once
+// (FloatValues), or held as loaded and converted at each use (TileValues: half the registers of 16-bit
+// values, for the kernels held to 48 registers).
+template <int kVecs_, int N_>
+struct FloatValues {
+  static constexpr int kVecs = kVecs_, N = N_;
+  const float (&x)[kVecs_][N_];
+  __device__ __forceinline__ float operator()(int k, int j) const { return x[k][j]; }
+};
+template <typename Tile>
+struct TileValues {
+  static constexpr int kVecs = Tile::kCount, N = Tile::N;
+  const Tile& t;
+  __device__ __forceinline__ float operator()(int k, int j) const { return to_float(t.v[k].v[j]); }
+};
+
 // (mean, rstd) of the row whose slice this thread group holds in `x` (its kVecs vectors of N values,
-// converted to float once; n valid elements in the slice, rem of them from this thread's first one;
+// as FloatValues or TileValues; n valid elements in the slice, rem of them from this thread's first one;
 // kVec: whole vectors are valid or not, so the bounds are checked per vector, not per element).
 // Clusters exchange (sum of squares) or (slice mean, M2) through `share` (one push per CTA per row).
-template <int kGroup, int kCluster, bool kVec, bool kWarpPasses = true, int kVecs, int N>
-__device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, int rem, i64 len, i64 slice,
+template <int kGroup, int kCluster, bool kVec, bool kWarpPasses = true, typename X>
+__device__ __forceinline__ float2 row_stats(const X& x, int n, int rem, i64 len, i64 slice,
                                             float eps, int rms, float* smem, ClusterShare<kCluster>& share) {
+  constexpr int kVecs = X::kVecs, N = X::N;
   constexpr int kStride = kGroup * N;  // as RowTile: elements between a thread's vectors
   const auto valid = [rem](int k, int j) { return k * kStride + (kVec ? 0 : j) < rem; };
   if (rms) {
@@ -139,7 +156,7 @@ __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, i
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
       for (int j = 0; j < N; ++j) {
-        const float v = x[k][j];
+        const float v = x(k, j);
         ss += v * v;
       }
     ss = cluster_sum(group_allreduce<SumOp, kGroup>(ss, smem), share);
@@ -149,14 +166,14 @@ __device__ __forceinline__ float2 row_stats(const float (&x)[kVecs][N], int n, i
 #pragma unroll
   for (int k = 0; k < kVecs; ++k)
 #pragma unroll
-    for (int j = 0; j < N; ++j) sum += x[k][j];
+    for (int j = 0; j < N; ++j) sum += x(k, j);
   const auto squared_deviations = [&](float about) {  // over this thread's valid values
     float acc = 0.0f;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
 #pragma unroll
       for (int j = 0; j < N; ++j) {
-        const float d = x[k][j] - about;
+        const float d = x(k, j) - about;
         if (valid(k, j)) acc += d * d;
       }
     return acc;
@@ -214,6 +231,28 @@ __device__ __forceinline__ void affine(Vec<T, N>& o, const float (&x)[N], float2
   }
 }
 
+// affine for the kernels held to 48 registers: the 16-bit values converted a pair at a time from and
+// into whole registers (vec_to_floats, vec_from_floats), none merged element by element.
+template <typename T, int N>
+__device__ __forceinline__ void affine_words(Vec<T, N>& o, const Vec<T, N>& xv, float2 st, const Vec<T, N>& wv,
+                                             const Vec<T, N>& bv, const T* weight, const T* bias) {
+  float x[N], w[N], b[N];
+  vec_to_floats(xv, x);
+  vec_to_floats(wv, w);
+  vec_to_floats(bv, b);
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    x[j] = (x[j] - st.x) * st.y;
+    if (weight && bias) {
+      x[j] = fmaf(x[j], w[j], b[j]);
+    } else {
+      if (weight) x[j] *= w[j];
+      if (bias) x[j] += b[j];
+    }
+  }
+  o = vec_from_floats<T>(x);
+}
+
 // Each thread copies its own elements of weight and bias (where present) into shared memory at ws and
 // bs (its slots of the staged slices): read back by the same thread only, so no barrier is needed.
 template <bool kVec, typename Tile, typename T>
@@ -236,18 +275,29 @@ __device__ __forceinline__ void load_weight_bias(V& wv, V& bv, const T* weight, 
   if (bias) bv = load_vec(reinterpret_cast<const V*>(bias + at));
 }
 
-// 16 bytes from shared memory by a volatile load: the compiler may not hoist it out of the row loop
-// into registers (which is what staging in shared memory avoids).
+// load_weight_bias for the kernels held to 48 registers: present or not chosen on whole words
+// (load_vec_or), absent ones read as zero bits.
+template <typename V, typename T>
+__device__ __forceinline__ void load_weight_bias_words(V& wv, V& bv, const T* weight, const T* bias, i64 at) {
+  wv = load_vec_or(weight != nullptr, reinterpret_cast<const V*>(weight + at), T{});
+  bv = load_vec_or(bias != nullptr, reinterpret_cast<const V*>(bias + at), T{});
+}
+
+// 16 bytes from shared memory by a volatile load where `ok` (else zero bits, chosen on whole words): the
+// compiler may not hoist it out of the row loop into registers (which is what staging in shared memory
+// avoids).
 template <typename V>
-__device__ __forceinline__ V lds_volatile(const V* p) {
+__device__ __forceinline__ V lds_volatile_if(bool ok, const V* p) {
   static_assert(sizeof(V) == 16, "16-byte shared loads");
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  uint4 r;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(a));
+  uint4 r = {0u, 0u, 0u, 0u};
+  if (ok) asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(a));
   V v;
   memcpy(&v, &r, 16);
   return v;
 }
+template <typename V>
+__device__ __forceinline__ V lds_volatile(const V* p) { return lds_volatile_if(true, p); }
 
 // The norms' policy for smem_rows (smemrows.cuh): rows resident in shared memory. The sum (layer_norm,
 // of x less the slice's first element: a mean 50x the spread lost 3 ulps of it summed unshifted) or sum

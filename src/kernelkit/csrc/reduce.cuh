@@ -177,6 +177,7 @@ template <typename T, int kGroup, int kVecs>
 struct RowTile {
   static constexpr int N = 16 / sizeof(T);
   static constexpr int kStride = kGroup * N;  // elements between a thread's consecutive vectors
+  static constexpr int kCount = kVecs;
   Vec<T, N> v[kVecs];
 
   __device__ __forceinline__ static bool valid(int k, int j, int rem) { return k * kStride + j < rem; }
@@ -197,6 +198,13 @@ struct RowTile {
         for (int j = 0; j < N; ++j) v[k].v[j] = valid(k, j, rem) ? p[k * kStride + j] : fill;
       }
     }
+  }
+
+  // load<true> with the choice of data or fill made on 32-bit words (load_vec_or): a choice per 16-bit
+  // element costs a PRMT and a register each, which kernels held to 48 registers cannot spare
+  __device__ __forceinline__ void load_words(const T* __restrict__ p, int rem, T fill) {
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) v[k] = load_vec_or(valid(k, 0, rem), reinterpret_cast<const Vec<T, N>*>(p + k * kStride), fill);
   }
 
   template <bool kVec>

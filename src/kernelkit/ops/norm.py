@@ -146,10 +146,21 @@ def _smem_for(dtype, len_: int, rms: bool):
 # and lost persistent, and rms_norm reads its weight at no cost (22.7 us with it, 22.9 without), so
 # this is 16-bit layer_norm's alone.
 STAGED_ROWS = {8: frozenset({(128, 4, 1)})}
+# ... up to this many rows for fp16, whose staged kernel is norm.cu's tight form (48 registers, 10 CTAs
+# an SM); more rows run the tight form a CTA a row, weight and bias read from L1 at the output. Session 13
+# (scripts/norm_forms.py, H100, 4096-element fp16 rows, results/norm-forms-session13-h100.txt): staged /
+# a CTA a row 14.7 / 15.8 us at 2048 rows, 23.5 / 24.2 at 4096, 46.9 / 46.6 at 8192, 94.2 / 91.2 at
+# 16384, 188.5 / 179.6 at 32768 (98.0% of a same-bytes copy).
+STAGED_MAX_ROWS = {torch.float16: 8192}
 
 
 def _staged_name(dtype, cfg) -> str:
     return f"kk::norm_rows<{CXX_TYPE[dtype]}, {cfg[0]}, {cfg[1]}, 1, true, false, false, true>"
+
+
+def _row_read_name(dtype, cfg) -> str:
+    """The same tile a CTA a row, weight and bias read at the output (past STAGED_MAX_ROWS)."""
+    return f"kk::norm_rows<{CXX_TYPE[dtype]}, {cfg[0]}, {cfg[1]}, 1, true, false, false, false>"
 
 
 def _staged_shared(cfg) -> int:
@@ -205,6 +216,9 @@ def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
     smem = smem_rows_kernels(SRC, "norm_smem", dtype, smem_configs(dtype)) if kind == "fast" else ()
     staged = tuple(Kernel(SRC, _staged_name(dtype, c), 128, 128, block=c[0], dyn_shared=_staged_shared(c))
                    for c in sorted(STAGED_ROWS.get(per_vec(dtype), ()))) if kind == "fast" else ()
+    if kind == "fast" and dtype in STAGED_MAX_ROWS:
+        staged += tuple(Kernel(SRC, _row_read_name(dtype, c), 128, 128, block=c[0])
+                        for c in sorted(STAGED_ROWS[per_vec(dtype)]))
     return (row_kernels(SRC, "norm_rows", TABLES, kind, dtype, _extras, vec_only, spilling) + staged + bulk + smem
             + (_welford(dtype),))
 
@@ -218,8 +232,9 @@ def _extras(cfg):
 _plans: dict[tuple, tuple] = {}
 
 
-def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool):
-    key = (v.name, dtype, dev, len_, vec, rms, PREFETCH)
+def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool, rows: int = 1):
+    many = rows > STAGED_MAX_ROWS.get(dtype, rows)  # past the staged form's row range (STAGED_MAX_ROWS)
+    key = (v.name, dtype, dev, len_, vec, rms, PREFETCH, many)
     plan = _plans.get(key)
     if plan is None:
         kind = v.params["kind"]
@@ -234,7 +249,10 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool):
                 return plan
         cfg = None if kind == "welford" else pick(len_, TABLES.table(kind, dtype, dev))
         if kind == "fast" and vec and not rms and cfg in STAGED_ROWS.get(per_vec(dtype), ()):
-            plan = _plans[key] = (NAMES.load(_staged_name(dtype, cfg), dtype, dev), (*cfg, "staged"))
+            if many:
+                plan = _plans[key] = (NAMES.load(_row_read_name(dtype, cfg), dtype, dev), cfg)
+            else:
+                plan = _plans[key] = (NAMES.load(_staged_name(dtype, cfg), dtype, dev), (*cfg, "staged"))
             return plan
         if cfg is not None and not vec and kind == "fast" and cfg in _VEC_ONLY[per_vec(dtype)]:
             cfg = _UNALIGNED[per_vec(dtype)] if has_clusters(dev) else None
@@ -247,7 +265,7 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool):
 def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
     dev = x.get_device()
     vec = vec_ok(len_, x.dtype, x, out, w, b)
-    kernel, cfg = _plan(v, x.dtype, dev, len_, vec, rms)
+    kernel, cfg = _plan(v, x.dtype, dev, len_, vec, rms, rows)
     wp = w.data_ptr() if w is not None else 0
     bp = b.data_ptr() if b is not None else 0
     flags = (np.float32(eps), np.int32(rms))

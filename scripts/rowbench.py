@@ -1,0 +1,58 @@
+"""What the row-op experiment scripts (ab_csrc, norm_forms, staged_rows_tune, smem_rows_tune, norm_hints)
+share: the provenance line, the inputs of each rows x length case, and the timing report."""
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Iterator
+
+import torch
+
+
+def device_line(extra: str = "") -> str:
+    """Device, torch version and UTC time: the first line of every result file."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return f"device {torch.cuda.get_device_name()}  torch {torch.__version__}  {now:%Y-%m-%d %H:%M} UTC  {extra}".rstrip()
+
+
+@dataclass
+class Case:
+    """One rows x length input in one dtype: `copies` inputs to rotate through when the working set is
+    near L2 (so no call finds its input cached), weight and bias, an output, and the bytes moved."""
+    shape: str
+    rows: int
+    len_: int
+    dtype: torch.dtype
+    nbytes: int
+    copies: int
+    xs: list
+    w: torch.Tensor
+    b: torch.Tensor
+    out: torch.Tensor
+
+    def x(self, i: int) -> torch.Tensor:
+        return self.xs[i % self.copies]
+
+
+def cases(shapes: str, dtypes: str) -> Iterator[Case]:
+    """Every (shape, dtype) of the comma-separated lists, with random inputs on the GPU."""
+    for shape in shapes.split(","):
+        rows, len_ = map(int, shape.split("x"))
+        for dt in dtypes.split(","):
+            dtype = getattr(torch, dt)
+            nbytes = 2 * rows * len_ * torch.finfo(dtype).bits // 8
+            copies = 4 if nbytes <= 4 * 50 * 2**20 else 1
+            xs = [torch.randn(rows, len_, device="cuda", dtype=dtype) for _ in range(copies)]
+            w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
+            yield Case(shape, rows, len_, dtype, nbytes, copies, xs, w, b, torch.empty_like(xs[0]))
+
+
+def report(title: str, labels, times, nbytes: int, against: str = "copy") -> None:
+    """One line per timed function: median, GB/s, and its speed relative to `against` (the copy: "% of
+    copy"; any other label: "x <label>")."""
+    labels = list(labels)
+    ref = times[labels.index(against)].median_us
+    print(title)
+    for label, t in zip(labels, times):
+        rel = f"{ref / t.median_us:6.1%} of copy" if against == "copy" else f"{ref / t.median_us:6.3f}x {against}"
+        print(f"  {label:24s} {t.median_us:8.2f} us  {nbytes / t.seconds / 1e9:7.0f} GB/s  {rel}")

@@ -15,7 +15,6 @@ memory and the plans, which hold the kernel, then served the first side's kernel
 from __future__ import annotations
 
 import argparse
-import datetime
 from pathlib import Path
 
 import torch
@@ -24,6 +23,7 @@ import torch.nn.functional as F
 import kernelkit
 from kernelkit.bench import time_interleaved
 from kernelkit.runtime import compiler
+from rowbench import cases, device_line, report
 
 TOL = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 6e-2}
 
@@ -83,53 +83,42 @@ def main() -> None:
     a = ap.parse_args()
     dirs = [Path(d).resolve() for d in a.baseline.split(",")]
     baselines = {("baseline" if i == 0 else d.name): d for i, d in enumerate(dirs)}
-    print(f"device {torch.cuda.get_device_name()}  torch {torch.__version__}  "
-          f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  baselines {a.baseline}")
-    for shape in a.shapes.split(","):
-        rows, len_ = map(int, shape.split("x"))
-        for dt in a.dtypes.split(","):
-            dtype = getattr(torch, dt)
-            nbytes = 2 * rows * len_ * torch.finfo(dtype).bits // 8
-            copies = 4 if nbytes <= 4 * 50 * 2**20 else 1
-            xs = [torch.randn(rows, len_, device="cuda", dtype=dtype) for _ in range(copies)]
-            w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
-            out = torch.empty_like(xs[0])
-            for op in a.ops.split(","):
-                sides = tables(baselines, lambda: call(kernelkit, op, xs[0], w, b))
-                # the sides must run different code where the trees differ: say how many builds differ
-                mem = {side: {k[1:]: v.cubin for (m, a), t in tab.items() if a == "_memory" for k, v in t.items()}
-                       for side, tab in sides.items()}
-                for side in baselines:
-                    same = sum(mem[side].get(k) == c for k, c in mem["current"].items())
-                    print(f"  [{op} {dt} {shape}] {side}: {len(mem['current']) - same} of {len(mem['current'])} "
-                          f"builds differ from current")
-                ref = call(F, op, xs[0].double(), w.double(), b.double())
-                for side, table in sides.items():
-                    bind(table)
-                    # relative to 1 + |ref|: outputs reach ~20 (randn weights), where a bf16 half-ulp is 0.06
-                    err = ((call(kernelkit, op, xs[0], w, b).double() - ref).abs() / (1 + ref.abs())).max().item()
-                    assert err < TOL[dtype], (op, dt, shape, side, err)
+    print(device_line(f"baselines {a.baseline}"))
+    for case in cases(a.shapes, a.dtypes):
+        for op in a.ops.split(","):
+            compare(op, a, baselines, case)
 
-                def ours(table):
-                    def run(i):
-                        bind(table)
-                        call(kernelkit, op, xs[i % copies], w, b)
-                    return run
 
-                fns = {side: ours(t) for side, t in sides.items()}
-                fns["torch"] = lambda i: call(F, op, xs[i % copies], w, b)
-                fns["copy"] = lambda i: out.copy_(xs[i % copies])
-                if a.reverse:
-                    fns = dict(reversed(fns.items()))
-                times = time_interleaved(list(fns.values()), reps=a.reps, warmup=10, flush_l2=True,
-                                         max_seconds=30)
-                base = times[list(fns).index("baseline")].median_us
-                print(f"{op} {dt} {shape}")
-                for label, t in zip(fns, times):
-                    print(f"  {label:10s} {t.median_us:8.2f} us  {nbytes / t.seconds / 1e9:7.0f} GB/s"
-                          f"  {base / t.median_us:6.3f}x baseline")
-                bind(sides["current"])
+def compare(op: str, a, baselines: dict[str, Path], case) -> None:
+    x, w, b, tag = case.x, case.w, case.b, f"{op} {str(case.dtype)[6:]} {case.shape}"
+    sides = tables(baselines, lambda: call(kernelkit, op, x(0), w, b))
+    # the sides must run different code where the trees differ: say how many builds differ
+    mem = {side: {k[1:]: v.cubin for (_m, attr), t in tab.items() if attr == "_memory" for k, v in t.items()}
+           for side, tab in sides.items()}
+    for side in baselines:
+        same = sum(mem[side].get(k) == c for k, c in mem["current"].items())
+        print(f"  [{tag}] {side}: {len(mem['current']) - same} of {len(mem['current'])} builds differ from current")
+    ref = call(F, op, x(0).double(), w.double(), b.double())
+    for side, table in sides.items():
+        bind(table)
+        # relative to 1 + |ref|: outputs reach ~20 (randn weights), where a bf16 half-ulp is 0.06
+        err = ((call(kernelkit, op, x(0), w, b).double() - ref).abs() / (1 + ref.abs())).max().item()
+        assert err < TOL[case.dtype], (tag, side, err)
 
+    def ours(table):
+        def run(i):
+            bind(table)
+            call(kernelkit, op, x(i), w, b)
+        return run
+
+    fns = {side: ours(t) for side, t in sides.items()}
+    fns["torch"] = lambda i: call(F, op, x(i), w, b)
+    fns["copy"] = lambda i: case.out.copy_(x(i))
+    if a.reverse:
+        fns = dict(reversed(fns.items()))
+    times = time_interleaved(list(fns.values()), reps=a.reps, warmup=10, flush_l2=True, max_seconds=30)
+    report(tag, fns, times, case.nbytes, against="baseline")
+    bind(sides["current"])
 
 if __name__ == "__main__":
     main()

@@ -221,19 +221,22 @@ def test_staged_rows_loop_over_more_rows_than_resident_ctas(dtype):
                          f"staged {rows}x{len_} weight={wb[0] is not None} bias={wb[1] is not None}")
 
 
-def test_tight_rows_past_the_staged_range_read_weight_and_bias_per_row():
-    """fp16 4096-element layer_norm rows past norm.STAGED_MAX_ROWS run the tight form a CTA a row (48
-    registers, values converted at each use), rows of 2K-4K elements, every weight/bias combination,
-    rows that end inside a thread's vectors; against float64 with poisoned outputs."""
+@pytest.mark.parametrize("dtype", (torch.float16, torch.float32))
+def test_tight_rows_read_weight_and_bias_per_row(dtype):
+    """The tight one-CTA rows (norm.cu's norm_tight_blocks: values kept as loaded, few registers) that
+    read weight and bias at the output: fp16 4096-element layer_norm rows past norm.STAGED_MAX_ROWS, and
+    fp32 rows of 2K-4K elements (both ops); rows that end inside a thread's vectors, every weight/bias
+    combination, a mean 13x the spread; against float64 with poisoned outputs."""
     import importlib
 
     norm = importlib.import_module("kernelkit.ops.norm")
-    dtype = torch.float16
-    rows = norm.STAGED_MAX_ROWS[dtype] + 3
+    rows = norm.STAGED_MAX_ROWS[dtype] + 3 if dtype == torch.float16 else 301
     for len_ in (4096, 2056, 4088):
-        x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 40  # a mean 13x the spread
+        x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 40
         w, b = random_input(len_, dtype), random_input(len_, dtype)
         for wb in ((w, b), (w, None), (None, b), (None, None)):
             got = kernelkit.layer_norm(x, (len_,), *wb, out=poisoned_like(x))
             assert_close(got, reference.layer_norm(x, (len_,), *wb), dtype,
                          f"tight {rows}x{len_} weight={wb[0] is not None} bias={wb[1] is not None}")
+        got = kernelkit.rms_norm(x, (len_,), w, out=poisoned_like(x))
+        assert_close(got, reference.rms_norm(x, (len_,), w), dtype, f"tight rms_norm {rows}x{len_}")

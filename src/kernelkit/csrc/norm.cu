@@ -62,21 +62,26 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
 // blocks per SM. Kernels holding a prefetched row too, or 32 values, or reading element by element
 // (the unaligned fallback: more address arithmetic) get up to 128.
 //
-// Tight rows (norm_tight): fp16 rows of 128 threads x 4 vectors (4096 elements) that read weight and
-// bias at the output (from L1, or staged) are held to 48 registers, 10 CTAs an SM, their values kept
-// as loaded and converted at each use (TileValues), and chosen and converted on whole words
-// (load_words, affine_words): converted once, or merged a 16-bit element at a time, they spill at 48.
-// Session 13 (scripts/ab_csrc.py, H100): 4096^2 fp16 layer_norm 24.93 -> 23.52 us (2692 -> 2853 GB/s,
-// 96.4% of a same-bytes copy). The same treatment measured 1-5% slower for bf16 (held to 64 registers:
-// 48 spill) and for the kernels outside it (rms_norm's early weight reads, fp32), which keep their code.
+// Tight rows: one-CTA rows of 4 vectors a thread that read weight and bias at the output (from L1, or
+// staged) are held to few registers for more CTAs an SM, their values kept as loaded and converted at
+// each use (TileValues) and chosen and converted on whole words (load_words, affine_words): converted
+// once, or merged a 16-bit element at a time, they spill there. fp16 at 128 threads: 48 registers, 10
+// CTAs an SM; fp32 at 256 threads: 40 registers, 6 CTAs. Session 13 (scripts/ab_csrc.py,
+// scripts/norm_forms.py, H100): 4096^2 fp16 layer_norm 24.93 -> 23.52 us (2692 -> 2853 GB/s); fp32 rows
+// of 4096 +0-2% (layer_norm) and +1-2% (rms_norm) at 4096-8192 rows, +3-7% at 2048, in two runs each.
+// The same treatment measured 1-5% slower for bf16 (held to 64 registers: 48 spill) and for the kernels
+// outside it (rms_norm's early weight reads), which keep their code.
 template <typename T> constexpr bool kIsHalf = false;
 template <> constexpr bool kIsHalf<__half> = true;
 template <typename T>
-__host__ __device__ constexpr bool norm_tight(int group, int vecs, int cluster, bool vec, bool early) {
-  return kIsHalf<T> && group == 128 && vecs == 4 && cluster == 1 && vec && !early;
+__host__ __device__ constexpr int norm_tight_blocks(int group, int vecs, int cluster, bool vec, bool early) {
+  return cluster != 1 || !vec || early || vecs != 4 ? 0
+         : kIsHalf<T> && group == 128               ? 10
+         : sizeof(T) == 4 && group == 256           ? 6
+                                                    : 0;
 }
-__host__ __device__ constexpr int norm_min_blocks(int group, bool prefetch, int values, bool vec, bool tight) {
-  return tight ? 10 : prefetch || values > 16 || !vec ? row_min_blocks(group) : 1024 / row_block(group);
+__host__ __device__ constexpr int norm_min_blocks(int group, bool prefetch, int values, bool vec, int tight_blocks) {
+  return tight_blocks ? tight_blocks : prefetch || values > 16 || !vec ? row_min_blocks(group) : 1024 / row_block(group);
 }
 
 // Weight and bias requested before the row rather than at the output: their L1/L2 latency then
@@ -96,7 +101,7 @@ __host__ __device__ constexpr bool norm_early_wb(int group, int vecs, int cluste
 template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch,
           bool kEarlyWB = norm_early_wb<T>(kGroup, kVecs, kCluster, kVec), bool kStage = (kCluster > 1)>
 __global__ void __launch_bounds__(row_block(kGroup), norm_min_blocks(kGroup, kPrefetch, kVecs * 16 / sizeof(T), kVec,
-                                                                 norm_tight<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB)))
+                                                                 norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB)))
 norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
           const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
   constexpr int kBlock = row_block(kGroup);
@@ -106,7 +111,7 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   constexpr i64 kSlice = (i64)kGroup * kVecs * N;
   constexpr int kUnits = kGroup <= 32 ? kBlock / kGroup : 1;  // rows a block holds at once
   static_assert(kStage || !kPrefetch, "only persistent (cluster) launches prefetch");
-  constexpr bool kTight = norm_tight<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB);
+  constexpr bool kTight = norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB) > 0;
   static_assert(!(kTight && kPrefetch), "tight rows load their own row each iteration");
   __shared__ float smem[96];  // group reductions: 32 floats (sums) or 96 (Welford triples)
   __shared__ float2 slots[2][kCluster];

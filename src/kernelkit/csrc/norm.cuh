@@ -231,26 +231,27 @@ __device__ __forceinline__ void affine(Vec<T, N>& o, const float (&x)[N], float2
   }
 }
 
-// affine for the kernels held to 48 registers: the 16-bit values converted a pair at a time from and
-// into whole registers (vec_to_floats, vec_from_floats), none merged element by element.
+// affine for the kernels that convert on whole words (tight rows, 16-bit bulk rows): weight and bias
+// converted a pair at a time and the output packed the same way (vec_to_floats, vec_from_floats), no
+// 16-bit value merged or converted on its own.
 template <typename T, int N>
-__device__ __forceinline__ void affine_words(Vec<T, N>& o, const Vec<T, N>& xv, float2 st, const Vec<T, N>& wv,
+__device__ __forceinline__ void affine_words(Vec<T, N>& o, const float (&x)[N], float2 st, const Vec<T, N>& wv,
                                              const Vec<T, N>& bv, const T* weight, const T* bias) {
-  float x[N], w[N], b[N];
-  vec_to_floats(xv, x);
+  float y[N], w[N], b[N];
+#pragma unroll
+  for (int j = 0; j < N; ++j) y[j] = (x[j] - st.x) * st.y;
   vec_to_floats(wv, w);
   vec_to_floats(bv, b);
 #pragma unroll
   for (int j = 0; j < N; ++j) {
-    x[j] = (x[j] - st.x) * st.y;
     if (weight && bias) {
-      x[j] = fmaf(x[j], w[j], b[j]);
+      y[j] = fmaf(y[j], w[j], b[j]);
     } else {
-      if (weight) x[j] *= w[j];
-      if (bias) x[j] += b[j];
+      if (weight) y[j] *= w[j];
+      if (bias) y[j] += b[j];
     }
   }
-  o = vec_from_floats<T>(x);
+  o = vec_from_floats<T>(y);
 }
 
 // Each thread copies its own elements of weight and bias (where present) into shared memory at ws and

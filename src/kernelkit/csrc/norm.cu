@@ -331,7 +331,7 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
         load_weight_bias(wv, bv, weight, bias, at);
       }
       if constexpr (kWords) {
-        affine_words(t.v[k], xs[k], st, wv, bv, weight, bias);
+        affine_words<true>(t.v[k], xs[k], st, wv, bv, weight, bias);
       } else {
         affine(t.v[k], xs[k], st, wv, bv, weight, bias);
       }

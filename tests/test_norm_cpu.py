@@ -75,3 +75,31 @@ def test_dynamic_shared_memory_is_opted_in_at_48k(monkeypatch):
     _rowwise.allow_shared(k, shmem, 0)  # cached: asked once per kernel and size
     _rowwise.allow_shared(k, 0, 0)  # nothing to opt into
     assert calls == [shmem]
+
+
+def test_4096_element_layer_norm_rows_staged_up_to_staged_max_rows(monkeypatch):
+    """fp16 layer_norm rows of 2K-4K elements run the staged persistent kernel up to STAGED_MAX_ROWS rows
+    and the tight kernel a CTA a row (weight and bias read per row) beyond; bf16 stays staged at any
+    row count, rms_norm never stages, and the plan cache keeps the two row ranges apart."""
+    monkeypatch.setattr(norm.NAMES, "load", lambda name, dtype, dev: name)  # the name, not a GPU kernel
+    from kernelkit.ops import _rowwise
+
+    for mod in (norm, _rowwise):  # an sm_90 device, as far as the plan asks
+        monkeypatch.setattr(mod, "has_clusters", lambda dev: True)
+    monkeypatch.setattr(norm, "_plans", {})
+    fast = next(v for v in norm.OPS["layer_norm"].variants if v.name == "fast")
+    cfg = (128, 4, 1)
+    limit = norm.STAGED_MAX_ROWS[torch.float16]
+    for len_ in (4096, 2056):
+        name, got = norm._plan(fast, torch.float16, 0, len_, True, False, limit)
+        assert name == norm._staged_name(torch.float16, cfg) and got == (*cfg, "staged")
+        name, got = norm._plan(fast, torch.float16, 0, len_, True, False, limit + 1)
+        assert name == norm._row_read_name(torch.float16, cfg) and got == cfg
+        assert name.endswith(", false, false>")  # neither early weight reads nor staging
+        name, _ = norm._plan(fast, torch.bfloat16, 0, len_, True, False, 10 * limit)
+        assert name == norm._staged_name(torch.bfloat16, cfg)
+        name, got = norm._plan(fast, torch.float16, 0, len_, True, True, limit)  # rms_norm
+        assert "true, false, false, true>" not in name and got == cfg
+    # every kernel the plan may pick is in the fast rung's list (so it is compiled and its SASS checked)
+    names = {k.name for k in norm._kernels("fast", torch.float16)}
+    assert {norm._staged_name(torch.float16, cfg), norm._row_read_name(torch.float16, cfg)} <= names

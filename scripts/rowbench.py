@@ -1,5 +1,5 @@
-"""What the row-op experiment scripts (ab_csrc, norm_forms, staged_rows_tune, smem_rows_tune, norm_hints)
-share: the provenance line, the inputs of each rows x length case, and the timing report."""
+"""What the row-op experiment scripts (ab_csrc, norm_forms, smem_rows_tune) share: the provenance
+line, the inputs of each rows x length case, and the timing report."""
 from __future__ import annotations
 
 import datetime

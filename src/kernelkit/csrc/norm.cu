@@ -256,8 +256,8 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   constexpr int N = Tile::N;
   constexpr int kSlice = kBlock * kVecs * N;
   static_assert(kVecs % kChunks == 0, "whole vectors a thread per chunk");
-  // 16-bit rows read, choose and convert values on whole words (as the tight rows): 2112 -> 1512 SASS
-  // instructions for 32K-element fp16 rows, +1.4-2.0% (scripts/ab_csrc.py, session 13); fp32 rows keep
+  // 16-bit rows read, choose and convert values on whole words (as the tight rows): 2113 -> 1505 SASS
+  // instructions for 32K-element fp16 rows, +1.3-2.0% (scripts/ab_csrc.py, session 13); fp32 rows keep
   // the element-wise code (the same change measured -4% at 1024 x 65536 fp32)
   constexpr bool kWords = sizeof(T) == 2;
   constexpr int kChunk = kSlice / kChunks, kPer = kVecs / kChunks;  // elements, vectors a thread
@@ -318,14 +318,16 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
       V wv, bv;
-      const i64 at = Tile::valid(k, 0, rem) ? col + k * Tile::kStride : 0;  // past the row: the row's first
+      // from global memory, a vector past the row reads the row's first one (never stored): no
+      // predicated loads
+      const i64 at = Tile::valid(k, 0, rem) ? col + k * Tile::kStride : 0;
       if constexpr (kStageWB && kWords) {
         wv = load_vec_or(weight != nullptr, reinterpret_cast<const V*>(ws + k * Tile::kStride), T{});
         bv = load_vec_or(bias != nullptr, reinterpret_cast<const V*>(bs + k * Tile::kStride), T{});
       } else if constexpr (kStageWB) {
         if (weight) wv = load_vec(reinterpret_cast<const V*>(ws + k * Tile::kStride));
         if (bias) bv = load_vec(reinterpret_cast<const V*>(bs + k * Tile::kStride));
-      } else if constexpr (kWords) {  // vector (never stored): no predicated loads
+      } else if constexpr (kWords) {
         load_weight_bias_words(wv, bv, weight, bias, at);
       } else {
         load_weight_bias(wv, bv, weight, bias, at);

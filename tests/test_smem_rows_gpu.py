@@ -52,36 +52,36 @@ def _force(monkeypatch, mod, cfg):
     mod._plans.clear()
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_norm_every_smem_configuration(dtype, monkeypatch):
-    _need_sm90()
-    mod = sys.modules["kernelkit.ops.norm"]
+def _forced_lengths(monkeypatch, mod, dtype):
+    """Every configuration of mod forced in turn, with each row length it is tested at: (cfg, len_)."""
     for cfg in _configs(mod, dtype):
         _force(monkeypatch, mod, cfg)
         for len_ in _lengths(dtype, cfg):
-            rows = 301
-            x = (random_input(rows * len_, dtype) + 0.7).view(rows, len_)
-            w, b = random_input(len_, dtype), random_input(len_, dtype)
-            for wb in ((w, b), (w, None), (None, None)):
-                got = kernelkit.layer_norm(x, (len_,), *wb, out=poisoned_like(x))
-                assert_close(got, reference.layer_norm(x, (len_,), *wb), dtype, f"layer_norm {cfg} len={len_} wb={wb[0] is not None},{wb[1] is not None}")
-            got = kernelkit.rms_norm(x, (len_,), w, out=poisoned_like(x))
-            assert_close(got, reference.rms_norm(x, (len_,), w), dtype, f"rms_norm {cfg} len={len_}")
-    mod._plans.clear()
+            yield cfg, len_
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_norm_every_smem_configuration(dtype, monkeypatch):
+    _need_sm90()
+    rows = 301
+    for cfg, len_ in _forced_lengths(monkeypatch, sys.modules["kernelkit.ops.norm"], dtype):
+        x = (random_input(rows * len_, dtype) + 0.7).view(rows, len_)
+        w, b = random_input(len_, dtype), random_input(len_, dtype)
+        for wb in ((w, b), (w, None), (None, None)):
+            got = kernelkit.layer_norm(x, (len_,), *wb, out=poisoned_like(x))
+            assert_close(got, reference.layer_norm(x, (len_,), *wb), dtype, f"layer_norm {cfg} len={len_} wb={wb[0] is not None},{wb[1] is not None}")
+        got = kernelkit.rms_norm(x, (len_,), w, out=poisoned_like(x))
+        assert_close(got, reference.rms_norm(x, (len_,), w), dtype, f"rms_norm {cfg} len={len_}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_softmax_every_smem_configuration(dtype, monkeypatch):
     _need_sm90()
-    mod = sys.modules["kernelkit.ops.softmax"]
-    for cfg in _configs(mod, dtype):
-        _force(monkeypatch, mod, cfg)
-        for len_ in _lengths(dtype, cfg):
-            rows = 301
-            x = random_input(rows * len_, dtype).view(rows, len_)
-            got = kernelkit.softmax(x, out=poisoned_like(x))
-            assert_close(got, reference.softmax(x), dtype, f"softmax {cfg} len={len_}")
-    mod._plans.clear()
+    rows = 301
+    for cfg, len_ in _forced_lengths(monkeypatch, sys.modules["kernelkit.ops.softmax"], dtype):
+        x = random_input(rows * len_, dtype).view(rows, len_)
+        got = kernelkit.softmax(x, out=poisoned_like(x))
+        assert_close(got, reference.softmax(x), dtype, f"softmax {cfg} len={len_}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -117,5 +117,3 @@ def test_smem_special_values_and_large_magnitudes(dtype, monkeypatch):
         _force(monkeypatch, nrm, cfg)
         assert_close(kernelkit.layer_norm(y, (len_,), w, b), reference.layer_norm(y, (len_,), w, b), dtype,
                      f"layer_norm large mean {cfg}")
-    smx._plans.clear()
-    nrm._plans.clear()

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 import kernelkit
 from kernelkit.bench import time_interleaved
 from kernelkit.runtime import compiler
-from rowbench import cases, device_line, report
+from rowbench import case_args, cases, device_line, report
 
 TOL = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 6e-2}
 
@@ -75,10 +75,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--baseline", required=True, help="csrc directories to compare the current one with, "
                     "comma-separated; the first is the 'baseline' of the ratios, the others go by folder name")
-    ap.add_argument("--shapes", default="4096x4096")
-    ap.add_argument("--dtypes", default="float16,float32")
-    ap.add_argument("--ops", default="layer_norm,rms_norm")
-    ap.add_argument("--reps", type=int, default=200)
+    case_args(ap, shapes="4096x4096", dtypes="float16,float32", ops="layer_norm,rms_norm", reps=200)
     ap.add_argument("--reverse", action="store_true", help="time the sides in the reverse order in each round")
     a = ap.parse_args()
     dirs = [Path(d).resolve() for d in a.baseline.split(",")]

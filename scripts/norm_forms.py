@@ -28,7 +28,7 @@ from kernelkit.ops._common import CXX_TYPE
 from kernelkit.ops._rowwise import launch_persistent, per_vec
 from kernelkit.runtime import get_kernel
 from kernelkit.runtime.launch import launch
-from rowbench import cases, device_line, report
+from rowbench import case_args, cases, device_line, report
 
 norm = importlib.import_module("kernelkit.ops.norm")
 TOL = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 6e-2}
@@ -38,13 +38,10 @@ FLAGS = {"staged": "false, true", "late": "false, false", "early": "true, false"
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trees", default="src/kernelkit/csrc")
-    ap.add_argument("--shapes", default="4096x4096,16384x4096")
-    ap.add_argument("--dtypes", default="float16")
+    case_args(ap, shapes="4096x4096,16384x4096", dtypes="float16", ops="layer_norm", reps=300)
     ap.add_argument("--configs", default="128x4", help="GROUPxVECS[,...] (one CTA a row)")
     ap.add_argument("--forms", default="staged,late,early")
-    ap.add_argument("--ops", default="layer_norm")
     ap.add_argument("--parts", action="store_true")
-    ap.add_argument("--reps", type=int, default=300)
     a = ap.parse_args()
     trees = [Path(t).resolve() for t in a.trees.split(",")]
     configs = [tuple(map(int, c.split("x"))) for c in a.configs.split(",")]

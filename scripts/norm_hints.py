@@ -22,7 +22,6 @@ per repetition, 4 input copies rotated when the working set is near L2).
 from __future__ import annotations
 
 import argparse
-import datetime
 import re
 import shutil
 import tempfile
@@ -38,6 +37,7 @@ from kernelkit.ops import norm
 from kernelkit.ops._rowwise import grid_for_rows, per_vec, pick, row_name
 from kernelkit.runtime import get_kernel
 from kernelkit.runtime.launch import launch
+from rowbench import case_args, device_line
 
 CSRC = Path(kernelkit.__file__).parent / "csrc"
 
@@ -94,10 +94,8 @@ def patched_csrc(row_hint, wb_hint) -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shapes", default="4096x4096,16384x8192,65536x1024,32768x32768")
-    ap.add_argument("--dtypes", default="float16,float32")
-    ap.add_argument("--ops", default="layer_norm,rms_norm")
-    ap.add_argument("--reps", type=int, default=200)
+    case_args(ap, shapes="4096x4096,16384x8192,65536x1024,32768x32768", dtypes="float16,float32",
+              ops="layer_norm,rms_norm", reps=200)
     ap.add_argument("--variants", default="early,late," + ",".join(VARIANTS))
     ap.add_argument("--configs", default="", help="more one-CTA configurations to time, early and late: "
                                                   "GROUPxVECS[,...], e.g. 256x2,512x1 for 4096-element fp16 rows")
@@ -109,8 +107,7 @@ def main() -> None:
                if name in picked}
     if a.baseline:
         sources["baseline"] = (str(Path(a.baseline).resolve() / "norm.cu"), None)
-    print(f"device {torch.cuda.get_device_name()}  torch {torch.__version__}  "
-          f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+    print(device_line())
     for shape in a.shapes.split(","):
         rows, len_ = map(int, shape.split("x"))
         for dt in a.dtypes.split(","):

@@ -1,5 +1,5 @@
-"""What the row-op experiment scripts (ab_csrc, norm_forms, smem_rows_tune) share: the provenance
-line, the inputs of each rows x length case, and the timing report."""
+"""What the row-op experiment scripts (ab_csrc, norm_forms, smem_rows_tune, norm_hints) share: their
+common arguments, the provenance line, the inputs of each rows x length case, and the timing report."""
 from __future__ import annotations
 
 import datetime
@@ -7,6 +7,14 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import torch
+
+
+def case_args(ap, *, shapes: str, dtypes: str, ops: str, reps: int) -> None:
+    """The arguments every row script takes: --shapes ROWSxLEN[,...], --dtypes, --ops, --reps."""
+    ap.add_argument("--shapes", default=shapes)
+    ap.add_argument("--dtypes", default=dtypes)
+    ap.add_argument("--ops", default=ops)
+    ap.add_argument("--reps", type=int, default=reps)
 
 
 def device_line(extra: str = "") -> str:

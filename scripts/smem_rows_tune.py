@@ -20,7 +20,7 @@ import kernelkit
 from kernelkit import reference
 from kernelkit.bench import time_interleaved
 from kernelkit.runtime import get_kernel
-from rowbench import cases, device_line
+from rowbench import case_args, cases, device_line
 norm = importlib.import_module("kernelkit.ops.norm")  # (kernelkit.ops.softmax is the function)
 softmax = importlib.import_module("kernelkit.ops.softmax")
 from kernelkit.ops._rowwise import (allow_shared, grid_for_rows, launch_cluster, launch_smem_rows, per_vec,
@@ -33,10 +33,7 @@ TOL = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 6e-2}
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shapes", default="1024x65536")
-    ap.add_argument("--dtypes", default="float16,float32")
-    ap.add_argument("--ops", default="softmax,layer_norm,rms_norm")
-    ap.add_argument("--reps", type=int, default=200)
+    case_args(ap, shapes="1024x65536", dtypes="float16,float32", ops="softmax,layer_norm,rms_norm", reps=200)
     ap.add_argument("--rows", default="", help="norm_rows cluster configurations GxVxC[,...]")
     a = ap.parse_args()
     print(device_line())

@@ -229,6 +229,18 @@ def smem_rows_shared(cfg: tuple[int, int, int, int, int]) -> int:
     return stages * block * per * 16
 
 
+def smem_rows_configs(tables, spares: dict, dtype: torch.dtype) -> list[tuple]:
+    """Every configuration of the tables (each {elements per vector: {capacity: cfg}}) and spares
+    ({elements per vector: [cfg]}) for dtype: what a fast rung may launch, so compiles and tests."""
+    n = per_vec(dtype)
+    return sorted({c for t in tables for c in t[n].values()} | set(spares[n]))
+
+
+def smem_rows_pick(table: dict, dtype: torch.dtype, len_: int, start: int):
+    """The configuration of table (as above) for an aligned row longer than `start` elements, or None."""
+    return pick(len_, table[per_vec(dtype)]) if len_ > start else None
+
+
 def smem_rows_name(kernel: str, dtype: torch.dtype, cfg: tuple[int, int, int, int, int]) -> str:
     return f"kk::{kernel}<{CXX_TYPE[dtype]}, {', '.join(map(str, cfg))}>"
 

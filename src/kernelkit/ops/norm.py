@@ -18,7 +18,7 @@ from ..runtime import launch
 from ._common import CXX_TYPE, check_tensor, output_for, pick_variant
 from ._rowwise import (SourceNames, allow_shared, grid_for_rows, has_clusters, launch_cluster,
                        launch_persistent, launch_smem_rows, per_vec, pick, resident_blocks, row_kernels, row_name,
-                       smem_rows_kernels, smem_rows_name, vec_ok)
+                       smem_rows_configs, smem_rows_kernels, smem_rows_name, smem_rows_pick, vec_ok)
 from .norm_tables import (  # noqa: F401  (tables read as norm's globals; scripts read norm.<name>)
     _FAST, TABLES, _UNALIGNED, _VEC_ONLY, _SPILLING, BULK, BULK_FROM, BULK_LAYER_NORM,
     BULK_LAYER_NORM_FROM, BULK_SPARES, SMEM, SMEM_FROM, SMEM_SPARES, STAGED_ROWS, STAGED_MAX_ROWS)
@@ -37,13 +37,12 @@ PREFETCH = False
 
 def smem_configs(dtype) -> list[tuple]:
     """Every shared-memory-resident configuration the fast rung may launch for dtype (tables + spares)."""
-    n = per_vec(dtype)
-    return sorted({c for t in SMEM.values() for c in t[n].values()} | set(SMEM_SPARES[n]))
+    return smem_rows_configs(SMEM.values(), SMEM_SPARES, dtype)
 
 
 def _smem_for(dtype, len_: int, rms: bool):
     """The shared-memory-resident configuration for an aligned row on sm_90, or None."""
-    return pick(len_, SMEM["rms_norm" if rms else "layer_norm"][per_vec(dtype)]) if len_ > SMEM_FROM else None
+    return smem_rows_pick(SMEM["rms_norm" if rms else "layer_norm"], dtype, len_, SMEM_FROM)
 
 
 def _staged_name(dtype, cfg) -> str:

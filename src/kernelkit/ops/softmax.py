@@ -13,7 +13,8 @@ from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ..runtime import launch
 from ._common import CXX_TYPE, check_tensor, output_for, pick_variant
 from ._rowwise import (RowTables, SourceNames, flat, grid_for_rows, has_clusters, launch_cluster, launch_smem_rows,
-                       per_vec, pick, row_kernels, row_name, smem_rows_kernels, smem_rows_name, vec_ok)
+                       pick, row_kernels, row_name, smem_rows_configs, smem_rows_kernels, smem_rows_name,
+                       smem_rows_pick, vec_ok)
 from .reduce import wrap_dim
 
 __all__ = ["softmax"]
@@ -61,14 +62,12 @@ SMEM_SPARES = {4: [(512, 4, 4, 7, 2)], 8: [(512, 4, 4, 7, 1)]}
 
 def smem_configs(dtype) -> list[tuple]:
     """Every shared-memory-resident configuration the fast rung may launch for dtype (table + spares)."""
-    n = per_vec(dtype)
-    return sorted(set(SMEM[n].values()) | set(SMEM_SPARES[n]))
+    return smem_rows_configs((SMEM,), SMEM_SPARES, dtype)
 
 
 def _smem_for(dtype, len_: int):
     """The shared-memory-resident configuration for an aligned row on sm_90, or None."""
-    n = per_vec(dtype)
-    return pick(len_, SMEM[n]) if len_ > SMEM_FROM else None
+    return smem_rows_pick(SMEM, dtype, len_, SMEM_FROM)
 
 
 def _loop_kernel(kind: str, dtype) -> Kernel:

@@ -24,7 +24,8 @@ from rowbench import case_args, cases, device_line
 norm = importlib.import_module("kernelkit.ops.norm")  # (kernelkit.ops.softmax is the function)
 softmax = importlib.import_module("kernelkit.ops.softmax")
 from kernelkit.ops._rowwise import (allow_shared, grid_for_rows, launch_cluster, launch_smem_rows, per_vec,
-                                    resident_blocks, row_name, smem_rows_capacity, smem_rows_name)
+                                    resident_blocks, row_name, smem_rows_capacity, smem_rows_name,
+                                    smem_rows_shared)
 
 MODULES = {"softmax": softmax, "layer_norm": norm, "rms_norm": norm}
 KERNEL = {"softmax": "softmax_smem", "layer_norm": "norm_smem", "rms_norm": "norm_smem"}
@@ -77,7 +78,9 @@ def main() -> None:
             for c in cfgs:
                 k = mod.NAMES.load(smem_rows_name(KERNEL[op], dtype, c), dtype, 0)
                 run = lambda i, k=k, c=c: launch_smem_rows(k, c, rows, *args(xs[i % copies]), dev=0)  # noqa: E731
-                add_checked(str(c), run)
+                allow_shared(k, smem_rows_shared(c), 0)  # before the occupancy query (launch_smem_rows' order)
+                resident = resident_blocks(k, c[0], c[4], 0, smem_rows_shared(c))  # CTAs launched (persistent)
+                add_checked(f"{c} {resident} CTAs", run)
             for spec in (filter(None, a.rows.split(",")) if op != "softmax" else ()):
                 c = tuple(map(int, spec.split("x")))
                 if c[0] * c[1] * c[2] * n < len_:

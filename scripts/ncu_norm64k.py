@@ -1,0 +1,27 @@
+"""One 1024 x 65536 layer_norm / rms_norm launch (after a compiling one) per norm_smem configuration
+given as BLOCKxPERxCHUNKSxSTAGESxCLUSTER, for ncu (L1 hit rate of the weight and bias reads):
+
+    ncu --section SpeedOfLight --section MemoryWorkloadAnalysis -k regex:norm_smem \
+        python scripts/ncu_norm64k.py float16 1024x1x4x6x2 512x2x4x6x2
+"""
+import importlib
+import sys
+
+import torch
+
+import kernelkit
+
+norm = importlib.import_module("kernelkit.ops.norm")
+dtype = getattr(torch, sys.argv[1])
+rows, cols = 1024, 65536
+x = torch.randn(rows, cols, device="cuda", dtype=dtype)
+w, b = torch.randn(2, cols, device="cuda", dtype=dtype)
+for spec in sys.argv[2:]:
+    cfg = tuple(map(int, spec.split("x")))
+    norm._smem_for = lambda *_a, c=cfg: c
+    norm._plans.clear()
+    for _ in range(2):
+        kernelkit.layer_norm(x, (cols,), w, b)
+    for _ in range(2):
+        kernelkit.rms_norm(x, (cols,), w)
+torch.cuda.synchronize()

@@ -24,8 +24,8 @@ from rowbench import case_args, cases, device_line
 norm = importlib.import_module("kernelkit.ops.norm")  # (kernelkit.ops.softmax is the function)
 softmax = importlib.import_module("kernelkit.ops.softmax")
 from kernelkit.ops._rowwise import (allow_shared, grid_for_rows, launch_cluster, launch_smem_rows, per_vec,
-                                    prefer_shared_carveout, resident_blocks, row_name, smem_rows_capacity,
-                                    smem_rows_name, smem_rows_shared)
+                                    resident_blocks, row_name, smem_rows_capacity, smem_rows_name,
+                                    smem_rows_shared)
 
 MODULES = {"softmax": softmax, "layer_norm": norm, "rms_norm": norm}
 KERNEL = {"softmax": "softmax_smem", "layer_norm": "norm_smem", "rms_norm": "norm_smem"}
@@ -36,8 +36,6 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     case_args(ap, shapes="1024x65536", dtypes="float16,float32", ops="softmax,layer_norm,rms_norm", reps=200)
     ap.add_argument("--rows", default="", help="norm_rows cluster configurations GxVxC[,...]")
-    ap.add_argument("--carveout", type=int, default=-1,
-                    help="shared memory carveout (percent) asked for every shared-memory-resident kernel timed")
     a = ap.parse_args()
     print(device_line())
     for case in cases(a.shapes, a.dtypes):
@@ -81,8 +79,6 @@ def main() -> None:
                 k = mod.NAMES.load(smem_rows_name(KERNEL[op], dtype, c), dtype, 0)
                 run = lambda i, k=k, c=c: launch_smem_rows(k, c, rows, *args(xs[i % copies]), dev=0)  # noqa: E731
                 allow_shared(k, smem_rows_shared(c), 0)  # before the occupancy query (launch_smem_rows' order)
-                if a.carveout >= 0:
-                    prefer_shared_carveout(k, a.carveout, 0)
                 resident = resident_blocks(k, c[0], c[4], 0, smem_rows_shared(c))  # CTAs launched (persistent)
                 add_checked(f"{c} {resident} CTAs", run)
             for spec in (filter(None, a.rows.split(",")) if op != "softmax" else ()):

@@ -26,42 +26,6 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned b
 #endif
 }
 
-// The other direction: `bytes` (a multiple of 16, both addresses 16-byte aligned) of this CTA's shared
-// memory to global memory, as part of the thread's current bulk group (bulk_commit closes it).
-__device__ __forceinline__ void bulk_store(void* dst, const void* src, unsigned bytes) {
-#if KK_SM90
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(shared_addr(src)),
-               "r"(bytes)
-               : "memory");
-#else
-  __trap();
-#endif
-}
-__device__ __forceinline__ void bulk_commit() {
-#if KK_SM90
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-#endif
-}
-// Wait until at most kPending of this thread's bulk groups are still reading their shared memory
-// (kRead: their source may then be overwritten) or still writing global memory (!kRead: complete).
-template <int kPending, bool kRead>
-__device__ __forceinline__ void bulk_wait() {
-#if KK_SM90
-  if constexpr (kRead) {
-    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(kPending) : "memory");
-  } else {
-    asm volatile("cp.async.bulk.wait_group %0;" ::"n"(kPending) : "memory");
-  }
-#endif
-}
-// Order this thread's ordinary shared-memory writes before later bulk copies (the async proxy) that read
-// them: each writer fences, then the block synchronizes, then one thread issues the bulk store.
-__device__ __forceinline__ void fence_async_shared() {
-#if KK_SM90
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
-}
-
 // kStages slices of kSlice elements in dynamic shared memory, filled by bulk copies in row order:
 // row i of a CTA's sequence lands in stage i % kStages, in that stage's phase (i / kStages) & 1.
 // One thread issues the copies; every thread waits on the barrier before reading a stage and the

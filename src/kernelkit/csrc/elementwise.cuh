@@ -12,11 +12,8 @@
 //   unary_fast    16-byte vectors, U of them in flight per thread, prologue/main/epilogue so that any
 //                 output alignment works; the input is read as vectors when it shares the output's
 //                 misalignment, element by element (still coalesced) when it does not.
-//   unary_bulk    (sm_90) the 16-byte-aligned body as tiles moved by bulk copies (the TMA's 1-D form),
-//                 global -> shared -> global, transformed in shared memory by the block; prologue and
-//                 epilogue as unary_fast's. Input and output must share their misalignment.
 #pragma once
-#include "bulk.cuh"
+#include "common.cuh"
 
 namespace kk {
 
@@ -104,79 +101,5 @@ __global__ void unary_fast(T* __restrict__ out, const T* __restrict__ in, i64 n,
   if (t < n - done) out[done + t] = from_float<T>(op(to_float(in[done + t])));
 }
 
-// unary_bulk: persistent CTAs, each taking tiles blockIdx.x, blockIdx.x + gridDim.x, ... of the body. One
-// thread copies a CTA's tiles into a ring of kStages tile stages (each guarded by an mbarrier) as far
-// ahead as the ring allows; the block transforms a landed tile in place; the same thread then writes it
-// back with one bulk store and refills the stage of the tile before (whose store has by then read it).
-// Why: the copy engine moves each tile as one kTileBytes request stream rather than 16-byte requests
-// from every thread, and a CTA keeps kStages - 1 tiles of reads in flight with no registers held.
-template <typename T, typename Op, int kThreads, int kTileBytes, int kStages>
-__global__ void __launch_bounds__(kThreads) unary_bulk(T* __restrict__ out, const T* __restrict__ in, i64 n, i64 head) {
-  constexpr int N = 16 / sizeof(T);
-  constexpr int kTile = kTileBytes / sizeof(T);  // elements a tile
-  static_assert(kTileBytes % (16 * kThreads) == 0, "a whole number of 16-byte vectors a thread");
-  using V = Vec<T, N>;
-  extern __shared__ __align__(128) unsigned char dyn[];
-  __shared__ unsigned long long full[kStages];
-  T* const ring = reinterpret_cast<T*>(dyn);
-  const Op op{};
-  const i64 t = global_thread();
-  // prologue: `head` (< N) elements bring `out + head` (and `in + head`) to a 16-byte boundary
-  if (t < head) out[t] = from_float<T>(op(to_float(in[t])));
-  const i64 body = (n - head) / N * N;  // the elements of whole vectors
-  const T* const x = in + head;
-  T* const y = out + head;
-  const i64 tiles = (body + kTile - 1) / kTile;
-  const i64 mine = tiles > blockIdx.x ? (tiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;  // this CTA's tiles
-  const auto tile_of = [&](i64 j) { return blockIdx.x + j * gridDim.x; };
-  const auto bytes_of = [&](i64 tile) { return (unsigned)(min((i64)kTile, body - tile * kTile) * sizeof(T)); };
-  const auto fill = [&](i64 j) {  // one thread: this CTA's tile j into its stage
-    unsigned long long* bar = &full[j % kStages];
-    const i64 tile = tile_of(j);
-    mbar_expect_bytes(bar, bytes_of(tile));
-    bulk_load(ring + (j % kStages) * kTile, x + tile * kTile, bytes_of(tile), bar);
-  };
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int s = 0; s < kStages; ++s) mbar_init(&full[s]);
-    mbar_init_fence();
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-#pragma unroll 1
-    for (i64 j = 0; j < mine && j < kStages; ++j) fill(j);
-  }
-#pragma unroll 1
-  for (i64 j = 0; j < mine; ++j) {
-    const i64 tile = tile_of(j);
-    const unsigned bytes = bytes_of(tile);
-    V* const v = reinterpret_cast<V*>(ring + (j % kStages) * kTile);
-    mbar_wait(&full[j % kStages], (unsigned)(j / kStages) & 1u);
-#pragma unroll
-    for (int k = 0; k < kTileBytes / 16 / kThreads; ++k) {
-      const int at = k * kThreads + (int)threadIdx.x;
-      if (at * 16 < (int)bytes) {
-        V a = v[at];
-#pragma unroll
-        for (int e = 0; e < N; ++e) a.v[e] = from_float<T>(op(to_float(a.v[e])));
-        v[at] = a;
-      }
-    }
-    fence_async_shared();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      bulk_store(y + tile * kTile, v, bytes);
-      bulk_commit();
-      if (j >= 1 && j - 1 + kStages < mine) {  // tile j - 1's store has read its stage: refill it
-        bulk_wait<1, true>();
-        fill(j - 1 + kStages);
-      }
-    }
-  }
-  if (threadIdx.x == 0) bulk_wait<0, false>();  // every store written before the CTA ends
-  // epilogue: what is left after the last whole vector
-  const i64 done = head + body;
-  if (t < n - done) out[done + t] = from_float<T>(op(to_float(in[done + t])));
-}
 
 }  // namespace kk

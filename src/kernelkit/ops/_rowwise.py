@@ -195,17 +195,6 @@ def allow_shared(kernel, nbytes: int, dev: int) -> None:
     _resident[key] = nbytes
 
 
-def prefer_shared_carveout(kernel, percent: int, dev: int) -> None:
-    """Ask the driver to split an SM's unified L1 / shared memory so that `percent` of the most shared
-    memory an SM can have is shared (the rest stays L1); a hint it overrides when a launch needs more."""
-    from cuda.bindings import driver
-
-    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
-    (err,) = driver.cuKernelSetAttribute(attr, percent, kernel.handle, driver.CUdevice(dev))
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise KernelLaunchError(f"cannot set a kernel's shared memory carveout to {percent}%: {err}")
-
-
 def launch_cluster(kernel, blocks: int, block: int, cluster: int, *args, dev: int, shmem: int = 0) -> None:
     """Launch with 1-D thread-block clusters of ``cluster`` CTAs (``blocks`` counts CTAs)."""
     from cuda.core import LaunchConfig, launch

@@ -20,7 +20,7 @@ import kernelkit
 from kernelkit import reference
 from kernelkit.bench import time_interleaved
 from kernelkit.runtime import get_kernel
-from rowbench import case_args, cases, device_line
+from rowbench import case_args, cases, device_line, prefer_shared_carveout
 norm = importlib.import_module("kernelkit.ops.norm")  # (kernelkit.ops.softmax is the function)
 softmax = importlib.import_module("kernelkit.ops.softmax")
 from kernelkit.ops._rowwise import (allow_shared, grid_for_rows, launch_cluster, launch_smem_rows, per_vec,
@@ -36,6 +36,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     case_args(ap, shapes="1024x65536", dtypes="float16,float32", ops="softmax,layer_norm,rms_norm", reps=200)
     ap.add_argument("--rows", default="", help="norm_rows cluster configurations GxVxC[,...]")
+    ap.add_argument("--carveout", type=int, default=-1,
+                    help="shared memory carveout (percent) asked for every shared-memory-resident kernel timed")
     a = ap.parse_args()
     print(device_line())
     for case in cases(a.shapes, a.dtypes):
@@ -79,6 +81,8 @@ def main() -> None:
                 k = mod.NAMES.load(smem_rows_name(KERNEL[op], dtype, c), dtype, 0)
                 run = lambda i, k=k, c=c: launch_smem_rows(k, c, rows, *args(xs[i % copies]), dev=0)  # noqa: E731
                 allow_shared(k, smem_rows_shared(c), 0)  # before the occupancy query (launch_smem_rows' order)
+                if a.carveout >= 0:
+                    prefer_shared_carveout(k, a.carveout, 0)
                 resident = resident_blocks(k, c[0], c[4], 0, smem_rows_shared(c))  # CTAs launched (persistent)
                 add_checked(f"{c} {resident} CTAs", run)
             for spec in (filter(None, a.rows.split(",")) if op != "softmax" else ()):

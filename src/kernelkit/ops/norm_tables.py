@@ -102,10 +102,7 @@ SMEM = {
 }
 SMEM_FROM = 32768
 # measured alternatives, compiled and GPU-tested with the rung (the one-CTA forms for both dtypes)
-SMEM_SPARES = {4: [(512, 4, 4, 7, 2), (512, 2, 4, 6, 4),
-                   # session 14: clusters of 4, one CTA an SM (the driver places 30 of them: 120 SMs)
-                   (512, 2, 4, 13, 4), (1024, 1, 4, 13, 4)],
-               8: [(512, 4, 4, 7, 1), (512, 2, 4, 13, 1)]}
+SMEM_SPARES = {4: [(512, 4, 4, 7, 2), (512, 2, 4, 6, 4)], 8: [(512, 4, 4, 7, 1), (512, 2, 4, 13, 1)]}
 
 
 # One-CTA-a-row configurations that layer_norm launches persistent (resident CTAs looping over rows),

@@ -73,19 +73,12 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
 // outside it (rms_norm's early weight reads), which keep their code.
 template <typename T> constexpr bool kIsHalf = false;
 template <> constexpr bool kIsHalf<__half> = true;
-//
-// Cluster rows launched one cluster a row (kStage false: weight and bias read at the output, as softmax's
-// clusters run, 16-bit) are held the same way to 64 registers (256 threads: 4 CTAs an SM; 512: 2): converted
-// once, 8 x 256 took 88 (2 CTAs an SM), where softmax's 8 x 256 clusters, at 64, reach 96-98% of a copy at
-// 64K rows.
 template <typename T>
-__host__ __device__ constexpr int norm_tight_blocks(int group, int vecs, int cluster, bool vec, bool early,
-                                                    bool stage) {
-  return !vec || early || vecs != 4            ? 0
-         : cluster != 1                         ? (!stage && sizeof(T) == 2 && group >= 256 ? 1024 / group : 0)
-         : kIsHalf<T> && group == 128           ? 10
-         : sizeof(T) == 4 && group == 256       ? 6
-                                                : 0;
+__host__ __device__ constexpr int norm_tight_blocks(int group, int vecs, int cluster, bool vec, bool early) {
+  return cluster != 1 || !vec || early || vecs != 4 ? 0
+         : kIsHalf<T> && group == 128               ? 10
+         : sizeof(T) == 4 && group == 256           ? 6
+                                                    : 0;
 }
 __host__ __device__ constexpr int norm_min_blocks(int group, bool prefetch, int values, bool vec, int tight_blocks) {
   return tight_blocks ? tight_blocks : prefetch || values > 16 || !vec ? row_min_blocks(group) : 1024 / row_block(group);
@@ -108,7 +101,7 @@ __host__ __device__ constexpr bool norm_early_wb(int group, int vecs, int cluste
 template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch,
           bool kEarlyWB = norm_early_wb<T>(kGroup, kVecs, kCluster, kVec), bool kStage = (kCluster > 1)>
 __global__ void __launch_bounds__(row_block(kGroup), norm_min_blocks(kGroup, kPrefetch, kVecs * 16 / sizeof(T), kVec,
-                                                                 norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB, kStage)))
+                                                                 norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB)))
 norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
           const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
   constexpr int kBlock = row_block(kGroup);
@@ -118,7 +111,7 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   constexpr i64 kSlice = (i64)kGroup * kVecs * N;
   constexpr int kUnits = kGroup <= 32 ? kBlock / kGroup : 1;  // rows a block holds at once
   static_assert(kStage || !kPrefetch, "only persistent (cluster) launches prefetch");
-  constexpr bool kTight = norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB, kStage) > 0;
+  constexpr bool kTight = norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB) > 0;
   static_assert(!(kTight && kPrefetch), "tight rows load their own row each iteration");
   __shared__ float smem[96];  // group reductions: 32 floats (sums) or 96 (Welford triples)
   __shared__ float2 slots[2][kCluster];

@@ -103,3 +103,20 @@ def test_4096_element_layer_norm_rows_staged_up_to_staged_max_rows(monkeypatch):
     # every kernel the plan may pick is in the fast rung's list (so it is compiled and its SASS checked)
     names = {k.name for k in norm._kernels("fast", torch.float16)}
     assert {norm._staged_name(torch.float16, cfg), norm._row_read_name(torch.float16, cfg)} <= names
+
+
+def test_cluster_rows_pick_fp16_rows_of_32k_to_64k():
+    """norm.CLUSTER_ROWS: fp16 aligned rows longer than CLUSTER_ROWS_FROM up to 64K take the tight
+    register-tile clusters; other dtypes and lengths fall through to the shared-memory / bulk forms; the
+    configuration is compiled with the fast rung (a spare of its table)."""
+    cfg = norm.CLUSTER_ROWS[torch.float16][65536]
+    assert norm._cluster_rows_for(torch.float16, 65536) == cfg
+    assert norm._cluster_rows_for(torch.float16, 40000) == cfg
+    assert norm._cluster_rows_for(torch.float16, norm.CLUSTER_ROWS_FROM) is None
+    assert norm._cluster_rows_for(torch.float16, 65537) is None
+    assert norm._cluster_rows_for(torch.bfloat16, 65536) is None
+    assert norm._cluster_rows_for(torch.float32, 65536) is None
+    g, v, c = cfg
+    assert g * v * 8 * c == 65536
+    names = {k.name for k in norm._kernels("fast", torch.float16)}
+    assert norm.row_name("norm_rows", torch.float16, cfg, True, False) in names

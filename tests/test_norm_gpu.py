@@ -163,6 +163,7 @@ def test_every_configuration(dtype, monkeypatch):
                 monkeypatch.setattr(mod, "pick", lambda _len, _tab, c=cfg: c)
                 monkeypatch.setattr(mod, "_bulk_for", lambda _dt, _len, _rms: None)
                 monkeypatch.setattr(mod, "_smem_for", lambda *_a: None)  # test_smem_rows_gpu's
+                monkeypatch.setattr(mod, "_cluster_rows_for", lambda *_a: None)  # test_cluster_rows_*
                 monkeypatch.setattr(mod, "PREFETCH", prefetch)
                 mod._plans.clear()
                 for len_ in {cap, max(1, cap - n - 1)}:
@@ -191,6 +192,7 @@ def test_every_bulk_configuration(dtype, monkeypatch):
     n = per_vec(dtype)
     monkeypatch.setattr(mod, "BULK_FROM", 0)
     monkeypatch.setattr(mod, "_smem_for", lambda *_a: None)  # test_smem_rows_gpu's
+    monkeypatch.setattr(mod, "_cluster_rows_for", lambda *_a: None)  # test_cluster_rows_*
     for cfg in sorted({c for c in mod.BULK[n].values()} | set(mod.BULK_SPARES.get(n, ()))):
         g, v, c = cfg[:3]
         slice_ = g * v * n
@@ -205,6 +207,34 @@ def test_every_bulk_configuration(dtype, monkeypatch):
                     got = call(op, x, len_, *wb, poisoned_like(x), "fast")
                     assert_close(got, ref(op, x, len_, *wb), dtype, f"{op} bulk {cfg} len={len_} weight={wb[0] is not None}")
     mod._plans.clear()
+
+
+def test_cluster_rows_take_fp16_64k_rows():
+    """fp16 rows of 32K-64K elements on sm_90 run the tight register-tile clusters (norm.CLUSTER_ROWS:
+    persistent, weight and bias staged, 64 registers): the default dispatch picks them, and they match
+    float64 on more rows than resident clusters, at lengths that fill the cluster, end a vector short, or
+    leave its last CTAs empty, with every weight/bias combination and a mean 20x the spread."""
+    import sys
+
+    from kernelkit.ops._rowwise import has_clusters
+
+    if not has_clusters(0):
+        pytest.skip("clusters need sm_90")
+    mod = sys.modules["kernelkit.ops.norm"]
+    dtype = torch.float16
+    want = mod.CLUSTER_ROWS[dtype][65536]
+    mod._plans.clear()
+    for rows, len_ in ((700, 65536), (301, 65528), (301, 40000), (150, 32776)):
+        x = (random_input(rows * len_, dtype).view(rows, len_) + 0.3) if len_ != 40000 else \
+            (torch.randn(rows, len_, device="cuda") * 0.5 + 10).to(dtype)
+        w, b = random_input(len_, dtype), random_input(len_, dtype)
+        for wb in ((w, b), (w, None), (None, b), (None, None)):
+            got = kernelkit.layer_norm(x, (len_,), *wb, out=poisoned_like(x))
+            assert_close(got, reference.layer_norm(x, (len_,), *wb), dtype,
+                         f"cluster rows {rows}x{len_} weight={wb[0] is not None} bias={wb[1] is not None}")
+        got = kernelkit.rms_norm(x, (len_,), w, out=poisoned_like(x))
+        assert_close(got, reference.rms_norm(x, (len_,), w), dtype, f"cluster rows rms {rows}x{len_}")
+        assert {plan[1] for key, plan in mod._plans.items() if key[3] == len_} == {want}, len_
 
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))

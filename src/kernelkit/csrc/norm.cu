@@ -73,12 +73,20 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
 // outside it (rms_norm's early weight reads), which keep their code.
 template <typename T> constexpr bool kIsHalf = false;
 template <> constexpr bool kIsHalf<__half> = true;
+//
+// fp16 cluster rows of 256 threads x 4 vectors (8 x 256 for 64K-element rows) are held the same way to 64
+// registers, 4 CTAs an SM: converted once they took 88, 2 CTAs an SM. Session 14 (scripts/smem_rows_tune.py
+// --rows, H100, 1024 x 65536 fp16, persistent with weight and bias staged; two runs): layer_norm 64.9% ->
+// 90.4% of a same-bytes copy, rms_norm 72.5% -> 92.5%, ahead of the shared-memory rows (85.7%, 89.6% in the
+// second run). bf16 spills 12 bytes at 64 registers and keeps its code.
 template <typename T>
-__host__ __device__ constexpr int norm_tight_blocks(int group, int vecs, int cluster, bool vec, bool early) {
-  return cluster != 1 || !vec || early || vecs != 4 ? 0
-         : kIsHalf<T> && group == 128               ? 10
-         : sizeof(T) == 4 && group == 256           ? 6
-                                                    : 0;
+__host__ __device__ constexpr int norm_tight_blocks(int group, int vecs, int cluster, bool vec, bool early,
+                                                    bool prefetch) {
+  return !vec || early || prefetch || vecs != 4 ? 0
+         : cluster != 1                          ? (kIsHalf<T> && group == 256 ? 4 : 0)
+         : kIsHalf<T> && group == 128            ? 10
+         : sizeof(T) == 4 && group == 256        ? 6
+                                                 : 0;
 }
 __host__ __device__ constexpr int norm_min_blocks(int group, bool prefetch, int values, bool vec, int tight_blocks) {
   return tight_blocks ? tight_blocks : prefetch || values > 16 || !vec ? row_min_blocks(group) : 1024 / row_block(group);
@@ -101,7 +109,7 @@ __host__ __device__ constexpr bool norm_early_wb(int group, int vecs, int cluste
 template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch,
           bool kEarlyWB = norm_early_wb<T>(kGroup, kVecs, kCluster, kVec), bool kStage = (kCluster > 1)>
 __global__ void __launch_bounds__(row_block(kGroup), norm_min_blocks(kGroup, kPrefetch, kVecs * 16 / sizeof(T), kVec,
-                                                                 norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB)))
+                                                                 norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB, kPrefetch)))
 norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
           const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
   constexpr int kBlock = row_block(kGroup);
@@ -111,7 +119,7 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   constexpr i64 kSlice = (i64)kGroup * kVecs * N;
   constexpr int kUnits = kGroup <= 32 ? kBlock / kGroup : 1;  // rows a block holds at once
   static_assert(kStage || !kPrefetch, "only persistent (cluster) launches prefetch");
-  constexpr bool kTight = norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB) > 0;
+  constexpr bool kTight = norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB, kPrefetch) > 0;
   static_assert(!(kTight && kPrefetch), "tight rows load their own row each iteration");
   __shared__ float smem[96];  // group reductions: 32 floats (sums) or 96 (Welford triples)
   __shared__ float2 slots[2][kCluster];

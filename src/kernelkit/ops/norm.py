@@ -21,7 +21,8 @@ from ._rowwise import (SourceNames, allow_shared, grid_for_rows, has_clusters, l
                        smem_rows_configs, smem_rows_kernels, smem_rows_name, smem_rows_pick, vec_ok)
 from .norm_tables import (  # noqa: F401  (tables read as norm's globals; scripts read norm.<name>)
     _FAST, TABLES, _UNALIGNED, _VEC_ONLY, _SPILLING, BULK, BULK_FROM, BULK_LAYER_NORM,
-    BULK_LAYER_NORM_FROM, BULK_SPARES, SMEM, SMEM_FROM, SMEM_SPARES, STAGED_ROWS, STAGED_MAX_ROWS)
+    BULK_LAYER_NORM_FROM, BULK_SPARES, CLUSTER_ROWS, CLUSTER_ROWS_FROM, SMEM, SMEM_FROM, SMEM_SPARES, STAGED_ROWS,
+    STAGED_MAX_ROWS)
 
 __all__ = ["layer_norm", "rms_norm"]
 
@@ -43,6 +44,12 @@ def smem_configs(dtype) -> list[tuple]:
 def _smem_for(dtype, len_: int, rms: bool):
     """The shared-memory-resident configuration for an aligned row on sm_90, or None."""
     return smem_rows_pick(SMEM["rms_norm" if rms else "layer_norm"], dtype, len_, SMEM_FROM)
+
+
+def _cluster_rows_for(dtype, len_: int):
+    """The tight register-tile cluster configuration for an aligned row on sm_90 (CLUSTER_ROWS), or None."""
+    tab = CLUSTER_ROWS.get(dtype, {}) if len_ > CLUSTER_ROWS_FROM else {}
+    return next((tab[cap] for cap in sorted(tab) if cap >= len_), None)
 
 
 def _staged_name(dtype, cfg) -> str:
@@ -130,6 +137,10 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool, rows: in
     if plan is None:
         kind = v.params["kind"]
         if kind == "fast" and vec and has_clusters(dev):
+            cfg = _cluster_rows_for(dtype, len_)
+            if cfg is not None:  # persistent clusters, weight and bias staged (_run's cluster rows)
+                plan = _plans[key] = (NAMES.load(row_name("norm_rows", dtype, cfg, True, False), dtype, dev), cfg)
+                return plan
             cfg = _smem_for(dtype, len_, rms)
             if cfg is not None:
                 plan = _plans[key] = (NAMES.load(smem_rows_name("norm_smem", dtype, cfg), dtype, dev), cfg)

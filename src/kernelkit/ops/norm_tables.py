@@ -35,7 +35,8 @@ TABLES = RowTables(
     # and (session 12) 64K rows as softmax takes them since its cluster start stopped waiting on a
     # release barrier: one cluster of 4 x 512 (fp32) or 8 x 256 (16-bit) CTAs per row, not persistent
     spares={4: [(512, 2, 1), (256, 4, 8), (512, 8, 4)],
-            8: [(512, 4, 2), (512, 4, 4), (512, 2, 4), (256, 2, 1), (512, 2, 8), (256, 4, 8)]},
+            8: [(512, 4, 2), (512, 4, 4), (512, 2, 4), (256, 2, 1), (512, 2, 8),
+                (256, 4, 8)]},  # (256, 4, 8): also CLUSTER_ROWS' fp16 64K rows (below)
     registers={
         4: {512: (128, 1, 1), 1024: (128, 2, 1), 2048: (128, 4, 1), 4096: (256, 4, 1), 8192: (512, 4, 1),
             16384: (1024, 4, 1)},
@@ -103,6 +104,16 @@ SMEM = {
 SMEM_FROM = 32768
 # measured alternatives, compiled and GPU-tested with the rung (the one-CTA forms for both dtypes)
 SMEM_SPARES = {4: [(512, 4, 4, 7, 2), (512, 2, 4, 6, 4)], 8: [(512, 4, 4, 7, 1), (512, 2, 4, 13, 1)]}
+
+
+# fp16 rows longer than CLUSTER_ROWS_FROM on sm_90, before the shared-memory and bulk-copy forms: the
+# register-tile clusters (norm_rows, persistent, weight and bias staged once a CTA) in their tight form
+# (64 registers, 4 CTAs an SM; norm.cu's norm_tight_blocks). Session 14 (scripts/smem_rows_tune.py --rows
+# 256x4x8, H100, 1024 x 65536; results/session14/tune-tight-staged.txt): layer_norm 90.4% of a same-bytes
+# copy against 85.7% for norm_smem's clusters of 2 x 512, rms_norm 92.5% against 89.6% for its one-CTA
+# rows. bf16 spills in that form and keeps the others.
+CLUSTER_ROWS = {torch.float16: {65536: (256, 4, 8)}}
+CLUSTER_ROWS_FROM = 32768
 
 
 # One-CTA-a-row configurations that layer_norm launches persistent (resident CTAs looping over rows),

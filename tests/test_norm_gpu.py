@@ -209,6 +209,18 @@ def test_every_bulk_configuration(dtype, monkeypatch):
     mod._plans.clear()
 
 
+def _check_weight_bias_combinations(x, len_: int, dtype, label: str) -> None:
+    """layer_norm of x's rows with every weight/bias combination and rms_norm with a weight, each into a
+    poisoned output, against float64."""
+    w, b = random_input(len_, dtype), random_input(len_, dtype)
+    for wb in ((w, b), (w, None), (None, b), (None, None)):
+        got = kernelkit.layer_norm(x, (len_,), *wb, out=poisoned_like(x))
+        assert_close(got, reference.layer_norm(x, (len_,), *wb), dtype,
+                     f"{label} weight={wb[0] is not None} bias={wb[1] is not None}")
+    got = kernelkit.rms_norm(x, (len_,), w, out=poisoned_like(x))
+    assert_close(got, reference.rms_norm(x, (len_,), w), dtype, f"{label} rms_norm")
+
+
 def test_cluster_rows_take_fp16_64k_rows():
     """fp16 rows of 32K-64K elements on sm_90 run the tight register-tile clusters (norm.CLUSTER_ROWS:
     persistent, weight and bias staged, 64 registers): the default dispatch picks them, and they match
@@ -227,13 +239,7 @@ def test_cluster_rows_take_fp16_64k_rows():
     for rows, len_ in ((700, 65536), (301, 65528), (301, 40000), (150, 32776)):
         x = (random_input(rows * len_, dtype).view(rows, len_) + 0.3) if len_ != 40000 else \
             (torch.randn(rows, len_, device="cuda") * 0.5 + 10).to(dtype)
-        w, b = random_input(len_, dtype), random_input(len_, dtype)
-        for wb in ((w, b), (w, None), (None, b), (None, None)):
-            got = kernelkit.layer_norm(x, (len_,), *wb, out=poisoned_like(x))
-            assert_close(got, reference.layer_norm(x, (len_,), *wb), dtype,
-                         f"cluster rows {rows}x{len_} weight={wb[0] is not None} bias={wb[1] is not None}")
-        got = kernelkit.rms_norm(x, (len_,), w, out=poisoned_like(x))
-        assert_close(got, reference.rms_norm(x, (len_,), w), dtype, f"cluster rows rms {rows}x{len_}")
+        _check_weight_bias_combinations(x, len_, dtype, f"cluster rows {rows}x{len_}")
         assert {plan[1] for key, plan in mod._plans.items() if key[3] == len_} == {want}, len_
 
 
@@ -263,10 +269,4 @@ def test_tight_rows_read_weight_and_bias_per_row(dtype):
     rows = norm.STAGED_MAX_ROWS[dtype] + 3 if dtype == torch.float16 else 301
     for len_ in (4096, 2056, 4088):
         x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 40
-        w, b = random_input(len_, dtype), random_input(len_, dtype)
-        for wb in ((w, b), (w, None), (None, b), (None, None)):
-            got = kernelkit.layer_norm(x, (len_,), *wb, out=poisoned_like(x))
-            assert_close(got, reference.layer_norm(x, (len_,), *wb), dtype,
-                         f"tight {rows}x{len_} weight={wb[0] is not None} bias={wb[1] is not None}")
-        got = kernelkit.rms_norm(x, (len_,), w, out=poisoned_like(x))
-        assert_close(got, reference.rms_norm(x, (len_,), w), dtype, f"tight rms_norm {rows}x{len_}")
+        _check_weight_bias_combinations(x, len_, dtype, f"tight {rows}x{len_}")

@@ -48,8 +48,7 @@ def _smem_for(dtype, len_: int, rms: bool):
 
 def _cluster_rows_for(dtype, len_: int):
     """The tight register-tile cluster configuration for an aligned row on sm_90 (CLUSTER_ROWS), or None."""
-    tab = CLUSTER_ROWS.get(dtype, {}) if len_ > CLUSTER_ROWS_FROM else {}
-    return next((tab[cap] for cap in sorted(tab) if cap >= len_), None)
+    return pick(len_, CLUSTER_ROWS.get(dtype, {})) if len_ > CLUSTER_ROWS_FROM else None
 
 
 def _staged_name(dtype, cfg) -> str:

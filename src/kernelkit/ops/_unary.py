@@ -13,6 +13,7 @@ import torch
 from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant
 from ..runtime import get_kernel, launch
 from ._common import CXX_PAIR, CXX_TYPE, grid_for, pick_variant
+from ._launch_util import occupancy_limiter
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 BLOCK = 256
@@ -26,9 +27,16 @@ RUNG_BLOCKS_PER_SM = 32  # grid cap for the teaching rungs: enough resident warp
 FAST_UNROLL = 1
 FAST_BLOCK = 256
 FAST_STREAMING = "false"  # evict-first loads/stores measured no better (2991 vs 3026 GB/s fp32)
-# 512-thread blocks from 128 MiB of input: at 2^28 elements 512 beat 256 in interleaved rounds
-# (relu fp16 3004 vs 2995 GB/s, fp32 3024 vs 3017; benchmarks/NOTES.md), at 2^24 256 stays ahead
-FAST_BLOCK_LARGE = 512
+# From 128 MiB of input: 128-thread blocks, at most 13 an SM (81% occupancy, capped by unused dynamic
+# shared memory). Why: torch's fp16 ReLU kernel (33 registers) fits only 12 of its 128-thread blocks an SM,
+# and that is what kept it 0.2-2% ahead of every form of ours at 2^28 (sessions 9-15: block sizes, load
+# and store hints, math forms, launch paths); its bf16 kernel (32 registers, 16 blocks) is slower.
+# Session 15 (scripts/relu_occupancy.py, 2^28 elements, interleaved, % of torch; results/session15):
+# on one H100 fast 128 x 13 relu fp16 / bf16 / fp32 1.002 / 1.009 / 1.012, gelu 1.006 / 1.004 / 1.011,
+# against 0.997 / 1.004 / 1.007 and 1.003 / 1.003 / 1.010 for 512-thread blocks (the form until then);
+# 128 x 12 0.994 and 128 x 11 0.974 for relu fp16: the cap is sharp. (At 2^24 256 threads stay.)
+FAST_BLOCK_LARGE = 128
+FAST_BLOCKS_PER_SM_LARGE = 13
 LARGE_BYTES = 1 << 27
 
 
@@ -89,8 +97,9 @@ def unary_ladder(spec: UnarySpec, *, pair_rungs: bool = True, fast_note: str = "
                 rung(f"{tag}_x4", f"{tag} SIMD math, four pairs per 128-bit access", (dt,), "pairs", 128, 16),
             ]
     rungs.append(
-        rung("fast", "one 16-byte access per thread over a grid covering the tensor (256-thread blocks, 512 "
-             "from 128 MiB of input), prologue/main/epilogue for any alignment" + fast_note, FLOAT_DTYPES, "fast",
+        rung("fast", "one 16-byte access per thread over a grid covering the tensor (256-thread blocks; from "
+             "128 MiB of input 128-thread blocks, at most 13 an SM), prologue/main/epilogue for any alignment"
+             + fast_note, FLOAT_DTYPES, "fast",
              default=True)
     )
     return tuple(rungs)
@@ -138,9 +147,13 @@ def run_unary(spec: UnarySpec, variant: Variant, x: torch.Tensor, out: torch.Ten
     if p.kind == "fast":
         head = min(n, ((-op) & 15) // p.esize)  # elements before out's first 16-byte boundary
         # the grid covers the tensor, one vector a thread; the epilogue's < per_item threads fit in block 0
-        block = FAST_BLOCK_LARGE if n * p.esize >= LARGE_BYTES else p.block
+        if n * p.esize >= LARGE_BYTES:
+            block, shmem = FAST_BLOCK_LARGE, occupancy_limiter(dev, FAST_BLOCKS_PER_SM_LARGE)
+        else:
+            block, shmem = p.block, 0
         blocks = (n - head) // (p.per_item * block) + 1
-        launch(p.kernels[(xp - op) & 15 != 0], blocks, block, op, xp, n, head, name=p.names[0], device_index=dev)
+        launch(p.kernels[(xp - op) & 15 != 0], blocks, block, op, xp, n, head, shmem=shmem, name=p.names[0],
+               device_index=dev)
         return
     blocks = grid_for(max(n // p.per_item, 1), p.block, dev, RUNG_BLOCKS_PER_SM)
     args = (op, xp, n // 2, n) if p.kind == "pairs" else (op, xp, n)

@@ -6,6 +6,9 @@ Each form is first checked bit for bit against torch.relu on every fp16 bit patt
 on offset views and lengths that leave a tail).
 
     KK_SIZE=268435456 KK_TRIES=3 KK_BLOCK=512 python scripts/relu_forms.py
+
+The experimental kernels it times (unary_lean, kk::ReluHalfBits, kk::ReluNanMax) live in csrc at commit
+d05382a (session 15), not after it: run it on that commit's tree.
 """
 import os
 

@@ -5,6 +5,8 @@ several caps, and kernelkit's own call, beside torch, in one interleaved run.
 
     KK_OP=relu KK_DTYPES=float16,bfloat16 KK_TRIES=2 KK_CANDIDATES=fast:512:0,fast:128:12,lean:128:12 \
         python scripts/relu_occupancy.py
+
+The `lean` candidates (unary_lean) need csrc at commit d05382a (session 15); `fast` ones run on any tree.
 """
 import os
 
@@ -22,7 +24,7 @@ DTYPES = [getattr(torch, d) for d in os.environ.get("KK_DTYPES", "float16,bfloat
 CT = {torch.float16: "__half", torch.bfloat16: "__nv_bfloat16", torch.float32: "float"}
 # (form, block, blocks an SM or 0 for no cap)
 CANDIDATES = [(f, int(b), int(c)) for f, b, c in (item.split(":") for item in os.environ.get(
-    "KK_CANDIDATES", "fast:512:0,fast:256:6,lean:128:0,lean:128:12,lean:256:6,lean:128:10").split(","))]
+    "KK_CANDIDATES", "fast:512:0,fast:128:12,fast:128:13,fast:128:14").split(","))]
 OP = os.environ.get("KK_OP", "relu")
 FUNCTOR = {"relu": lambda d: "kk::Relu",
            "gelu": lambda d: "kk::GeluTanh" if d == torch.float32 else "kk::GeluTanhFast"}[OP]
@@ -34,7 +36,9 @@ for dtype in DTYPES:
     xs = [torch.randn(N, device="cuda", dtype=dtype) for _ in range(4)]
     nvec = N // per
     fast = get_kernel(f"{OP}.cu", f"kk::unary_fast<{CT[dtype]}, {FUNCTOR(dtype)}, 1, true, false>", device_index=0)
-    lean = get_kernel(f"{OP}.cu", f"kk::unary_lean<{CT[dtype]}, {FUNCTOR(dtype)}, true>", device_index=0)
+    lean = None
+    if any(form == "lean" for form, _b, _c in CANDIDATES):
+        lean = get_kernel(f"{OP}.cu", f"kk::unary_lean<{CT[dtype]}, {FUNCTOR(dtype)}, true>", device_index=0)
     fns = {f"torch {OP}": lambda i: THEIRS(xs[i % 4]), f"kernelkit.{OP}": lambda i: OURS(xs[i % 4])}
     for form, block, cap in CANDIDATES:
         shmem = occupancy_limiter(0, cap) if cap else 0

@@ -58,29 +58,6 @@ __global__ void unary_pairs(T2* __restrict__ out, const T2* __restrict__ in, i64
   if (t < n - done) outs[done + t] = from_float<T>(op(to_float(ins[done + t])));
 }
 
-// An op may instead transform the vector's 32-bit words itself (`static constexpr bool kWords = true;`
-// and `unsigned words(unsigned w) const`): integer-domain forms that never convert to fp32.
-template <typename Op>
-struct WordOp {
-  template <typename O> __host__ __device__ static constexpr bool has(decltype(O::kWords)*) { return O::kWords; }
-  template <typename O> __host__ __device__ static constexpr bool has(...) { return false; }
-  static constexpr bool value = has<Op>(nullptr);
-};
-
-template <typename T, int N, typename Op>
-__device__ __forceinline__ void apply_vec(const Op& op, Vec<T, N>& v) {
-  if constexpr (WordOp<Op>::value) {
-    unsigned w[sizeof(v) / 4];
-    memcpy(w, &v, sizeof(v));
-#pragma unroll
-    for (int j = 0; j < (int)(sizeof(v) / 4); ++j) w[j] = op.words(w[j]);
-    memcpy(&v, w, sizeof(v));
-  } else {
-#pragma unroll
-    for (int j = 0; j < N; ++j) v.v[j] = from_float<T>(op(to_float(v.v[j])));
-  }
-}
-
 template <typename T, typename Op, int U, bool kInAligned, bool kStreaming = false>
 __global__ void unary_fast(T* __restrict__ out, const T* __restrict__ in, i64 n, i64 head) {
   constexpr int N = 16 / sizeof(T);
@@ -113,7 +90,8 @@ __global__ void unary_fast(T* __restrict__ out, const T* __restrict__ in, i64 n,
     for (int u = 0; u < U; ++u) {
       const i64 i = base + u * stride;
       if (i < nvec) {
-        apply_vec(op, v[u]);
+#pragma unroll
+        for (int j = 0; j < N; ++j) v[u].v[j] = from_float<T>(op(to_float(v[u].v[j])));
         store16<kStreaming>(ov + i, v[u]);
       }
     }
@@ -123,41 +101,5 @@ __global__ void unary_fast(T* __restrict__ out, const T* __restrict__ in, i64 n,
   if (t < n - done) out[done + t] = from_float<T>(op(to_float(in[done + t])));
 }
 
-// The fast rung's lean form, for tensors of fewer than 2^31 vectors: the same one 16-byte vector a
-// thread, with 32-bit indices and the prologue and epilogue moved behind the vector path, so that a
-// thread issues its load a few instructions after it starts (unary_fast spends ~50, most of them on
-// 64-bit index arithmetic and the prologue's branch, before its load). `out` and `in` point at the
-// body (`head` elements past the tensor's start, out + head 16-byte aligned); threads past the
-// body's `nvec` vectors take the `head` elements before it, then the `tail` elements after it. The
-// counts travel as 64-bit parameters (plain Python ints at launch) and are used as 32-bit values.
-template <typename T, typename Op, bool kInAligned, bool kCoherent = false>
-__global__ void unary_lean(T* __restrict__ out, const T* __restrict__ in, i64 nvec64, i64 head64, i64 tail64) {
-  constexpr int N = 16 / sizeof(T);
-  using V = Vec<T, N>;
-  const Op op{};
-  const unsigned nvec = (unsigned)nvec64;
-  const int head = (int)head64, tail = (int)tail64;
-  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < nvec) {
-    V v;
-    if constexpr (kInAligned && kCoherent) {  // ld.global (LDG.E.128) rather than the read-only path
-      uint4 c;
-      asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(c.x), "=r"(c.y), "=r"(c.z), "=r"(c.w) : "l"(reinterpret_cast<const V*>(in) + i));
-      memcpy(&v, &c, 16);
-    } else if constexpr (kInAligned) {
-      v = load_vec(reinterpret_cast<const V*>(in) + i);
-    } else {
-#pragma unroll
-      for (int j = 0; j < N; ++j) v.v[j] = in[(i64)i * N + j];
-    }
-    apply_vec(op, v);
-    store_vec(reinterpret_cast<V*>(out) + i, v);
-    return;
-  }
-  const int e = (int)(i - nvec);
-  const i64 k = e < head ? (i64)e - head : (i64)nvec * N + (e - head);
-  if (e < head + tail) out[k] = from_float<T>(op(to_float(in[k])));
-}
 
 }  // namespace kk

@@ -13,20 +13,4 @@ struct Relu {
   }
 };
 
-// fp16 ReLU on the bits, two lanes a 32-bit word, no conversion: a lane becomes +0 where it is
-// negative and not NaN, i.e. 0x8000 < h <= 0xfc00 (-0 and negative NaNs pass unchanged, as in Relu).
-struct ReluHalfBits {
-  static constexpr bool kWords = true;
-  __device__ __forceinline__ float operator()(float x) const { return x < 0.0f ? 0.0f : x; }
-  __device__ __forceinline__ unsigned words(unsigned w) const {
-    const unsigned zero = __vcmpgtu2(w, 0x80008000u) & __vcmpleu2(w, 0xfc00fc00u);
-    return w & ~zero;
-  }
-};
-
-// torch's formulation (clamp_min): NaN passes, everything else through fmaxf (a FMNMX after a NaN test)
-struct ReluNanMax {
-  __device__ __forceinline__ float operator()(float x) const { return isnan(x) ? x : fmaxf(x, 0.0f); }
-};
-
 }  // namespace kk

@@ -1,12 +1,12 @@
 """ReLU (or GELU) at 2^28 with the blocks an SM capped (unused dynamic shared memory, _launch_util.occupancy_limiter):
 torch's fp16 clamp kernel takes 33 registers, so only 12 of its 128-thread blocks fit an SM (75%
-occupancy), where its 32-register bf16 kernel fits 16 and runs slower. The fast rung and the lean form at
-several caps, and kernelkit's own call, beside torch, in one interleaved run.
+occupancy), where its 32-register bf16 kernel fits 16 and runs slower. The fast rung's kernel at several
+block sizes and caps, and kernelkit's own call, beside torch, in one interleaved run.
 
-    KK_OP=relu KK_DTYPES=float16,bfloat16 KK_TRIES=2 KK_CANDIDATES=fast:512:0,fast:128:12,lean:128:12 \
+    KK_OP=relu KK_DTYPES=float16,bfloat16 KK_TRIES=2 KK_CANDIDATES=512:0,128:12,128:13 \
         python scripts/relu_occupancy.py
 
-The `lean` candidates (unary_lean) need csrc at commit d05382a (session 15); `fast` ones run on any tree.
+(Session 15's runs also timed a `lean` form, unary_lean, whose kernel and candidates are at commit d05382a.)
 """
 import os
 
@@ -22,9 +22,9 @@ N = int(os.environ.get("KK_SIZE", str(1 << 28)))
 TRIES = int(os.environ.get("KK_TRIES", "2"))
 DTYPES = [getattr(torch, d) for d in os.environ.get("KK_DTYPES", "float16,bfloat16").split(",")]
 CT = {torch.float16: "__half", torch.bfloat16: "__nv_bfloat16", torch.float32: "float"}
-# (form, block, blocks an SM or 0 for no cap)
-CANDIDATES = [(f, int(b), int(c)) for f, b, c in (item.split(":") for item in os.environ.get(
-    "KK_CANDIDATES", "fast:512:0,fast:128:12,fast:128:13,fast:128:14").split(","))]
+# (block, blocks an SM or 0 for no cap)
+CANDIDATES = [(int(b), int(c)) for b, c in (item.split(":") for item in os.environ.get(
+    "KK_CANDIDATES", "512:0,128:12,128:13,128:14").split(","))]
 OP = os.environ.get("KK_OP", "relu")
 FUNCTOR = {"relu": lambda d: "kk::Relu",
            "gelu": lambda d: "kk::GeluTanh" if d == torch.float32 else "kk::GeluTanhFast"}[OP]
@@ -36,21 +36,14 @@ for dtype in DTYPES:
     xs = [torch.randn(N, device="cuda", dtype=dtype) for _ in range(4)]
     nvec = N // per
     fast = get_kernel(f"{OP}.cu", f"kk::unary_fast<{CT[dtype]}, {FUNCTOR(dtype)}, 1, true, false>", device_index=0)
-    lean = None
-    if any(form == "lean" for form, _b, _c in CANDIDATES):
-        lean = get_kernel(f"{OP}.cu", f"kk::unary_lean<{CT[dtype]}, {FUNCTOR(dtype)}, true>", device_index=0)
     fns = {f"torch {OP}": lambda i: THEIRS(xs[i % 4]), f"kernelkit.{OP}": lambda i: OURS(xs[i % 4])}
-    for form, block, cap in CANDIDATES:
+    for block, cap in CANDIDATES:
         shmem = occupancy_limiter(0, cap) if cap else 0
         if cap and not shmem:
             print(f"no shared-memory size caps {block}-thread blocks at {cap} an SM")
             continue
-        if form == "fast":
-            fns[f"fast {block} x {cap or 'all'}"] = lambda i, b=block, s=shmem: launch(
-                fast, nvec // b + 1, b, torch.empty_like(xs[i % 4]).data_ptr(), xs[i % 4].data_ptr(), N, 0, shmem=s)
-        else:
-            fns[f"lean {block} x {cap or 'all'}"] = lambda i, b=block, s=shmem: launch(
-                lean, nvec // b, b, torch.empty_like(xs[i % 4]).data_ptr(), xs[i % 4].data_ptr(), nvec, 0, 0, shmem=s)
+        fns[f"fast {block} x {cap or 'all'}"] = lambda i, b=block, s=shmem: launch(
+            fast, nvec // b + 1, b, torch.empty_like(xs[i % 4]).data_ptr(), xs[i % 4].data_ptr(), N, 0, shmem=s)
     nbytes = 2 * N * xs[0].element_size()
     for t in range(TRIES):
         times = time_interleaved(list(fns.values()), working_set_bytes=nbytes, reps=300, max_seconds=4.0)

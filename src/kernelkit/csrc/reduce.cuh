@@ -140,6 +140,7 @@ struct ClusterShare {
   unsigned long long* bars;   // __shared__ [2]
   unsigned rank;
   int i = 0;
+  bool joined = false;  // another ClusterShare of this CTA waits for the cluster at start (its init arrives)
 
   // all threads of every CTA, before any share(): this CTA's barriers, announced to the cluster
   __device__ __forceinline__ void init() const {
@@ -153,7 +154,7 @@ struct ClusterShare {
   // every thread; thread 0's v is the one shared. Returns this CTA's slots, by rank.
   __device__ __forceinline__ const float2* share(float2 v) {
     const int p = i & 1;
-    if (i == 0) cluster_wait();  // every peer's barriers exist (init)
+    if (i == 0 && !joined) cluster_wait();  // every peer's barriers exist (init)
     if (threadIdx.x == 0) {
       mbar_expect_bytes(&bars[p], kCluster * sizeof(float2));
 #pragma unroll

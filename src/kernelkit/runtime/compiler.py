@@ -78,7 +78,10 @@ def _options(source: str, arch: str, extra: Sequence[str], lineinfo: bool) -> di
         opts.update(hdr)
     for flag in extra:  # the few flags a kernel family may need, spelled as ProgramOptions fields
         k, _, v = flag.partition("=")
-        opts[k] = True if v == "" else v
+        if k == "define_macro":  # repeatable: NVRTC takes a list of them
+            opts[k] = [*opts.get(k, ()), v]
+        else:
+            opts[k] = True if v == "" else v
     return opts
 
 

@@ -1,5 +1,5 @@
 """One launch each (after a compiling one) of kernelkit.softmax and of norm_rows as one cluster a row,
-rms_norm then layer_norm, with no weight or bias (or with them, staged by bulk copies: --weight), on
+rms_norm then layer_norm, with no weight or bias (or with them, staged in shared memory: --weight), on
 one rows x 65536 fp16 input: for ncu to compare what the row kernels execute and where they stall.
 
     ncu --section WarpStateStats --section SpeedOfLight --metrics smsp__inst_executed.sum \
@@ -20,7 +20,7 @@ len_, cfg = 65536, (256, 4, 8)
 x = torch.randn(rows, len_, device="cuda", dtype=torch.float16)
 w, b = torch.randn(2, len_, device="cuda", dtype=torch.float16)
 out = torch.empty_like(x)
-name = row_name("norm_rows", torch.float16, cfg, True, False)[:-1] + ", false, true, true>"
+name = row_name("norm_rows", torch.float16, cfg, True, False)
 k = get_kernel("norm.cu", name, device_index=0)
 shmem = 2 * cfg[0] * cfg[1] * 16
 allow_shared(k, shmem, 0)

@@ -2,7 +2,13 @@
 kernelkit.softmax on the same input and a same-bytes copy, interleaved: does the number of resident
 clusters (and so rows a cluster) set the rate?
 
-    python scripts/persistent_grid.py [--dtype float16] [--cfg 256x4x8] [--clusters 66,64,62,60,56,48] [--bulk]
+    python scripts/persistent_grid.py [--dtype float16] [--cfg 256x4x8] [--clusters 0,-1,64,62,60,56,48]
+        [--dynamic] [--no-weight] [--shmem 0,16384] [--macros "NAME=VALUE;..."] [--shape 1984x65536]
+
+--clusters: 0 every resident cluster, -1 one cluster a row. --dynamic: rows handed out at run time
+(norm_rows_dyn, with the host's counter buffer for the stream). Session 16 (results/session16/): 62
+clusters of 8 x 256 are resident on an H100; the grid size, a start stagger, the shared memory asked for
+and one-pass statistics changed little; handing rows out did.
 """
 from __future__ import annotations
 
@@ -16,7 +22,8 @@ import torch.nn.functional as F
 import kernelkit
 from kernelkit.bench import time_interleaved
 from kernelkit.runtime import get_kernel
-from kernelkit.ops._rowwise import allow_shared, launch_cluster, per_vec, resident_blocks, row_name
+from kernelkit.ops._rowwise import (allow_shared, handout_counters, launch_cluster, per_vec, resident_blocks,
+                                    row_name)
 from rowbench import device_line
 
 norm = importlib.import_module("kernelkit.ops.norm")
@@ -28,13 +35,12 @@ def main() -> None:
     ap.add_argument("--dtype", default="float16")
     ap.add_argument("--cfg", default="256x4x8")
     ap.add_argument("--clusters", default="0,64,62,60,56,52,48")  # 0: every resident cluster, -1: one a row
-    ap.add_argument("--bulk", action="store_true", help="weight and bias by bulk copies (kBulkWB)")
     ap.add_argument("--macros", default="", help="builds to add, each with these macros defined (';' between "
                     "builds, '+' between macros of one), e.g. KK_ONE_PASS=true;KK_STAGGER_NS=1500")
     ap.add_argument("--no-weight", action="store_true", help="weight and bias None (no staged reads)")
     ap.add_argument("--shmem", default="", help="dynamic shared memory sizes (bytes) to launch with besides the "
                     "staged slices' (the kernel reads only what its weight and bias need)")
-    ap.add_argument("--dynamic", action="store_true", help="rows past the first handed out by a counter (kDynamic)")
+    ap.add_argument("--dynamic", action="store_true", help="rows handed out at run time (norm_rows_dyn)")
     ap.add_argument("--reps", type=int, default=200)
     a = ap.parse_args()
     print(device_line())
@@ -45,9 +51,7 @@ def main() -> None:
     w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
     out = torch.empty_like(x)
     nbytes = 2 * x.numel() * x.element_size()
-    name = row_name("norm_rows", dtype, c, True, False)
-    if a.bulk or a.dynamic:  # kEarlyWB, kStage, kBulkWB, kDynamic
-        name = name[:-1] + f", false, true, {str(a.bulk).lower()}, {str(a.dynamic).lower()}>"
+    name = row_name("norm_rows_dyn" if a.dynamic else "norm_rows", dtype, c, True, False)
     k = get_kernel("norm.cu", name, device_index=0)
     shmem = 2 * c[0] * c[1] * per_vec(dtype) * x.element_size()
     allow_shared(k, shmem, 0)
@@ -73,7 +77,7 @@ def main() -> None:
                 g = min(resident_blocks(kk, c[0], c[2], 0, sm) // c[2], rows)
             run = lambda g=g, kk=kk, sm=sm: launch_cluster(kk, g * c[2], c[0], c[2], x.data_ptr(), out.data_ptr(),  # noqa: E731
                                              wp, bp, rows, len_, np.float32(1e-5), np.int32(rms),
-                                             dev=0, shmem=sm)
+                                             *((handout_counters(0),) if a.dynamic else ()), dev=0, shmem=sm)
             out.fill_(float("nan"))
             run()
             err = (out.float() - ref).abs().max().item()

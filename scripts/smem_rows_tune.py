@@ -89,21 +89,15 @@ def main() -> None:
                 c = tuple(map(int, spec.split("x")))
                 if c[0] * c[1] * c[2] * n < len_:
                     continue
+                k = mod.NAMES.load(row_name("norm_rows", dtype, c, True, False), dtype, 0)
                 shmem = 2 * c[0] * c[1] * n * xs[0].element_size()
+                allow_shared(k, shmem, 0)
                 blocks, block, cluster = grid_for_rows(rows, c)
-                # staged by the threads, or (bulk) by two bulk copies issued at kernel start
-                for bulk in (False, True):
-                    name = row_name("norm_rows", dtype, c, True, False)
-                    if bulk:
-                        name = name[:-1] + ", false, true, true>"
-                    k = get_kernel("norm.cu", name, device_index=0)
-                    allow_shared(k, shmem, 0)
-                    for persistent in (True, False):
-                        g = min(blocks, resident_blocks(k, block, cluster, 0, shmem)) if persistent else blocks
-                        run = lambda i, k=k, g=g, c=c, shmem=shmem: launch_cluster(  # noqa: E731
-                            k, g, c[0], c[2], *args(xs[i % copies]), dev=0, shmem=shmem)
-                        add_checked(f"rows {spec}{' bulk' if bulk else ''} {'persistent' if persistent else 'per row'}",
-                                    run)
+                for persistent in (True, False):
+                    g = min(blocks, resident_blocks(k, block, cluster, 0, shmem)) if persistent else blocks
+                    run = lambda i, k=k, g=g, c=c, shmem=shmem: launch_cluster(  # noqa: E731
+                        k, g, c[0], c[2], *args(xs[i % copies]), dev=0, shmem=shmem)
+                    add_checked(f"rows {spec} {'persistent' if persistent else 'per row'}", run)
             # ... and one cluster per row reading weight and bias from global memory (not staged),
             # at the output or before the row (early), as softmax's clusters run
             for spec in (filter(None, a.rows.split(",")) if op != "softmax" else ()):

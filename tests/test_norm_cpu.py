@@ -119,4 +119,5 @@ def test_cluster_rows_pick_fp16_rows_of_32k_to_64k():
     g, v, c = cfg
     assert g * v * 8 * c == 65536
     names = {k.name for k in norm._kernels("fast", torch.float16)}
-    assert norm.row_name("norm_rows", torch.float16, cfg, True, False) in names
+    assert {norm._cluster_rows_name(torch.float16, cfg, dyn) for dyn in (True, False)} <= names
+    assert norm._cluster_rows_name(torch.float16, cfg).startswith("kk::norm_rows_dyn<")  # rows handed out

@@ -240,7 +240,43 @@ def test_cluster_rows_take_fp16_64k_rows():
         x = (random_input(rows * len_, dtype).view(rows, len_) + 0.3) if len_ != 40000 else \
             (torch.randn(rows, len_, device="cuda") * 0.5 + 10).to(dtype)
         _check_weight_bias_combinations(x, len_, dtype, f"cluster rows {rows}x{len_}")
-        assert {plan[1] for key, plan in mod._plans.items() if key[3] == len_} == {want}, len_
+        assert {plan[1] for key, plan in mod._plans.items() if key[3] == len_} == {(*want, "handout")}, len_
+
+
+def test_cluster_rows_handed_out_give_the_fixed_stride_bits_on_any_stream():
+    """CLUSTER_ROWS' clusters take rows handed out by a counter (norm.HANDOUT, RowHandout in reduce.cuh):
+    every row computed once, the same bits as rows dealt in a fixed stride, launch after launch (the last
+    CTA resets the counters) and on a second stream (a buffer of its own); the counters read zero after."""
+    import sys
+
+    from kernelkit.ops import _rowwise
+
+    if not _rowwise.has_clusters(0):
+        pytest.skip("clusters need sm_90")
+    mod = sys.modules["kernelkit.ops.norm"]
+    rows, len_ = 1500, 65536  # more rows than resident clusters (62 on an H100)
+    x = random_input(rows * len_, torch.float16).view(rows, len_) + 0.3
+    w, b = random_input(len_, torch.float16), random_input(len_, torch.float16)
+    for op, args in (("layer_norm", (w, b)), ("rms_norm", (w, None))):
+        mod.HANDOUT = False
+        try:
+            fixed = call(op, x, len_, *args, poisoned_like(x), None)
+        finally:
+            mod.HANDOUT = True
+        assert_close(fixed, ref(op, x, len_, *args), torch.float16, f"{op} fixed stride")
+        for i in range(3):
+            got = call(op, x, len_, *args, poisoned_like(x), None)
+            assert torch.equal(got, fixed), f"{op}: launch {i} handed out differs from the fixed stride"
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            got = call(op, x, len_, *args, poisoned_like(x), None)
+        torch.cuda.current_stream().wait_stream(side)
+        assert torch.equal(got, fixed), f"{op}: handed out on a second stream differs"
+    torch.cuda.synchronize()
+    assert len(_rowwise._handout) >= 2
+    for buf, _ptr in _rowwise._handout.values():
+        assert buf.tolist() == [0, 0]
 
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))

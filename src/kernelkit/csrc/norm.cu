@@ -19,10 +19,6 @@
 #include "norm.cuh"
 #include "smemrows.cuh"
 
-#ifndef KK_ONE_PASS  // experiment: the tight rows' layer_norm statistics in one pass (row_stats' kOnePass)
-#define KK_ONE_PASS false
-#endif
-
 namespace kk {
 
 template <typename T, int kBlock>
@@ -75,7 +71,6 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
 // of 4096 +0-2% (layer_norm) and +1-2% (rms_norm) at 4096-8192 rows, +3-7% at 2048, in two runs each.
 // The same treatment measured 1-5% slower for bf16 (held to 64 registers: 48 spill) and for the kernels
 // outside it (rms_norm's early weight reads), which keep their code.
-__device__ unsigned kk_rows_handed = 0, kk_ctas_done = 0;  // norm_rows' kDynamic (experiment)
 template <typename T> constexpr bool kIsHalf = false;
 template <> constexpr bool kIsHalf<__half> = true;
 //
@@ -111,16 +106,15 @@ __host__ __device__ constexpr bool norm_early_wb(int group, int vecs, int cluste
 
 // kStage: each CTA stages its weight and bias slice in shared memory once (persistent cluster rows);
 // without it, cluster rows read them at the output (or early) from global memory, as one-CTA rows do.
-// kBulkWB (with kStage, aligned rows, sm_90): the slice arrives by two bulk copies that thread 0 issues
-// at kernel start, beside the row's own loads, and is waited for only before the first output: no
-// registers, no load latency before the first row (the threads' staging waits for its loads to land).
-template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch,
-          bool kEarlyWB = norm_early_wb<T>(kGroup, kVecs, kCluster, kVec), bool kStage = (kCluster > 1),
-          bool kBulkWB = false, bool kDynamic = false>
-__global__ void __launch_bounds__(row_block(kGroup), norm_min_blocks(kGroup, kPrefetch, kVecs * 16 / sizeof(T), kVec,
-                                                                 norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB, kPrefetch)))
-norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
-          const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
+// kDynamic (norm_rows_dyn): rows past the grid's first are handed out at run time (RowHandout, reduce.cuh),
+// for persistent cluster launches; `counters` is the host's buffer for the stream. (Tried for the staged
+// one-CTA rows too, through shared memory: slower there, ncu 4096 x 4096 fp16 layer_norm 23.6-24.9 us
+// against 22.4-23.5 us in a fixed stride.)
+template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch, bool kEarlyWB, bool kStage,
+          bool kDynamic>
+__device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __restrict__ out,
+                                               const T* __restrict__ weight, const T* __restrict__ bias, i64 rows,
+                                               i64 len, float eps, int rms, unsigned* __restrict__ counters) {
   constexpr int kBlock = row_block(kGroup);
   using Tile = RowTile<T, kGroup, kVecs>;
   using V = Vec<T, Tile::N>;
@@ -133,44 +127,25 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   __shared__ float smem[96];  // group reductions: 32 floats (sums) or 96 (Welford triples)
   __shared__ float2 slots[2][kCluster];
   __shared__ unsigned long long pushed[2];
-  __shared__ unsigned long long wb_landed;  // kBulkWB: the weight and bias copies' bytes
   extern __shared__ __align__(16) unsigned char staged[];  // kStage: weight slice, then bias slice
-  static_assert(!kBulkWB || (kStage && kVec && kGroup > 32), "bulk-copied weight and bias: aligned CTA rows, staged");
   const RowPlace<kGroup, kBlock, kCluster> p;
   ClusterShare<kCluster> share{slots, pushed, p.rank};
+  static_assert(!kDynamic || (kGroup > 32 && kCluster > 1 && !kPrefetch), "rows handed out to clusters, no prefetch");
+  constexpr int kHandout = kDynamic ? kCluster : 2;  // (an unused RowHandout<2> otherwise)
+  __shared__ float2 handout_slots[2][kHandout];
+  __shared__ unsigned long long handout_bars[2];
+  RowHandout<kHandout> handout{counters, ClusterShare<kHandout>{handout_slots, handout_bars, p.rank}};
+  handout.share.joined = true;  // the statistics' ClusterShare arrives and waits for both
+  if constexpr (kDynamic) {
+    if (threadIdx.x == 0) handout.init_barriers();  // announced by share.init()'s fence
+  }
   if constexpr (kCluster > 1) share.init();
   const i64 col = (i64)p.rank * kSlice + p.lane * N;  // this thread's first element within a row
   const int n = (int)max((i64)0, min(kSlice, len - (i64)p.rank * kSlice));
   const int rem = n - p.lane * N;
   T* const ws = reinterpret_cast<T*>(staged) + p.lane * N;  // this thread's staged elements
   T* const bs = ws + kSlice;
-  if constexpr (kBulkWB) {
-    if (threadIdx.x == 0) {
-      mbar_init(&wb_landed);
-      mbar_init_fence();
-      const unsigned bytes = (unsigned)n * sizeof(T);  // n is a whole number of 16-byte vectors (kVec)
-      mbar_expect_bytes(&wb_landed, (weight && n ? bytes : 0u) + (bias && n ? bytes : 0u));
-      T* const wdst = reinterpret_cast<T*>(staged);
-      if (weight && n) bulk_load(wdst, weight + (i64)p.rank * kSlice, bytes, &wb_landed);
-      if (bias && n) bulk_load(wdst + kSlice, bias + (i64)p.rank * kSlice, bytes, &wb_landed);
-    }
-  } else if constexpr (kStage) {
-    stage_weight_bias<kVec, Tile>(weight, bias, col, rem, ws, bs);
-  }
-  // kDynamic (experiment): rows past the first one a cluster are handed out by a global counter, taken by
-  // rank 0 and passed to the cluster with the row's statistics (nshare)
-  __shared__ float2 nslots[2][kCluster];
-  __shared__ unsigned long long npushed[2];
-  ClusterShare<kCluster> nshare{nslots, npushed, p.rank};
-  nshare.joined = true;
-  if constexpr (kDynamic) {
-    if (threadIdx.x == 0) {
-      mbar_init(&npushed[0]);
-      mbar_init(&npushed[1]);
-      mbar_init_fence();
-    }
-    __syncthreads();
-  }
+  if constexpr (kStage) stage_weight_bias<kVec, Tile>(weight, bias, col, rem, ws, bs);
   const i64 first = kGroup <= 32 ? (i64)blockIdx.x * kUnits : (i64)blockIdx.x / kCluster;
   const i64 stride = kGroup <= 32 ? (i64)gridDim.x * kUnits : (i64)gridDim.x / kCluster;
   const int unit = kGroup <= 32 ? threadIdx.x / kGroup : 0;
@@ -210,10 +185,7 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     } else if constexpr (!kPrefetch) {
       t.template load<kVec>(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
     }
-    int grab = 0;
-    if constexpr (kDynamic) {
-      if (p.rank == 0 && threadIdx.x == 0) grab = (int)atomicAdd(&kk_rows_handed, 1u);
-    }
+    if constexpr (kDynamic) handout.take();
     Tile next;
     if constexpr (kPrefetch) {
       const i64 nrow = row + stride;
@@ -226,8 +198,8 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     float xs[kTight ? 1 : kVecs][N];
     float2 st;
     if constexpr (kTight) {
-      st = row_stats<kGroup, kCluster, kVec, true, KK_ONE_PASS>(TileValues<Tile>{t}, live ? n : 0, rrem, len, kSlice,
-                                                                  eps, rms, smem, share);
+      st = row_stats<kGroup, kCluster, kVec>(TileValues<Tile>{t}, live ? n : 0, rrem, len, kSlice, eps, rms, smem,
+                                             share);
     } else {
 #pragma unroll
       for (int k = 0; k < kVecs; ++k)
@@ -236,11 +208,7 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
       st = row_stats<kGroup, kCluster, kVec>(FloatValues<kVecs, N>{xs}, live ? n : 0, rrem, len, kSlice, eps, rms,
                                              smem, share);
     }
-    i64 next_row = r0 + stride;
-    if constexpr (kDynamic) next_row = stride + __float_as_int(nshare.share(make_float2(__int_as_float(grab), 0.0f))[0].x);
-    // the copies were issued before any row load; every thread has passed a block barrier in row_stats
-    // since thread 0 initialized the mbarrier. Phase 0 completes once: later rows pass straight through.
-    if constexpr (kBulkWB) mbar_wait(&wb_landed, 0);
+    const i64 next_r0 = kDynamic ? handout.next(stride) : r0 + stride;  // after row_stats' block barriers
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
       const int off = k * Tile::kStride;
@@ -273,14 +241,33 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     }
     if (live) t.template store<kVec>(out + row * len + col, rem);
     if constexpr (kPrefetch) t = next;
-    r0 = next_row;
+    r0 = next_r0;
   }
-  if constexpr (kDynamic) {  // the last CTA out leaves the counters at zero for the next launch
-    if (threadIdx.x == 0 && atomicAdd(&kk_ctas_done, 1u) == gridDim.x - 1) {
-      atomicExch(&kk_rows_handed, 0u);
-      atomicExch(&kk_ctas_done, 0u);
-    }
-  }
+  if constexpr (kDynamic) handout.finish();
+}
+
+template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch, bool kEarlyWB>
+__host__ __device__ constexpr int norm_rows_min_blocks() {
+  return norm_min_blocks(kGroup, kPrefetch, kVecs * 16 / sizeof(T), kVec,
+                         norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB, kPrefetch));
+}
+
+template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch,
+          bool kEarlyWB = norm_early_wb<T>(kGroup, kVecs, kCluster, kVec), bool kStage = (kCluster > 1)>
+__global__ void __launch_bounds__(row_block(kGroup), (norm_rows_min_blocks<T, kGroup, kVecs, kCluster, kVec, kPrefetch, kEarlyWB>()))
+norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
+          const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
+  norm_rows_body<T, kGroup, kVecs, kCluster, kVec, kPrefetch, kEarlyWB, kStage, false>(in, out, weight, bias, rows, len,
+                                                                                      eps, rms, nullptr);
+}
+
+template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch,
+          bool kEarlyWB = norm_early_wb<T>(kGroup, kVecs, kCluster, kVec), bool kStage = (kCluster > 1)>
+__global__ void __launch_bounds__(row_block(kGroup), (norm_rows_min_blocks<T, kGroup, kVecs, kCluster, kVec, kPrefetch, kEarlyWB>()))
+norm_rows_dyn(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
+              const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms, unsigned* __restrict__ counters) {
+  norm_rows_body<T, kGroup, kVecs, kCluster, kVec, kPrefetch, kEarlyWB, kStage, true>(in, out, weight, bias, rows, len,
+                                                                                     eps, rms, counters);
 }
 
 // Long rows on sm_90 (norm_bulk): a persistent cluster per row as above, but the row slices reach
@@ -401,79 +388,6 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     }
     t.template store<true>(out + row * len + col, rem);
   }
-}
-
-// norm_lean: one cluster a row (sm_90, aligned rows), the op fixed at compile time, as softmax_rows runs
-// its rows. The row is converted to float once (softmax_rows holds 32 floats a thread at 64 registers
-// too); the CTA's weight and bias slices arrive by two bulk copies that thread 0 issues before the row's
-// loads, from L2 at every row (no register holds them, and their latency hides behind the row's).
-// Why: under ncu (1984 x 65536 fp16, no weight) norm_rows as one cluster a row executed 674 (rms_norm)
-// and 900 (layer_norm) instructions a warp against softmax_rows' 565, and ran 7% and 17% longer.
-template <typename T, int kBlock, int kVecs, int kCluster, bool kRms>
-__global__ void __launch_bounds__(kBlock, 1024 / kBlock)
-norm_lean(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
-          const T* __restrict__ bias, i64 rows, i64 len, float eps) {
-  using Tile = RowTile<T, kBlock, kVecs>;
-  using V = Vec<T, Tile::N>;
-  constexpr int N = Tile::N;
-  constexpr int kSlice = kBlock * kVecs * N;
-  __shared__ float smem[96];
-  __shared__ float2 slots[2][kCluster];
-  __shared__ unsigned long long pushed[2], wb_landed;
-  extern __shared__ __align__(16) unsigned char staged[];  // the weight slice, then the bias slice
-  const RowPlace<kBlock, kBlock, kCluster> p;
-  ClusterShare<kCluster> share{slots, pushed, p.rank};
-  if constexpr (kCluster > 1) share.init();
-  const int n = (int)max((i64)0, min((i64)kSlice, len - (i64)p.rank * kSlice));
-  const int rem = n - p.lane * N;
-  const T* const ws = reinterpret_cast<const T*>(staged) + p.lane * N;
-  const bool has_bias = !kRms && bias != nullptr;
-  if (threadIdx.x == 0) {
-    mbar_init(&wb_landed);
-    mbar_init_fence();
-    const unsigned bytes = (unsigned)n * sizeof(T);  // a whole number of 16-byte vectors (aligned rows)
-    const bool w = weight && n, b = has_bias && n;
-    mbar_expect_bytes(&wb_landed, (w ? bytes : 0u) + (b ? bytes : 0u));
-    T* const dst = reinterpret_cast<T*>(staged);
-    if (w) bulk_load(dst, weight + (i64)p.rank * kSlice, bytes, &wb_landed);
-    if (b) bulk_load(dst + kSlice, bias + (i64)p.rank * kSlice, bytes, &wb_landed);
-  }
-  const i64 at = p.row * len + (i64)p.rank * kSlice + p.lane * N;
-  Tile t;
-  t.template load<true>(in + at, rem, from_float<T>(0.0f));
-  float xs[kVecs][N];
-#pragma unroll
-  for (int k = 0; k < kVecs; ++k) vec_to_floats(t.v[k], xs[k]);
-  const float2 st = row_stats<kBlock, kCluster, true>(FloatValues<kVecs, N>{xs}, n, rem, len, kSlice, eps, kRms,
-                                                      smem, share);
-  mbar_wait(&wb_landed, 0);  // every thread passed a block barrier in row_stats since the init
-#pragma unroll
-  for (int k = 0; k < kVecs; ++k) {
-    float y[N];
-#pragma unroll
-    for (int j = 0; j < N; ++j) y[j] = kRms ? xs[k][j] * st.y : (xs[k][j] - st.x) * st.y;
-    const int off = k * Tile::kStride;
-    if (weight) {
-      float w[N];
-      vec_to_floats(lds_volatile(reinterpret_cast<const V*>(ws + off)), w);
-      if (has_bias) {
-        float b[N];
-        vec_to_floats(lds_volatile(reinterpret_cast<const V*>(ws + kSlice + off)), b);
-#pragma unroll
-        for (int j = 0; j < N; ++j) y[j] = fmaf(y[j], w[j], b[j]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < N; ++j) y[j] *= w[j];
-      }
-    } else if (has_bias) {
-      float b[N];
-      vec_to_floats(lds_volatile(reinterpret_cast<const V*>(ws + kSlice + off)), b);
-#pragma unroll
-      for (int j = 0; j < N; ++j) y[j] += b[j];
-    }
-    t.v[k] = vec_from_floats<T>(y);
-  }
-  t.template store<true>(out + at, rem);
 }
 
 // norm_smem: a persistent CTA (kCluster == 1) or cluster per row, the CTA's slice resident in shared

@@ -144,15 +144,7 @@ struct TileValues {
 // as FloatValues or TileValues; n valid elements in the slice, rem of them from this thread's first one;
 // kVec: whole vectors are valid or not, so the bounds are checked per vector, not per element).
 // Clusters exchange (sum of squares) or (slice mean, M2) through `share` (one push per CTA per row).
-//
-// kOnePass (with kWarpPasses): each warp's (mean, M2) from one pass of shifted sums, s1 = sum d and
-// s2 = sum d^2 with d = x - K, K the warp's first element, M2 = s2 - s1^2 / count. The exact form below
-// needs the warp's mean before its second pass, so two dependent shuffle reductions and two passes
-// over the values lie between a CTA's last load and its output; here one pass and two independent
-// reductions. d is exact (two 16-bit values' difference is a float), and K is one of the warp's own
-// values, so s1^2 / count is of the order of s2 unless K is an outlier: M2 then keeps about
-// 24 - log2(1 + (mean - K)^2 / variance) bits (a value 100 standard deviations out leaves ~11).
-template <int kGroup, int kCluster, bool kVec, bool kWarpPasses = true, bool kOnePass = false, typename X>
+template <int kGroup, int kCluster, bool kVec, bool kWarpPasses = true, typename X>
 __device__ __forceinline__ float2 row_stats(const X& x, int n, int rem, i64 len, i64 slice,
                                             float eps, int rms, float* smem, ClusterShare<kCluster>& share) {
   constexpr int kVecs = X::kVecs, N = X::N;
@@ -200,30 +192,9 @@ __device__ __forceinline__ float2 row_stats(const X& x, int n, int rem, i64 len,
     int count = 0;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) count += max(0, min(W * N, n - k * kStride - base));
-    const float wcnt = (float)count;
-    float wmean, wm2;
-    if constexpr (kOnePass) {
-      const float shift = __shfl_sync(0xffffffffu, x(0, 0), 0, W);  // the warp's (or group's) first element
-      float s1 = 0.0f, s2 = 0.0f;
-#pragma unroll
-      for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-        for (int j = 0; j < N; ++j) {
-          const float d = valid(k, j) ? x(k, j) - shift : 0.0f;
-          s1 += d;
-          s2 = fmaf(d, d, s2);
-        }
-      s1 = warp_allreduce<SumOp, W>(s1);
-      s2 = warp_allreduce<SumOp, W>(s2);
-      const float dm = wcnt > 0.0f ? s1 / wcnt : 0.0f;
-      wmean = wcnt > 0.0f ? shift + dm : 0.0f;
-      const float m2 = fmaf(-s1, dm, s2);  // s2 - s1^2 / count: NaN where the warp holds inf or NaN
-      wm2 = m2 < 0.0f ? 0.0f : m2;          // rounding below zero (NaN compares false: kept)
-    } else {
-      const float wsum = warp_allreduce<SumOp, W>(sum);
-      wmean = wcnt > 0.0f ? wsum / wcnt : 0.0f;
-      wm2 = warp_allreduce<SumOp, W>(squared_deviations(wmean));
-    }
+    const float wsum = warp_allreduce<SumOp, W>(sum), wcnt = (float)count;
+    const float wmean = wcnt > 0.0f ? wsum / wcnt : 0.0f;
+    const float wm2 = warp_allreduce<SumOp, W>(squared_deviations(wmean));
     if constexpr (kGroup > 32) {
       const float2 mm = merge_warps<kGroup>(wcnt, wmean, wm2, (float)n, smem);
       mine = mm.x;

@@ -263,6 +263,23 @@ def launch_persistent(kernel, rows: int, block: int, cluster: int, shmem: int, *
         launch(kernel, blocks, block, *args, shmem=shmem, device_index=dev)
 
 
+_handout: dict[int, tuple[torch.Tensor, int]] = {}
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent from CPU-only builds
+
+
+def handout_counters(dev: int) -> int:
+    """The address of the two counters that a kernel handing rows out at run time (RowHandout in
+    csrc/reduce.cuh) uses on torch's current stream of ``dev``: zero before each launch, because the
+    last CTA of the previous one on this stream set them back. One buffer a stream, so launches on
+    different streams never share one."""
+    handle = _raw_stream(dev)
+    got = _handout.get(handle)
+    if got is None:
+        buf = torch.zeros(2, dtype=torch.int32, device=f"cuda:{dev}")
+        got = _handout[handle] = (buf, buf.data_ptr())
+    return got[1]
+
+
 def launch_smem_rows(kernel, cfg: tuple[int, int, int, int, int], rows: int, *args, dev: int) -> None:
     """A persistent launch of a shared-memory-resident row kernel."""
     launch_persistent(kernel, rows, cfg[0], cfg[4], smem_rows_shared(cfg), *args, dev=dev)

@@ -16,7 +16,7 @@ import torch
 from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ..runtime import launch
 from ._common import CXX_TYPE, check_tensor, output_for, pick_variant
-from ._rowwise import (SourceNames, allow_shared, grid_for_rows, has_clusters, launch_cluster,
+from ._rowwise import (SourceNames, allow_shared, grid_for_rows, handout_counters, has_clusters, launch_cluster,
                        launch_persistent, launch_smem_rows, per_vec, pick, resident_blocks, row_kernels, row_name,
                        smem_rows_configs, smem_rows_kernels, smem_rows_name, smem_rows_pick, vec_ok)
 from .norm_tables import (  # noqa: F401  (tables read as norm's globals; scripts read norm.<name>)
@@ -34,6 +34,12 @@ PERSISTENT = True  # cluster rows: a grid of resident CTAs looping over rows (Fa
 # 2514 GB/s layer_norm fp32 32768^2, 1677 vs 1727 fp16): the second tile costs registers (64 -> 94),
 # and so CTAs per SM, more than the overlap gains. Kept, tested, off.
 PREFETCH = False
+# CLUSTER_ROWS' persistent clusters take rows handed out at run time (norm_rows_dyn) rather than dealt in
+# a fixed stride. Session 16 (scripts/handout_ab.py, persistent_grid.py --dynamic; H100, fp16): 1024 x 65536
+# rms_norm 92.6-93.1% -> 95.4-95.7% of a same-bytes copy, layer_norm 90.3-91.1% -> 92.2-92.8%; 2048 x 65536
+# 92.6% -> 98.0% and 91.5% -> 95.8%. STAGED_ROWS' one-CTA rows measured slower so (ncu, 4096 x 4096 fp16
+# layer_norm: 23.6-24.9 us against 22.4-23.5 us) and keep the fixed stride. False: kept, tested, compared.
+HANDOUT = True
 
 
 def smem_configs(dtype) -> list[tuple]:
@@ -53,6 +59,12 @@ def _cluster_rows_for(dtype, len_: int):
 
 def _staged_name(dtype, cfg) -> str:
     return f"kk::norm_rows<{CXX_TYPE[dtype]}, {cfg[0]}, {cfg[1]}, 1, true, false, false, true>"
+
+
+def _cluster_rows_name(dtype, cfg, dyn: bool = True) -> str:
+    """CLUSTER_ROWS' persistent clusters, weight and bias staged, rows handed out at run time (dyn) or
+    dealt in a fixed stride."""
+    return f"kk::{'norm_rows_dyn' if dyn else 'norm_rows'}<{CXX_TYPE[dtype]}, {cfg[0]}, {cfg[1]}, {cfg[2]}, true, false>"
 
 
 def _row_read_name(dtype, cfg) -> str:
@@ -113,6 +125,9 @@ def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
     smem = smem_rows_kernels(SRC, "norm_smem", dtype, smem_configs(dtype)) if kind == "fast" else ()
     staged = tuple(Kernel(SRC, _staged_name(dtype, c), 128, 128, block=c[0], dyn_shared=_staged_shared(c))
                    for c in sorted(STAGED_ROWS.get(per_vec(dtype), ()))) if kind == "fast" else ()
+    staged += tuple(Kernel(SRC, _cluster_rows_name(dtype, c), 128, 128, block=c[0], min_sm=90,
+                           dyn_shared=_staged_shared(c))
+                    for c in sorted(set(CLUSTER_ROWS.get(dtype, {}).values()))) if kind == "fast" else ()
     if kind == "fast" and dtype in STAGED_MAX_ROWS:
         staged += tuple(Kernel(SRC, _row_read_name(dtype, c), 128, 128, block=c[0])
                         for c in sorted(STAGED_ROWS[per_vec(dtype)]))
@@ -131,14 +146,15 @@ _plans: dict[tuple, tuple] = {}
 
 def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool, rows: int = 1):
     many = rows > STAGED_MAX_ROWS.get(dtype, rows)  # past the staged form's row range (STAGED_MAX_ROWS)
-    key = (v.name, dtype, dev, len_, vec, rms, PREFETCH, many)
+    key = (v.name, dtype, dev, len_, vec, rms, PREFETCH, HANDOUT, many)
     plan = _plans.get(key)
     if plan is None:
         kind = v.params["kind"]
         if kind == "fast" and vec and has_clusters(dev):
             cfg = _cluster_rows_for(dtype, len_)
-            if cfg is not None:  # persistent clusters, weight and bias staged (_run's cluster rows)
-                plan = _plans[key] = (NAMES.load(row_name("norm_rows", dtype, cfg, True, False), dtype, dev), cfg)
+            if cfg is not None:  # persistent clusters, weight and bias staged, rows handed out
+                plan = _plans[key] = (NAMES.load(_cluster_rows_name(dtype, cfg, HANDOUT), dtype, dev),
+                                      (*cfg, "handout") if HANDOUT else cfg)
                 return plan
             cfg = _smem_for(dtype, len_, rms)
             if cfg is not None:
@@ -174,8 +190,11 @@ def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
         launch(kernel, rows, LOOP_BLOCK, x.data_ptr(), out.data_ptr(), wp, bp, len_, *flags, device_index=dev)
         return
     args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, *flags)
-    if len(cfg) == 4:  # one CTA a row, persistent, weight and bias staged in shared memory (STAGED_ROWS)
+    if cfg[-1] == "staged":  # one CTA a row, persistent, weight and bias staged in shared memory (STAGED_ROWS)
         launch_persistent(kernel, rows, cfg[0], 1, _staged_shared(cfg), *args, dev=dev)
+        return
+    if cfg[-1] == "handout":  # CLUSTER_ROWS: persistent clusters, weight and bias staged, rows handed out
+        launch_persistent(kernel, rows, cfg[0], cfg[2], _staged_shared(cfg), *args, handout_counters(dev), dev=dev)
         return
     if len(cfg) == 5:  # norm_smem: rows resident in shared memory, persistent
         launch_smem_rows(kernel, cfg, rows, *args, dev=dev)

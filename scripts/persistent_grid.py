@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 import kernelkit
 from kernelkit.bench import time_interleaved
-from kernelkit.runtime import get_kernel
+from kernelkit.runtime import get_kernel, launch
 from kernelkit.ops._rowwise import (allow_shared, handout_counters, launch_cluster, per_vec, resident_blocks,
                                     row_name)
 from rowbench import device_line
@@ -40,6 +40,7 @@ def main() -> None:
     ap.add_argument("--no-weight", action="store_true", help="weight and bias None (no staged reads)")
     ap.add_argument("--shmem", default="", help="dynamic shared memory sizes (bytes) to launch with besides the "
                     "staged slices' (the kernel reads only what its weight and bias need)")
+    ap.add_argument("--staged", action="store_true", help="GxVx1 as STAGED_ROWS launches it (kStage, one CTA a row)")
     ap.add_argument("--dynamic", action="store_true", help="rows handed out at run time (norm_rows_dyn)")
     ap.add_argument("--reps", type=int, default=200)
     a = ap.parse_args()
@@ -52,6 +53,8 @@ def main() -> None:
     out = torch.empty_like(x)
     nbytes = 2 * x.numel() * x.element_size()
     name = row_name("norm_rows_dyn" if a.dynamic else "norm_rows", dtype, c, True, False)
+    if a.staged:  # one CTA a row (cluster 1), weight and bias staged: STAGED_ROWS' kernel
+        name = name[:-1] + ", false, true>"
     k = get_kernel("norm.cu", name, device_index=0)
     shmem = 2 * c[0] * c[1] * per_vec(dtype) * x.element_size()
     allow_shared(k, shmem, 0)
@@ -75,9 +78,13 @@ def main() -> None:
             allow_shared(kk, max(sm, shmem), 0)
             if n == 0 and sm != shmem:  # the resident grid at this shared memory size
                 g = min(resident_blocks(kk, c[0], c[2], 0, sm) // c[2], rows)
-            run = lambda g=g, kk=kk, sm=sm: launch_cluster(kk, g * c[2], c[0], c[2], x.data_ptr(), out.data_ptr(),  # noqa: E731
-                                             wp, bp, rows, len_, np.float32(1e-5), np.int32(rms),
-                                             *((handout_counters(0),) if a.dynamic else ()), dev=0, shmem=sm)
+            args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, np.float32(1e-5), np.int32(rms),
+                    *((handout_counters(0),) if a.dynamic else ()))
+            if c[2] == 1:
+                run = lambda g=g, kk=kk, sm=sm, args=args: launch(kk, g, c[0], *args, shmem=sm, device_index=0)  # noqa: E731
+            else:
+                run = lambda g=g, kk=kk, sm=sm, args=args: launch_cluster(kk, g * c[2], c[0], c[2], *args,  # noqa: E731
+                                                                          dev=0, shmem=sm)
             out.fill_(float("nan"))
             run()
             err = (out.float() - ref).abs().max().item()
@@ -86,6 +93,9 @@ def main() -> None:
                 continue
             fns.append(run)
             labels.append((f"{g} clusters ({-(-rows // g)} rows a cluster)" if n != -1 else "a cluster a row") + (f" {ns}" if ns else "") + (f" shmem {sm}" if sm != shmem else ""))
+        fns.append((lambda: kernelkit.rms_norm(x, (len_,), wt, 1e-5, out=out)) if rms else
+                   (lambda: kernelkit.layer_norm(x, (len_,), wt, bt, out=out)))
+        labels.append(f"kernelkit.{op}")
         fns.append(lambda: kernelkit.softmax(x, -1, out=out))
         labels.append("kernelkit.softmax")
         fns.append(lambda: out.copy_(x))

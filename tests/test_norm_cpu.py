@@ -115,7 +115,13 @@ def test_cluster_rows_pick_fp16_rows_of_32k_to_64k():
     assert norm._cluster_rows_for(torch.float16, norm.CLUSTER_ROWS_FROM) is None
     assert norm._cluster_rows_for(torch.float16, 65537) is None
     assert norm._cluster_rows_for(torch.bfloat16, 65536) is None
-    assert norm._cluster_rows_for(torch.float32, 65536) is None
+    assert norm._cluster_rows_for(torch.float32, 65536) is None  # layer_norm
+    fp32 = norm.CLUSTER_ROWS_RMS[torch.float32][65536]
+    assert norm._cluster_rows_for(torch.float32, 65536, rms=True) == fp32
+    assert norm._cluster_rows_for(torch.float16, 65536, rms=True) == cfg
+    assert norm._cluster_rows_for(torch.float32, norm.CLUSTER_ROWS_FROM, rms=True) is None
+    assert fp32[0] * fp32[1] * 4 * fp32[2] == 65536
+    assert norm._cluster_rows_name(torch.float32, fp32) in {k.name for k in norm._kernels("fast", torch.float32)}
     g, v, c = cfg
     assert g * v * 8 * c == 65536
     names = {k.name for k in norm._kernels("fast", torch.float16)}

@@ -243,6 +243,30 @@ def test_cluster_rows_take_fp16_64k_rows():
         assert {plan[1] for key, plan in mod._plans.items() if key[3] == len_} == {(*want, "handout")}, len_
 
 
+def test_cluster_rows_take_fp32_64k_rms_norm_rows():
+    """fp32 rms_norm rows of 32K-64K elements on sm_90 run the tight clusters of 4 x 512 threads
+    (norm.CLUSTER_ROWS_RMS, the weight slice alone staged, rows handed out): picked by the default dispatch,
+    matching float64 with and without a weight on more rows than resident clusters, at lengths that fill
+    the cluster, end a vector short, or leave its last CTAs empty."""
+    import sys
+
+    from kernelkit.ops._rowwise import has_clusters
+
+    if not has_clusters(0):
+        pytest.skip("clusters need sm_90")
+    mod = sys.modules["kernelkit.ops.norm"]
+    dtype = torch.float32
+    want = mod.CLUSTER_ROWS_RMS[dtype][65536]
+    mod._plans.clear()
+    for rows, len_ in ((301, 65536), (130, 65532), (130, 40000), (70, 32772)):
+        x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 20
+        w = random_input(len_, dtype)
+        for weight in (w, None):
+            got = kernelkit.rms_norm(x, (len_,), weight, out=poisoned_like(x))
+            assert_close(got, reference.rms_norm(x, (len_,), weight), dtype, f"fp32 cluster rows {rows}x{len_}")
+        assert {plan[1] for key, plan in mod._plans.items() if key[3] == len_ and key[5]} == {(*want, "handout")}
+
+
 def test_cluster_rows_handed_out_give_the_fixed_stride_bits_on_any_stream():
     """CLUSTER_ROWS' clusters take rows handed out by a counter (norm.HANDOUT, RowHandout in reduce.cuh):
     every row computed once, the same bits as rows dealt in a fixed stride, launch after launch (the last

@@ -82,7 +82,9 @@ template <> constexpr bool kIsHalf<__half> = true;
 template <typename T>
 __host__ __device__ constexpr int norm_tight_blocks(int group, int vecs, int cluster, bool vec, bool early,
                                                     bool prefetch) {
-  return !vec || early || prefetch || vecs != 4 ? 0
+  return !vec || early || prefetch                  ? 0
+         : sizeof(T) == 4 && cluster != 1 && group == 512 && vecs == 8 ? 2
+         : vecs != 4                                 ? 0
          : cluster != 1                          ? (kIsHalf<T> && group == 256 ? 4 : 0)
          : kIsHalf<T> && group == 128            ? 10
          : sizeof(T) == 4 && group == 256        ? 6

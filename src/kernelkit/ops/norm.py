@@ -21,7 +21,8 @@ from ._rowwise import (SourceNames, allow_shared, grid_for_rows, handout_counter
                        smem_rows_configs, smem_rows_kernels, smem_rows_name, smem_rows_pick, vec_ok)
 from .norm_tables import (  # noqa: F401  (tables read as norm's globals; scripts read norm.<name>)
     _FAST, TABLES, _UNALIGNED, _VEC_ONLY, _SPILLING, BULK, BULK_FROM, BULK_LAYER_NORM,
-    BULK_LAYER_NORM_FROM, BULK_SPARES, CLUSTER_ROWS, CLUSTER_ROWS_FROM, SMEM, SMEM_FROM, SMEM_SPARES, STAGED_ROWS,
+    BULK_LAYER_NORM_FROM, BULK_SPARES, CLUSTER_ROWS, CLUSTER_ROWS_FROM, CLUSTER_ROWS_RMS, SMEM, SMEM_FROM,
+    SMEM_SPARES, STAGED_ROWS,
     STAGED_MAX_ROWS)
 
 __all__ = ["layer_norm", "rms_norm"]
@@ -52,9 +53,13 @@ def _smem_for(dtype, len_: int, rms: bool):
     return smem_rows_pick(SMEM["rms_norm" if rms else "layer_norm"], dtype, len_, SMEM_FROM)
 
 
-def _cluster_rows_for(dtype, len_: int):
-    """The tight register-tile cluster configuration for an aligned row on sm_90 (CLUSTER_ROWS), or None."""
-    return pick(len_, CLUSTER_ROWS.get(dtype, {})) if len_ > CLUSTER_ROWS_FROM else None
+def _cluster_rows_for(dtype, len_: int, rms: bool = False):
+    """The tight register-tile cluster configuration for an aligned row on sm_90 (CLUSTER_ROWS, and
+    CLUSTER_ROWS_RMS for rms_norm), or None."""
+    if len_ <= CLUSTER_ROWS_FROM:
+        return None
+    cfg = pick(len_, CLUSTER_ROWS.get(dtype, {}))
+    return pick(len_, CLUSTER_ROWS_RMS.get(dtype, {})) if cfg is None and rms else cfg
 
 
 def _staged_name(dtype, cfg) -> str:
@@ -127,7 +132,8 @@ def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
                    for c in sorted(STAGED_ROWS.get(per_vec(dtype), ()))) if kind == "fast" else ()
     staged += tuple(Kernel(SRC, _cluster_rows_name(dtype, c), 128, 128, block=c[0], min_sm=90,
                            dyn_shared=_staged_shared(c))
-                    for c in sorted(set(CLUSTER_ROWS.get(dtype, {}).values()))) if kind == "fast" else ()
+                    for c in sorted(set(CLUSTER_ROWS.get(dtype, {}).values()) | set(CLUSTER_ROWS_RMS.get(dtype, {}).values()))
+                    ) if kind == "fast" else ()
     if kind == "fast" and dtype in STAGED_MAX_ROWS:
         staged += tuple(Kernel(SRC, _row_read_name(dtype, c), 128, 128, block=c[0])
                         for c in sorted(STAGED_ROWS[per_vec(dtype)]))
@@ -151,7 +157,7 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool, rows: in
     if plan is None:
         kind = v.params["kind"]
         if kind == "fast" and vec and has_clusters(dev):
-            cfg = _cluster_rows_for(dtype, len_)
+            cfg = _cluster_rows_for(dtype, len_, rms)
             if cfg is not None:  # persistent clusters, weight and bias staged, rows handed out
                 plan = _plans[key] = (NAMES.load(_cluster_rows_name(dtype, cfg, HANDOUT), dtype, dev),
                                       (*cfg, "handout") if HANDOUT else cfg)
@@ -194,7 +200,9 @@ def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
         launch_persistent(kernel, rows, cfg[0], 1, _staged_shared(cfg), *args, dev=dev)
         return
     if cfg[-1] == "handout":  # CLUSTER_ROWS: persistent clusters, weight and bias staged, rows handed out
-        launch_persistent(kernel, rows, cfg[0], cfg[2], _staged_shared(cfg), *args, handout_counters(dev), dev=dev)
+        # the bias slice's shared memory only where there is a bias (fp32 rms_norm: 2 CTAs an SM, not 1)
+        shmem = _staged_shared(cfg) // 2 * (2 if b is not None else 1)
+        launch_persistent(kernel, rows, cfg[0], cfg[2], shmem, *args, handout_counters(dev), dev=dev)
         return
     if len(cfg) == 5:  # norm_smem: rows resident in shared memory, persistent
         launch_smem_rows(kernel, cfg, rows, *args, dev=dev)

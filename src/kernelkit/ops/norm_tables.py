@@ -115,6 +115,13 @@ SMEM_SPARES = {4: [(512, 4, 4, 7, 2), (512, 2, 4, 6, 4)], 8: [(512, 4, 4, 7, 1),
 # rows. bf16 spills in that form and keeps the others.
 CLUSTER_ROWS = {torch.float16: {65536: (256, 4, 8)}}
 CLUSTER_ROWS_FROM = 32768
+# ... and fp32 rms_norm rows of 32K-64K, as clusters of 4 x 512 threads of 8 vectors (norm.cu's
+# norm_tight_blocks: 64 registers; with the weight slice alone staged, 64 KB, 2 CTAs an SM), rows handed
+# out. Session 16 (scripts/persistent_grid.py --dtype float32 --cfg 512x8x4 --dynamic --shmem 65536, H100;
+# results/session16/fp32-512x8x4.txt): 1024 x 65536 94.4% of a same-bytes copy against 93.5% for the
+# shared-memory rows in the same run, 2048 x 65536 97.2% against 96.1%. layer_norm's weight and bias take
+# 128 KB, one CTA an SM: 83-84%, so it keeps norm_bulk.
+CLUSTER_ROWS_RMS = {torch.float32: {65536: (512, 8, 4)}}
 
 
 # One-CTA-a-row configurations that layer_norm launches persistent (resident CTAs looping over rows),

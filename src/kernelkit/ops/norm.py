@@ -313,9 +313,10 @@ RUNGS = (
     ("fast", "per row length: rows packed into warps, a CTA per row, or a thread-block cluster per row "
      "merging (mean, M2) through distributed shared memory (sm_90), persistent (resident CTAs only) with weight and bias staged in shared "
      "memory once; past 32K elements on sm_90 (16-bit layer_norm: past 16K), aligned rows reach shared memory "
-     "by bulk (TMA) copies issued rows ahead, 64K fp32 rms_norm and bf16 rows kept whole there (a CTA or a "
+     "by bulk (TMA) copies issued rows ahead, 64K bf16 rows kept whole there (a CTA or a "
      "cluster of 2 a row), fp16 rows of 32K-64K as persistent 8 x 256 clusters held to 64 registers (4 CTAs "
-     "an SM) that take their rows handed out at run time by a counter; fp16 rows of 2K-4K elements request weight and bias before the row (16-bit "
+     "an SM) that take their rows handed out at run time by a counter, fp32 rms_norm rows as such clusters "
+     "of 4 x 512; fp16 rows of 2K-4K elements request weight and bias before the row (16-bit "
      "layer_norm: persistent CTAs staging them in shared memory once); welford beyond the tables"),
 )
 

@@ -97,7 +97,8 @@ BULK_SPARES = {
 #    keeps the bulk copies (93.8% against 91.3%). layer_norm reads weight and bias from L2 at every row
 #    (the ring leaves L1 no room): with the row's own bytes that is ~5 TB/s of L2 traffic at 64K 16-bit
 #    rows, near what L2 delivers, which is where the one-CTA forms (72%) stop.
-# Since session 14 fp16 rows of 32K-64K take CLUSTER_ROWS (below) first: the 16-bit entries serve bf16.
+# Since session 14 fp16 rows of 32K-64K take CLUSTER_ROWS (below) first: the 16-bit entries serve bf16;
+# since session 16 fp32 rms_norm rows take CLUSTER_ROWS_RMS first (its entry here: compiled, tested, compared).
 SMEM = {
     "rms_norm": {4: {65536: (1024, 2, 4, 7, 2)}, 8: {65536: (1024, 2, 4, 7, 1)}},
     "layer_norm": {4: {}, 8: {65536: (512, 2, 4, 6, 2)}},

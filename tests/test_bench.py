@@ -75,23 +75,34 @@ def _fake_cuda(monkeypatch) -> list:
     flushes = []
     fakes = {"is_available": lambda: True, "current_device": lambda: 0, "Event": _fake_event,
              "current_stream": lambda device=None: object(), "synchronize": lambda device=None: None,
-             "get_device_properties": lambda d: types.SimpleNamespace(L2_cache_size=1 << 20)}
+             "get_device_properties": lambda d: types.SimpleNamespace(L2_cache_size=1 << 20),
+             "_sleep": lambda cycles: flushes.append(("sleep", cycles))}
     for name, fake in fakes.items():
         monkeypatch.setattr(timing.torch.cuda, name, fake)
     monkeypatch.setattr(timing, "_l2_flush", lambda d: lambda: flushes.append(1))
     return flushes
 
 
+def _flush_count(log) -> int:
+    return sum(1 for x in log if x == 1)
+
+
 def test_time_cuda_control_flow_on_cpu(monkeypatch):
-    """time_cuda's loop with CUDA faked: events read the host clock, flushes are counted."""
+    """time_cuda's loop with CUDA faked: events read the host clock, flushes are counted, and every timed
+    call follows a flush (where asked) and a GPU spin covering the host's issue of the call."""
     seen, calls = [], []
-    flushes = _fake_cuda(monkeypatch)
+    log = _fake_cuda(monkeypatch)
     t = timing.time_cuda(lambda i: seen.append(i), warmup=3, reps=12, working_set_bytes=1024)
     assert t.reps == 12 and t.median_ms >= 0 and seen == [0, 1, 2] + list(range(12))
-    assert len(flushes) == 2 + 12  # warm-up after the first call, then every rep
+    assert _flush_count(log) == 2 + 12  # warm-up after the first call, then every rep
+    timed = log[2:]  # after the warm-up's flushes: (flush, spin) before each timed call
+    assert timed == [1, ("sleep", timing.HOST_COVER_CYCLES)] * 12
     # a working set far above L2 is not flushed; a zero-argument fn is called bare
     t = timing.time_cuda(lambda: calls.append(1), warmup=2, reps=11, working_set_bytes=1 << 30)
-    assert t.reps == 11 and len(calls) == 13 and len(flushes) == 14
+    assert t.reps == 11 and len(calls) == 13 and _flush_count(log) == 14
+    del log[:]
+    timing.time_cuda(lambda: None, warmup=1, reps=10, flush_l2=False, cover_host=False)
+    assert log == []
     # reps shrink to fit max_seconds (10 ms per call, 0.15 s budget), never below ten
     t = timing.time_cuda(lambda: time.sleep(0.01), warmup=3, reps=1000, max_seconds=0.15, flush_l2=False)
     assert 10 <= t.reps <= 15 and t.median_ms >= 9.0
@@ -108,7 +119,7 @@ def test_time_interleaved_runs_functions_in_turn(monkeypatch):
     assert ta.reps == tb.reps == 10
     timed = order[4:]  # after warm-up: a0 b, a1 b
     assert timed == [x for i in range(10) for x in (("a", i), ("b", None))]
-    assert len(flushes) == 2 + 20  # the second warm-up round, then before every timed call
+    assert _flush_count(flushes) == 2 + 20  # the second warm-up round, then before every timed call
     assert tb.median_ms >= 3.5 > ta.median_ms
     with pytest.raises(ValueError):
         timing.time_interleaved([])

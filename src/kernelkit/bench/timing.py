@@ -19,6 +19,13 @@ Why it is built this way:
   rep, while min/p20/p80 show the spread.
 * The device is synchronised once at the end, so the host never stalls between reps
   and back-to-back launches keep the GPU busy.
+* Before each start event the GPU spins for ``HOST_COVER_CYCLES`` (``torch.cuda._sleep``,
+  untimed), so that the host has issued the timed call before the GPU reaches its start
+  event: otherwise a call whose host path outlasts the flush before it (a kernelkit norm at
+  4096 x 4096: 24.7 us of host on one lent H100 against a ~23 us kernel) is timed with the
+  GPU waiting for it. Measured there (benchmarks/NOTES.md, session 16): the same kernel
+  launched bare 95.1% of a same-bytes copy, through kernelkit.layer_norm 93.6%. Host cost
+  per call is a separate figure (benchmarks/overhead.py).
 """
 from __future__ import annotations
 
@@ -33,6 +40,7 @@ import torch
 __all__ = ["Timing", "summarize_times", "should_flush_l2", "time_cuda", "time_interleaved", "l2_cache_bytes"]
 
 MIN_REPS = 10
+HOST_COVER_CYCLES = 100_000  # ~50-70 us of GPU clock: more than any op's host path measured so far
 
 
 @dataclass(frozen=True)
@@ -165,6 +173,7 @@ def time_cuda(
     flush_l2: bool | None = None,
     working_set_bytes: int | None = None,
     max_seconds: float = 2.0,
+    cover_host: bool = True,
 ) -> Timing:
     """Time ``fn`` on the current CUDA stream and return median/min/p20/p80 in ms.
 
@@ -172,7 +181,8 @@ def time_cuda(
     rotate through several input buffers.  See the module docstring for the method.
     """
     return time_interleaved([fn], warmup=warmup, reps=reps, flush_l2=flush_l2,
-                            working_set_bytes=working_set_bytes, max_seconds=max_seconds)[0]
+                            working_set_bytes=working_set_bytes, max_seconds=max_seconds,
+                            cover_host=cover_host)[0]
 
 
 def time_interleaved(
@@ -183,6 +193,7 @@ def time_interleaved(
     flush_l2: bool | None = None,
     working_set_bytes: int | None = None,
     max_seconds: float = 2.0,
+    cover_host: bool = True,
 ) -> list[Timing]:
     """Time several functions under the same conditions: each repetition runs them in turn.
 
@@ -228,6 +239,8 @@ def time_interleaved(
         for j, call in enumerate(calls):
             if l2_flush is not None:
                 l2_flush()  # same stream, so it finishes before the start event
+            if cover_host:
+                torch.cuda._sleep(HOST_COVER_CYCLES)  # untimed: the host issues call(i) meanwhile
             starts[j][i].record(stream)
             call(i)
             ends[j][i].record(stream)

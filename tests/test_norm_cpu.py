@@ -127,3 +127,30 @@ def test_cluster_rows_pick_fp16_rows_of_32k_to_64k():
     names = {k.name for k in norm._kernels("fast", torch.float16)}
     assert {norm._cluster_rows_name(torch.float16, cfg, dyn) for dyn in (True, False)} <= names
     assert norm._cluster_rows_name(torch.float16, cfg).startswith("kk::norm_rows_dyn<")  # rows handed out
+
+
+def test_handout_counters_one_buffer_per_device_and_stream(monkeypatch):
+    """The handed-out rows' counters: one zeroed buffer per (device, stream), reused by later launches on
+    the same stream; devices do not share one even where their stream handles match (each device's
+    default stream is handle 0)."""
+    from kernelkit.ops import _rowwise
+
+    made = []
+
+    class FakeBuf:
+        def __init__(self, device):
+            self.device = device
+            made.append(self)
+
+        def data_ptr(self):
+            return 1000 + len(made)
+
+    monkeypatch.setattr(_rowwise, "_handout", {})
+    monkeypatch.setattr(_rowwise.torch, "zeros", lambda n, dtype, device: FakeBuf(device))
+    handles = {0: 0, 1: 0}
+    monkeypatch.setattr(_rowwise, "_raw_stream", lambda dev: handles[dev])
+    a, b = _rowwise.handout_counters(0), _rowwise.handout_counters(1)
+    assert a != b and [m.device for m in made] == ["cuda:0", "cuda:1"]
+    assert _rowwise.handout_counters(0) == a and len(made) == 2  # reused
+    handles[0] = 77  # another stream on device 0
+    assert _rowwise.handout_counters(0) not in (a, b) and len(made) == 3

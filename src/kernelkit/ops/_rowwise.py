@@ -263,7 +263,7 @@ def launch_persistent(kernel, rows: int, block: int, cluster: int, shmem: int, *
         launch(kernel, blocks, block, *args, shmem=shmem, device_index=dev)
 
 
-_handout: dict[int, tuple[torch.Tensor, int]] = {}
+_handout: dict[tuple[int, int], tuple[torch.Tensor, int]] = {}
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent from CPU-only builds
 
 
@@ -271,12 +271,12 @@ def handout_counters(dev: int) -> int:
     """The address of the two counters that a kernel handing rows out at run time (RowHandout in
     csrc/reduce.cuh) uses on torch's current stream of ``dev``: zero before each launch, because the
     last CTA of the previous one on this stream set them back. One buffer a stream, so launches on
-    different streams never share one."""
-    handle = _raw_stream(dev)
-    got = _handout.get(handle)
+    different streams never share one (keyed by device too: every device's default stream is handle 0)."""
+    key = (dev, _raw_stream(dev))
+    got = _handout.get(key)
     if got is None:
         buf = torch.zeros(2, dtype=torch.int32, device=f"cuda:{dev}")
-        got = _handout[handle] = (buf, buf.data_ptr())
+        got = _handout[key] = (buf, buf.data_ptr())
     return got[1]
 
 

@@ -221,11 +221,8 @@ def _check_weight_bias_combinations(x, len_: int, dtype, label: str) -> None:
     assert_close(got, reference.rms_norm(x, (len_,), w), dtype, f"{label} rms_norm")
 
 
-def test_cluster_rows_take_fp16_64k_rows():
-    """fp16 rows of 32K-64K elements on sm_90 run the tight register-tile clusters (norm.CLUSTER_ROWS:
-    persistent, weight and bias staged, 64 registers): the default dispatch picks them, and they match
-    float64 on more rows than resident clusters, at lengths that fill the cluster, end a vector short, or
-    leave its last CTAs empty, with every weight/bias combination and a mean 20x the spread."""
+def _norm_with_clusters():
+    """kernelkit.ops.norm with its plan cache cleared, on an sm_90 device (else the test skips)."""
     import sys
 
     from kernelkit.ops._rowwise import has_clusters
@@ -233,9 +230,18 @@ def test_cluster_rows_take_fp16_64k_rows():
     if not has_clusters(0):
         pytest.skip("clusters need sm_90")
     mod = sys.modules["kernelkit.ops.norm"]
+    mod._plans.clear()
+    return mod
+
+
+def test_cluster_rows_take_fp16_64k_rows():
+    """fp16 rows of 32K-64K elements on sm_90 run the tight register-tile clusters (norm.CLUSTER_ROWS:
+    persistent, weight and bias staged, 64 registers): the default dispatch picks them, and they match
+    float64 on more rows than resident clusters, at lengths that fill the cluster, end a vector short, or
+    leave its last CTAs empty, with every weight/bias combination and a mean 20x the spread."""
+    mod = _norm_with_clusters()
     dtype = torch.float16
     want = mod.CLUSTER_ROWS[dtype][65536]
-    mod._plans.clear()
     for rows, len_ in ((700, 65536), (301, 65528), (301, 40000), (150, 32776)):
         x = (random_input(rows * len_, dtype).view(rows, len_) + 0.3) if len_ != 40000 else \
             (torch.randn(rows, len_, device="cuda") * 0.5 + 10).to(dtype)
@@ -248,16 +254,9 @@ def test_cluster_rows_take_fp32_64k_rms_norm_rows():
     (norm.CLUSTER_ROWS_RMS, the weight slice alone staged, rows handed out): picked by the default dispatch,
     matching float64 with and without a weight on more rows than resident clusters, at lengths that fill
     the cluster, end a vector short, or leave its last CTAs empty."""
-    import sys
-
-    from kernelkit.ops._rowwise import has_clusters
-
-    if not has_clusters(0):
-        pytest.skip("clusters need sm_90")
-    mod = sys.modules["kernelkit.ops.norm"]
+    mod = _norm_with_clusters()
     dtype = torch.float32
     want = mod.CLUSTER_ROWS_RMS[dtype][65536]
-    mod._plans.clear()
     for rows, len_ in ((301, 65536), (130, 65532), (130, 40000), (70, 32772)):
         x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 20
         w = random_input(len_, dtype)
@@ -271,13 +270,9 @@ def test_cluster_rows_handed_out_give_the_fixed_stride_bits_on_any_stream():
     """CLUSTER_ROWS' clusters take rows handed out by a counter (norm.HANDOUT, RowHandout in reduce.cuh):
     every row computed once, the same bits as rows dealt in a fixed stride, launch after launch (the last
     CTA resets the counters) and on a second stream (a buffer of its own); the counters read zero after."""
-    import sys
-
     from kernelkit.ops import _rowwise
 
-    if not _rowwise.has_clusters(0):
-        pytest.skip("clusters need sm_90")
-    mod = sys.modules["kernelkit.ops.norm"]
+    mod = _norm_with_clusters()
     rows, len_ = 1500, 65536  # more rows than resident clusters (62 on an H100)
     x = random_input(rows * len_, torch.float16).view(rows, len_) + 0.3
     w, b = random_input(len_, torch.float16), random_input(len_, torch.float16)

@@ -15,6 +15,7 @@ import torch
 
 from ..ladder import Kernel
 from ..runtime import KernelLaunchError, current_stream, device_arch, get_kernel, launch
+from ..runtime.launch import _raw_stream  # torch's current stream handle, bound once (runtime's hot path too)
 from ._common import CXX_TYPE
 
 ROW_BLOCK = 128  # the block size of kernels packing several rows per block (group <= 32)
@@ -264,7 +265,6 @@ def launch_persistent(kernel, rows: int, block: int, cluster: int, shmem: int, *
 
 
 _handout: dict[tuple[int, int], tuple[torch.Tensor, int]] = {}
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent from CPU-only builds
 
 
 def handout_counters(dev: int) -> int:

@@ -38,6 +38,7 @@ def main() -> None:
     ap.add_argument("--macros", default="", help="builds to add, each with these macros defined (';' between "
                     "builds, '+' between macros of one), e.g. KK_ONE_PASS=true;KK_STAGGER_NS=1500")
     ap.add_argument("--no-weight", action="store_true", help="weight and bias None (no staged reads)")
+    ap.add_argument("--no-bias", action="store_true", help="layer_norm's bias None (the weight kept)")
     ap.add_argument("--shmem", default="", help="dynamic shared memory sizes (bytes) to launch with besides the "
                     "staged slices' (the kernel reads only what its weight and bias need)")
     ap.add_argument("--staged", action="store_true", help="GxVx1 as STAGED_ROWS launches it (kStage, one CTA a row)")
@@ -62,7 +63,7 @@ def main() -> None:
     print(f"{name}: {resident} resident clusters of {c[2]}")
     for op in ("rms_norm", "layer_norm"):
         rms = op == "rms_norm"
-        wt, bt = (None, None) if a.no_weight else (w, None if rms else b)
+        wt, bt = (None, None) if a.no_weight else (w, None if rms or a.no_bias else b)
         wp, bp = (0 if t is None else t.data_ptr() for t in (wt, bt))
         ref = (F.rms_norm(x.float(), (len_,), None if wt is None else wt.float(), 1e-5) if rms else
                F.layer_norm(x.float(), (len_,), *(None if t is None else t.float() for t in (wt, bt))))

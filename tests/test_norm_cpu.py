@@ -80,7 +80,8 @@ def test_dynamic_shared_memory_is_opted_in_at_48k(monkeypatch):
 def test_4096_element_layer_norm_rows_staged_up_to_staged_max_rows(monkeypatch):
     """fp16 layer_norm rows of 2K-4K elements run the staged persistent kernel up to STAGED_MAX_ROWS rows
     and the tight kernel a CTA a row (weight and bias read per row) beyond; bf16 stays staged at any
-    row count, rms_norm never stages, and the plan cache keeps the two row ranges apart."""
+    row count, fp16 rms_norm stages only within norm.STAGED_RMS_ROWS (and keeps its early weight reads
+    outside), and the plan cache keeps the row ranges apart."""
     monkeypatch.setattr(norm.NAMES, "load", lambda name, dtype, dev: name)  # the name, not a GPU kernel
     from kernelkit.ops import _rowwise
 
@@ -98,7 +99,14 @@ def test_4096_element_layer_norm_rows_staged_up_to_staged_max_rows(monkeypatch):
         assert name.endswith(", false, false>")  # neither early weight reads nor staging
         name, _ = norm._plan(fast, torch.bfloat16, 0, len_, True, False, 10 * limit)
         assert name == norm._staged_name(torch.bfloat16, cfg)
-        name, got = norm._plan(fast, torch.float16, 0, len_, True, True, limit)  # rms_norm
+        lo, hi = norm.STAGED_RMS_ROWS[torch.float16]
+        for rows in (lo - 1, hi + 1, limit):  # rms_norm outside its range: early weight reads
+            name, got = norm._plan(fast, torch.float16, 0, len_, True, True, rows)
+            assert name == norm.row_name("norm_rows", torch.float16, cfg, True, False) and got == cfg
+        for rows in (lo, 4096, hi):  # inside: staged
+            name, got = norm._plan(fast, torch.float16, 0, len_, True, True, rows)
+            assert name == norm._staged_name(torch.float16, cfg) and got == (*cfg, "staged")
+        name, got = norm._plan(fast, torch.bfloat16, 0, len_, True, True, 4096)  # bf16 rms_norm: never
         assert "true, false, false, true>" not in name and got == cfg
     # every kernel the plan may pick is in the fast rung's list (so it is compiled and its SASS checked)
     names = {k.name for k in norm._kernels("fast", torch.float16)}

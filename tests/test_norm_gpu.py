@@ -312,6 +312,24 @@ def test_staged_rows_loop_over_more_rows_than_resident_ctas(dtype):
                          f"staged {rows}x{len_} weight={wb[0] is not None} bias={wb[1] is not None}")
 
 
+def test_staged_rms_norm_rows():
+    """fp16 rms_norm rows of 2K-4K elements in norm.STAGED_RMS_ROWS' row range run the staged persistent
+    kernel (the weight staged by asynchronous copies, more rows than resident CTAs): with and without a
+    weight, rows ending inside a thread's vectors, against float64 with poisoned outputs."""
+    import importlib
+
+    norm = importlib.import_module("kernelkit.ops.norm")
+    lo, hi = norm.STAGED_RMS_ROWS[torch.float16]
+    for rows, len_ in ((lo, 4096), (hi, 2056), (4099, 4088)):
+        assert lo <= rows <= hi
+        x = random_input(rows * len_, torch.float16).view(rows, len_) * 3 + 1
+        w = random_input(len_, torch.float16)
+        for wt in (w, None):
+            got = kernelkit.rms_norm(x, (len_,), wt, out=poisoned_like(x))
+            assert_close(got, reference.rms_norm(x, (len_,), wt), torch.float16,
+                         f"staged rms_norm {rows}x{len_} weight={wt is not None}")
+
+
 @pytest.mark.parametrize("dtype", (torch.float16, torch.float32))
 def test_tight_rows_read_weight_and_bias_per_row(dtype):
     """The tight one-CTA rows (norm.cu's norm_tight_blocks: values kept as loaded, few registers) that

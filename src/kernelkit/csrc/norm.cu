@@ -71,6 +71,9 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
 // of 4096 +0-2% (layer_norm) and +1-2% (rms_norm) at 4096-8192 rows, +3-7% at 2048, in two runs each.
 // The same treatment measured 1-5% slower for bf16 (held to 64 registers: 48 spill) and for the kernels
 // outside it (rms_norm's early weight reads), which keep their code.
+#ifndef KK_STAGE_ASYNC
+#define KK_STAGE_ASYNC 1  // 0: staged by loads and stores (A/B: scripts/persistent_grid.py --macros KK_STAGE_ASYNC=0)
+#endif
 template <typename T> constexpr bool kIsHalf = false;
 template <> constexpr bool kIsHalf<__half> = true;
 //
@@ -147,7 +150,11 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
   const int rem = n - p.lane * N;
   T* const ws = reinterpret_cast<T*>(staged) + p.lane * N;  // this thread's staged elements
   T* const bs = ws + kSlice;
-  if constexpr (kStage) stage_weight_bias<kVec, Tile>(weight, bias, col, rem, ws, bs);
+  if constexpr (kStage && kVec && KK_STAGE_ASYNC) {
+    stage_weight_bias_async<Tile>(weight, bias, col, rem, ws, bs);
+  } else if constexpr (kStage) {
+    stage_weight_bias<kVec, Tile>(weight, bias, col, rem, ws, bs);
+  }
   const i64 first = kGroup <= 32 ? (i64)blockIdx.x * kUnits : (i64)blockIdx.x / kCluster;
   const i64 stride = kGroup <= 32 ? (i64)gridDim.x * kUnits : (i64)gridDim.x / kCluster;
   const int unit = kGroup <= 32 ? threadIdx.x / kGroup : 0;
@@ -211,6 +218,7 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
                                              smem, share);
     }
     const i64 next_r0 = kDynamic ? handout.next(stride) : r0 + stride;  // after row_stats' block barriers
+    if constexpr (kStage && kVec && KK_STAGE_ASYNC) staged_wait();  // this thread's copies (at once after the first)
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
       const int off = k * Tile::kStride;

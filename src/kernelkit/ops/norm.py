@@ -23,7 +23,7 @@ from .norm_tables import (  # noqa: F401  (tables read as norm's globals; script
     _FAST, TABLES, _UNALIGNED, _VEC_ONLY, _SPILLING, BULK, BULK_FROM, BULK_LAYER_NORM,
     BULK_LAYER_NORM_FROM, BULK_SPARES, CLUSTER_ROWS, CLUSTER_ROWS_FROM, CLUSTER_ROWS_RMS, SMEM, SMEM_FROM,
     SMEM_SPARES, STAGED_ROWS,
-    STAGED_MAX_ROWS)
+    STAGED_MAX_ROWS, STAGED_RMS_ROWS)
 
 __all__ = ["layer_norm", "rms_norm"]
 
@@ -128,10 +128,12 @@ def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
     # every configuration's kernels, then welford (the fallback for rows longer than the table)
     bulk = _bulk_kernels(dtype) if kind == "fast" else ()
     smem = smem_rows_kernels(SRC, "norm_smem", dtype, smem_configs(dtype)) if kind == "fast" else ()
-    staged = tuple(Kernel(SRC, _staged_name(dtype, c), 128, 128, block=c[0], dyn_shared=_staged_shared(c))
+    # the staged kernels copy weight and bias into shared memory asynchronously (LDGSTS: cp.async)
+    staged = tuple(Kernel(SRC, _staged_name(dtype, c), 128, 128, block=c[0], dyn_shared=_staged_shared(c),
+                          sass=("LDGSTS",))
                    for c in sorted(STAGED_ROWS.get(per_vec(dtype), ()))) if kind == "fast" else ()
     staged += tuple(Kernel(SRC, _cluster_rows_name(dtype, c), 128, 128, block=c[0], min_sm=90,
-                           dyn_shared=_staged_shared(c))
+                           dyn_shared=_staged_shared(c), sass=("LDGSTS",))
                     for c in sorted(set(CLUSTER_ROWS.get(dtype, {}).values()) | set(CLUSTER_ROWS_RMS.get(dtype, {}).values()))
                     ) if kind == "fast" else ()
     if kind == "fast" and dtype in STAGED_MAX_ROWS:
@@ -152,7 +154,9 @@ _plans: dict[tuple, tuple] = {}
 
 def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool, rows: int = 1):
     many = rows > STAGED_MAX_ROWS.get(dtype, rows)  # past the staged form's row range (STAGED_MAX_ROWS)
-    key = (v.name, dtype, dev, len_, vec, rms, PREFETCH, HANDOUT, many)
+    lo, hi = STAGED_RMS_ROWS.get(dtype, (1, 0))
+    rms_staged = rms and lo <= rows <= hi  # rms_norm's row range for the staged form
+    key = (v.name, dtype, dev, len_, vec, rms, PREFETCH, HANDOUT, many, rms_staged)
     plan = _plans.get(key)
     if plan is None:
         kind = v.params["kind"]
@@ -171,7 +175,8 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool, rows: in
                 plan = _plans[key] = (NAMES.load(_bulk_name(dtype, cfg), dtype, dev), cfg)
                 return plan
         cfg = None if kind == "welford" else pick(len_, TABLES.table(kind, dtype, dev))
-        if kind == "fast" and vec and not rms and cfg in STAGED_ROWS.get(per_vec(dtype), ()):
+        staged = cfg in STAGED_ROWS.get(per_vec(dtype), ()) and (rms_staged or not rms)
+        if kind == "fast" and vec and staged:
             if many:
                 plan = _plans[key] = (NAMES.load(_row_read_name(dtype, cfg), dtype, dev), cfg)
             else:
@@ -312,12 +317,13 @@ RUNGS = (
      "over registers), then the output; one read, one write; > 16K elements fall back to welford"),
     ("fast", "per row length: rows packed into warps, a CTA per row, or a thread-block cluster per row "
      "merging (mean, M2) through distributed shared memory (sm_90), persistent (resident CTAs only) with weight and bias staged in shared "
-     "memory once; past 32K elements on sm_90 (16-bit layer_norm: past 16K), aligned rows reach shared memory "
+     "memory once (by asynchronous copies, so that the first row's loads need not wait for them); past 32K elements on sm_90 (16-bit layer_norm: past 16K), aligned rows reach shared memory "
      "by bulk (TMA) copies issued rows ahead, 64K bf16 rows kept whole there (a CTA or a "
      "cluster of 2 a row), fp16 rows of 32K-64K as persistent 8 x 256 clusters held to 64 registers (4 CTAs "
      "an SM) that take their rows handed out at run time by a counter, fp32 rms_norm rows as such clusters "
      "of 4 x 512; fp16 rows of 2K-4K elements request weight and bias before the row (16-bit "
-     "layer_norm: persistent CTAs staging them in shared memory once); welford beyond the tables"),
+     "layer_norm, and fp16 rms_norm at 3.5K-5.5K rows: persistent CTAs staging them in shared memory once); "
+     "welford beyond the tables"),
 )
 
 

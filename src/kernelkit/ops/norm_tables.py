@@ -140,3 +140,10 @@ STAGED_ROWS = {8: frozenset({(128, 4, 1)})}
 # a CTA a row 14.7 / 15.8 us at 2048 rows, 23.5 / 24.2 at 4096, 46.9 / 46.6 at 8192, 94.2 / 91.2 at
 # 16384, 188.5 / 179.6 at 32768 (98.0% of a same-bytes copy).
 STAGED_MAX_ROWS = {torch.float16: 8192}
+# rms_norm takes the staged form too for this many rows (a range, inclusive, by dtype); elsewhere it keeps
+# its early weight reads a CTA a row (norm_early_wb: 89 registers, 5 CTAs an SM, against 48 and 10). Session
+# 17 (scripts/staged_rms_ab.py, H100, fp16 4096-element rows, interleaved, each form launched twice; results/
+# session17/staged-rms-ab*.txt), % of a same-bytes copy, staged / early: 2048 rows 88.0 / 91.6, 3072 93.8 /
+# 94.0, 4096 95.0-97.0 / 92.4-94.3 (two runs), 5120 96.2 / 95.5, 6144 95.7 / 97.0, 8192 95.1 / 97.2. The range
+# runs halfway to the neighbouring measured sizes.
+STAGED_RMS_ROWS = {torch.float16: (3584, 5632)}

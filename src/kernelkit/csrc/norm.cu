@@ -253,6 +253,7 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
     if constexpr (kPrefetch) t = next;
     r0 = next_r0;
   }
+  if constexpr (kStage && kVec && KK_STAGE_ASYNC) staged_wait();  // a CTA given no row leaves no copy in flight
   if constexpr (kDynamic) handout.finish();
 }
 

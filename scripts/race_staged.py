@@ -1,0 +1,26 @@
+"""A small workload for compute-sanitizer (memcheck, racecheck) over the norms' staged kernels, whose weight
+and bias reach shared memory by asynchronous copies: fp16 and bf16 layer_norm and fp16 rms_norm on one-CTA
+staged rows (rms_norm's row range opened to every row count here), fp16 cluster rows (handed out) and fp32
+rms_norm cluster rows, each twice, checked against torch."""
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import kernelkit
+
+norm = sys.modules["kernelkit.ops.norm"]
+norm.STAGED_RMS_ROWS = {torch.float16: (1, 1 << 30)}
+norm._plans.clear()
+for dt, rows, len_ in ((torch.float16, 300, 4096), (torch.bfloat16, 300, 4096), (torch.float16, 70, 65536),
+                       (torch.float32, 70, 65536)):
+    x = torch.randn(rows, len_, device="cuda", dtype=dt) + 0.5
+    w, b = torch.randn(2, len_, device="cuda", dtype=dt)
+    for _ in range(2):
+        got = kernelkit.rms_norm(x, (len_,), w, 1e-5)
+        want = F.rms_norm(x.float(), (len_,), w.float(), 1e-5)
+        print("rms_norm", dt, rows, len_, float((got.float() - want).abs().max()), flush=True)
+        if dt != torch.float32:
+            got = kernelkit.layer_norm(x, (len_,), w, b)
+            want = F.layer_norm(x.float(), (len_,), w.float(), b.float())
+            print("layer_norm", dt, rows, len_, float((got.float() - want).abs().max()), flush=True)

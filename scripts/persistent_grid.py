@@ -44,6 +44,7 @@ def main() -> None:
     ap.add_argument("--staged", action="store_true", help="GxVx1 as STAGED_ROWS launches it (kStage, one CTA a row)")
     ap.add_argument("--dynamic", action="store_true", help="rows handed out at run time (norm_rows_dyn)")
     ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--no-check", action="store_true", help="time builds whose results are wrong (experiments)")
     a = ap.parse_args()
     print(device_line())
     rows, len_ = map(int, a.shape.split("x"))
@@ -89,7 +90,7 @@ def main() -> None:
             out.fill_(float("nan"))
             run()
             err = (out.float() - ref).abs().max().item()
-            if err > 2e-2:
+            if err > 2e-2 and not a.no_check:
                 print(f"  {g} clusters: WRONG ({err})")
                 continue
             fns.append(run)

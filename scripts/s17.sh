@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# session 17 experiments
+# session 17: weight and bias copies issued after the first row's loads (KK_STAGE_LATE) against before them
 export PYTHONPATH=$PWD/src:$PWD/tests:$PWD/scripts KERNELKIT_CACHE_DIR=/tmp/kkc PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,serial,clocks.max.sm --format=csv,noheader
-PG="python scripts/persistent_grid.py --clusters 0 --dynamic --cfg 256x4x8 --shape 1024x65536"
-$PG --no-bias 2>&1 | tee $OUT/64k-nobias.txt
-$PG --no-weight 2>&1 | tee $OUT/64k-noweight.txt
-python scripts/staged_rms_ab.py --shapes 3072x4096,4096x4096,5120x4096,6144x4096 2>&1 | tee $OUT/staged-rms-ab2.txt
+for i in 1 2; do
+python scripts/persistent_grid.py --clusters 0 --dynamic --cfg 256x4x8 --shape 1024x65536 --macros "KK_STAGE_LATE=0" 2>&1 | tee -a $OUT/late-async-64k.txt
+python scripts/persistent_grid.py --clusters 0 --staged --cfg 128x4x1 --shape 4096x4096 --macros "KK_STAGE_LATE=0" 2>&1 | tee -a $OUT/late-async-4096.txt
+done
+python scripts/bulk_ab.py --dtype float32 --op rms_norm --macros "KK_STAGE_LATE=0" 2>&1 | tee -a $OUT/late-async-fp32.txt

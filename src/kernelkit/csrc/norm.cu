@@ -71,6 +71,9 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
 // of 4096 +0-2% (layer_norm) and +1-2% (rms_norm) at 4096-8192 rows, +3-7% at 2048, in two runs each.
 // The same treatment measured 1-5% slower for bf16 (held to 64 registers: 48 spill) and for the kernels
 // outside it (rms_norm's early weight reads), which keep their code.
+#ifndef KK_STAGE_LATE
+#define KK_STAGE_LATE 1  // 0: the asynchronous copies before the first row's loads (A/B: persistent_grid.py --macros)
+#endif
 #ifndef KK_STAGE_ASYNC
 #define KK_STAGE_ASYNC 1  // 0: staged by loads and stores (A/B: scripts/persistent_grid.py --macros KK_STAGE_ASYNC=0)
 #endif
@@ -150,9 +153,14 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
   const int rem = n - p.lane * N;
   T* const ws = reinterpret_cast<T*>(staged) + p.lane * N;  // this thread's staged elements
   T* const bs = ws + kSlice;
-  if constexpr (kStage && kVec && KK_STAGE_ASYNC) {
+  // kStageLate: asynchronous copies issued after the first row's loads rather than before them, so that
+  // the grid's copies of weight and bias (from L2: 16-32 KB a CTA, 8-21 MB over the grid) do not queue
+  // ahead of its first row's DRAM reads
+  constexpr bool kStageAsync = kStage && kVec && KK_STAGE_ASYNC;
+  constexpr bool kStageLate = kStageAsync && !kPrefetch && KK_STAGE_LATE;
+  if constexpr (kStageAsync && !kStageLate) {
     stage_weight_bias_async<Tile>(weight, bias, col, rem, ws, bs);
-  } else if constexpr (kStage) {
+  } else if constexpr (kStage && !kStageAsync) {
     stage_weight_bias<kVec, Tile>(weight, bias, col, rem, ws, bs);
   }
   const i64 first = kGroup <= 32 ? (i64)blockIdx.x * kUnits : (i64)blockIdx.x / kCluster;
@@ -194,6 +202,9 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
     } else if constexpr (!kPrefetch) {
       t.template load<kVec>(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
     }
+    if constexpr (kStageLate) {
+      if (r0 == first) stage_weight_bias_async<Tile>(weight, bias, col, rem, ws, bs);
+    }
     if constexpr (kDynamic) handout.take();
     Tile next;
     if constexpr (kPrefetch) {
@@ -207,14 +218,14 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
     float xs[kTight ? 1 : kVecs][N];
     float2 st;
     if constexpr (kTight) {
-      st = row_stats<kGroup, kCluster, kVec>(TileValues<Tile>{t}, live ? n : 0, rrem, len, kSlice, eps, rms, smem,
+      st = row_stats<kGroup, kCluster, kVec, true, true>(TileValues<Tile>{t}, live ? n : 0, rrem, len, kSlice, eps, rms, smem,
                                              share);
     } else {
 #pragma unroll
       for (int k = 0; k < kVecs; ++k)
 #pragma unroll
         for (int j = 0; j < N; ++j) xs[k][j] = to_float(t.v[k].v[j]);
-      st = row_stats<kGroup, kCluster, kVec>(FloatValues<kVecs, N>{xs}, live ? n : 0, rrem, len, kSlice, eps, rms,
+      st = row_stats<kGroup, kCluster, kVec, true, true>(FloatValues<kVecs, N>{xs}, live ? n : 0, rrem, len, kSlice, eps, rms,
                                              smem, share);
     }
     const i64 next_r0 = kDynamic ? handout.next(stride) : r0 + stride;  // after row_stats' block barriers

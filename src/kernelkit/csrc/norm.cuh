@@ -87,14 +87,26 @@ __device__ __forceinline__ float slice_count(i64 len, int r, i64 slice) {
   return (float)max((i64)0, min(slice, len - r * slice));
 }
 
+// The cluster merges below read the kCluster slots in one of two forms: every thread reads every slot
+// (and, for cluster_chan, recomputes every slot's count), or (kLanes) each aligned group of kCluster lanes
+// reads slot lane % kCluster once and reduces by shuffles, as block_allreduce does for warps. Session 17,
+// H100, interleaved (scripts/persistent_grid.py, scripts/bulk_ab.py; results/session17/): the fp16 cluster
+// rows of 1024 x 65536, whose layer_norm spent 1.9M of its 4.7M load/store-unit instructions (ncu) on 24
+// shared loads a row a thread, layer_norm 91.6-92.4% -> 93.7-94.1% of a same-bytes copy, rms_norm +0.5-1.0%;
+// norm_bulk's fp32 layer_norm (1024-thread CTAs) 91.1-91.5% -> 89.8-90.2%: the register-tile rows take kLanes.
+
 // A row's sum of squares from its slices' (each CTA's ss; kCluster == 1: ss itself).
-template <int kCluster>
+template <bool kLanes = false, int kCluster>
 __device__ __forceinline__ float cluster_sum(float ss, ClusterShare<kCluster>& share) {
   if constexpr (kCluster > 1) {
     const float2* all = share.share(make_float2(ss, 0.0f));
-    ss = 0.0f;
+    if constexpr (kLanes) {
+      ss = warp_allreduce<SumOp, kCluster>(all[threadIdx.x & (kCluster - 1)].x);
+    } else {
+      ss = 0.0f;
 #pragma unroll
-    for (int r = 0; r < kCluster; ++r) ss += all[r].x;
+      for (int r = 0; r < kCluster; ++r) ss += all[r].x;
+    }
   }
   return ss;
 }
@@ -102,11 +114,20 @@ __device__ __forceinline__ float cluster_sum(float ss, ClusterShare<kCluster>& s
 // A row's (mean, M2) from its slices' (mean, M2 about that mean) by Chan's formula: mean = mean_0 + sum
 // n_r (mean_r - mean_0) / len (summed about slice 0's mean, which has elements whenever the row has, as
 // merge_warps does), M2 = sum M2_r + n_r (mean_r - mean)^2 (kCluster == 1: the slice is the row).
-template <int kCluster>
+template <bool kLanes = false, int kCluster>
 __device__ __forceinline__ float2 cluster_chan(float mine, float m2, i64 len, i64 slice,
                                                ClusterShare<kCluster>& share) {
   float mean = mine;
-  if constexpr (kCluster > 1) {
+  if constexpr (kCluster > 1 && kLanes) {
+    const float2* all = share.share(make_float2(mine, m2));
+    const int r = threadIdx.x & (kCluster - 1);
+    const float2 s = all[r];
+    const float m0 = __shfl_sync(0xffffffffu, s.x, 0, kCluster);  // slice 0's mean, from its group's lane 0
+    const float c = slice_count(len, r, slice);
+    mean = m0 + warp_allreduce<SumOp, kCluster>(c * (s.x - m0)) / (float)len;
+    const float d = s.x - mean;
+    m2 = warp_allreduce<SumOp, kCluster>(s.y + c * d * d);
+  } else if constexpr (kCluster > 1) {
     // volatile: read from shared memory at each use rather than held in 2 x kCluster registers
     const volatile float2* all = share.share(make_float2(mine, m2));
     const float m0 = all[0].x;
@@ -144,13 +165,17 @@ struct TileValues {
 // as FloatValues or TileValues; n valid elements in the slice, rem of them from this thread's first one;
 // kVec: whole vectors are valid or not, so the bounds are checked per vector, not per element).
 // Clusters exchange (sum of squares) or (slice mean, M2) through `share` (one push per CTA per row).
-template <int kGroup, int kCluster, bool kVec, bool kWarpPasses = true, typename X>
+#ifndef KK_LN_STATS_AS_RMS
+#define KK_LN_STATS_AS_RMS 0  // experiments (scripts/ncu_ln_rms.py): layer_norm timed with rms_norm's statistics
+#endif
+// kLanes: the cluster merges' lane-parallel form (above).
+template <int kGroup, int kCluster, bool kVec, bool kWarpPasses = true, bool kLanes = false, typename X>
 __device__ __forceinline__ float2 row_stats(const X& x, int n, int rem, i64 len, i64 slice,
                                             float eps, int rms, float* smem, ClusterShare<kCluster>& share) {
   constexpr int kVecs = X::kVecs, N = X::N;
   constexpr int kStride = kGroup * N;  // as RowTile: elements between a thread's vectors
   const auto valid = [rem](int k, int j) { return k * kStride + (kVec ? 0 : j) < rem; };
-  if (rms) {
+  if (rms || KK_LN_STATS_AS_RMS) {
     float ss = 0.0f;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
@@ -159,7 +184,7 @@ __device__ __forceinline__ float2 row_stats(const X& x, int n, int rem, i64 len,
         const float v = x(k, j);
         ss += v * v;
       }
-    ss = cluster_sum(group_allreduce<SumOp, kGroup>(ss, smem), share);
+    ss = cluster_sum<kLanes>(group_allreduce<SumOp, kGroup>(ss, smem), share);
     return {0.0f, rms_rstd(ss, len, eps)};
   }
   float sum = 0.0f;  // this thread's values (padding reads as 0)
@@ -210,7 +235,7 @@ __device__ __forceinline__ float2 row_stats(const X& x, int n, int rem, i64 len,
     mine = n > 0 ? total / (float)n : 0.0f;
     m2 = group_allreduce<SumOp, kGroup>(squared_deviations(mine), smem);
   }
-  const float2 mm = cluster_chan(mine, m2, len, slice, share);
+  const float2 mm = cluster_chan<kLanes>(mine, m2, len, slice, share);
   return {mm.x, rsqrtf(mm.y / (float)len + eps)};
 }
 

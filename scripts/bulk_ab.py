@@ -1,0 +1,74 @@
+"""The norms' long-row kernel that kernelkit picks (norm_bulk, norm_smem or the cluster rows), built as
+kernelkit builds it and with macros defined, interleaved with kernelkit's own call and a same-bytes copy.
+
+    python scripts/bulk_ab.py [--shape 1024x65536] [--dtype float32] [--op layer_norm] --macros "A=1;B=2"
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+
+import numpy as np
+import torch
+
+import kernelkit
+from kernelkit.bench import time_interleaved
+from kernelkit.runtime import get_kernel
+from rowbench import device_line
+
+norm = importlib.import_module("kernelkit.ops.norm")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", default="1024x65536")
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--op", default="layer_norm")
+    ap.add_argument("--macros", default="")
+    ap.add_argument("--reps", type=int, default=200)
+    a = ap.parse_args()
+    print(device_line())
+    rows, len_ = map(int, a.shape.split("x"))
+    dtype = getattr(torch, a.dtype)
+    rms = a.op == "rms_norm"
+    x = torch.randn(rows, len_, device="cuda", dtype=dtype)
+    w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
+    bias = None if rms else b
+    out = torch.empty_like(x)
+    call = ((lambda: kernelkit.rms_norm(x, (len_,), w, 1e-5, out=out)) if rms else
+            (lambda: kernelkit.layer_norm(x, (len_,), w, b, out=out)))
+    captured = {}
+    load = norm.NAMES.load
+    norm.NAMES.load = lambda n, d, dev: captured.setdefault("name", n) and load(n, d, dev)
+    norm._plans.clear()
+    call()
+    norm.NAMES.load = load
+    name = captured["name"]
+    print(f"{a.op} {a.dtype} {a.shape}: {name}")
+    fns, labels = [call], ["kernelkit"]
+    for m in filter(None, a.macros.split(";")):
+        opts = tuple(f"define_macro={d}" for d in m.split("+"))
+        km = get_kernel("norm.cu", name, device_index=0, extra_options=opts)
+        orig = norm._plans.copy()
+
+        def run(km=km):
+            norm._plans.clear()
+            norm._plans.update({k: (km, v[1]) for k, v in orig.items()})
+            try:
+                call()
+            finally:
+                norm._plans.clear()
+                norm._plans.update(orig)
+        fns.append(run)
+        labels.append(m)
+    fns.append(lambda: out.copy_(x))
+    labels.append("copy")
+    times = time_interleaved(fns, reps=a.reps, warmup=5, flush_l2=True, max_seconds=20)
+    nbytes = 2 * x.numel() * x.element_size()
+    for label, t in zip(labels, times):
+        print(f"  {label:28s} {t.median_us:8.2f} us  {nbytes / t.seconds / 1e9:7.0f} GB/s  "
+              f"{times[-1].median_us / t.median_us:6.1%} of copy")
+
+
+if __name__ == "__main__":
+    main()

@@ -8,13 +8,12 @@ from __future__ import annotations
 import argparse
 import importlib
 
-import numpy as np
 import torch
 
 import kernelkit
 from kernelkit.bench import time_interleaved
 from kernelkit.runtime import get_kernel
-from rowbench import device_line
+from rowbench import device_line, report
 
 norm = importlib.import_module("kernelkit.ops.norm")
 
@@ -33,7 +32,6 @@ def main() -> None:
     rms = a.op == "rms_norm"
     x = torch.randn(rows, len_, device="cuda", dtype=dtype)
     w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
-    bias = None if rms else b
     out = torch.empty_like(x)
     call = ((lambda: kernelkit.rms_norm(x, (len_,), w, 1e-5, out=out)) if rms else
             (lambda: kernelkit.layer_norm(x, (len_,), w, b, out=out)))
@@ -64,10 +62,7 @@ def main() -> None:
     fns.append(lambda: out.copy_(x))
     labels.append("copy")
     times = time_interleaved(fns, reps=a.reps, warmup=5, flush_l2=True, max_seconds=20)
-    nbytes = 2 * x.numel() * x.element_size()
-    for label, t in zip(labels, times):
-        print(f"  {label:28s} {t.median_us:8.2f} us  {nbytes / t.seconds / 1e9:7.0f} GB/s  "
-              f"{times[-1].median_us / t.median_us:6.1%} of copy")
+    report("", labels, times, 2 * x.numel() * x.element_size(), width=28)
 
 
 if __name__ == "__main__":

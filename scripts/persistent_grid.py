@@ -24,7 +24,7 @@ from kernelkit.bench import time_interleaved
 from kernelkit.runtime import get_kernel, launch
 from kernelkit.ops._rowwise import (allow_shared, handout_counters, launch_cluster, per_vec, resident_blocks,
                                     row_name)
-from rowbench import device_line
+from rowbench import device_line, report
 
 norm = importlib.import_module("kernelkit.ops.norm")
 
@@ -103,11 +103,7 @@ def main() -> None:
         fns.append(lambda: out.copy_(x))
         labels.append("copy")
         times = time_interleaved(fns, reps=a.reps, warmup=5, flush_l2=True, max_seconds=20)
-        copy_t = times[-1].median_us
-        print(f"{op} {a.dtype} {a.shape}:")
-        for label, t in zip(labels, times):
-            print(f"  {label:32s} {t.median_us:8.2f} us  {nbytes / t.seconds / 1e9:7.0f} GB/s  "
-                  f"{copy_t / t.median_us:6.1%} of copy")
+        report(f"{op} {a.dtype} {a.shape}:", labels, times, nbytes, width=32)
 
 
 if __name__ == "__main__":

@@ -55,15 +55,17 @@ def cases(shapes: str, dtypes: str) -> Iterator[Case]:
             yield Case(shape, rows, len_, dtype, nbytes, copies, xs, w, b, torch.empty_like(xs[0]))
 
 
-def report(title: str, labels, times, nbytes: int, against: str = "copy") -> None:
-    """One line per timed function: median, GB/s, and its speed relative to `against` (the copy: "% of
-    copy"; any other label: "x <label>")."""
+def report(title: str, labels, times, nbytes: int, against: str = "copy", *, width: int = 24,
+           spread: bool = False) -> None:
+    """One line per timed function: median (and with `spread` p20 and p80), GB/s, and its speed relative
+    to `against` (the copy: "% of copy"; any other label: "x <label>")."""
     labels = list(labels)
     ref = times[labels.index(against)].median_us
     print(title)
     for label, t in zip(labels, times):
         rel = f"{ref / t.median_us:6.1%} of copy" if against == "copy" else f"{ref / t.median_us:6.3f}x {against}"
-        print(f"  {label:24s} {t.median_us:8.2f} us  {nbytes / t.seconds / 1e9:7.0f} GB/s  {rel}")
+        p = f" (p20 {t.p20_us:6.2f}, p80 {t.p80_us:6.2f})" if spread else ""
+        print(f"  {label:{width}s} {t.median_us:8.2f} us{p}  {nbytes / t.seconds / 1e9:7.0f} GB/s  {rel}")
 
 
 def prefer_shared_carveout(kernel, percent: int, dev: int) -> None:

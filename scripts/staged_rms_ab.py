@@ -15,7 +15,7 @@ from kernelkit.bench import time_interleaved
 from kernelkit.ops import norm
 from kernelkit.ops._rowwise import launch_persistent, row_name
 from kernelkit.runtime import get_kernel, launch
-from rowbench import device_line
+from rowbench import device_line, report
 
 
 def main() -> None:
@@ -43,12 +43,8 @@ def main() -> None:
         fns = [run_staged, run_early, run_staged, run_early, lambda: out.copy_(x)]
         labels = ["staged (a)", "early reads (a)", "staged (b)", "early reads (b)", "copy"]
         times = time_interleaved(fns, reps=a.reps, warmup=5, flush_l2=True, max_seconds=20)
-        nbytes = 2 * x.numel() * x.element_size()
-        copy_t = times[-1].median_us
-        print(f"rms_norm float16 {shape}:")
-        for label, t in zip(labels, times):
-            print(f"  {label:18s} median {t.median_us:7.2f} us (p20 {t.p20_us:6.2f}, p80 {t.p80_us:6.2f})  "
-                  f"{nbytes / t.seconds / 1e9:6.0f} GB/s  {copy_t / t.median_us:6.1%} of copy")
+        report(f"rms_norm float16 {shape}:", labels, times, 2 * x.numel() * x.element_size(), width=18,
+               spread=True)
 
 
 if __name__ == "__main__":

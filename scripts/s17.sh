@@ -1,13 +1,8 @@
 #!/usr/bin/env bash
-# session 17, final tree: GPU tests of the norms (and smem rows, softmax), compute-sanitizer over the staged
-# kernels, then the recording of layer_norm and rms_norm (results under $OUT/rec)
+# session 17: ncu of rms_norm, layer_norm and layer_norm with rms_norm's statistics after the lane-parallel merges
 export PYTHONPATH=$PWD/src:$PWD/tests:$PWD/scripts KERNELKIT_CACHE_DIR=/tmp/kkc PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,serial,clocks.max.sm,driver_version --format=csv,noheader | tee $OUT/device.txt
-python -m pytest -q -m gpu -p no:cacheprovider tests/test_norm_gpu.py tests/test_smem_rows_gpu.py tests/test_softmax_gpu.py 2>&1 | tail -3 | tee $OUT/gpu-tests.log
-for tool in memcheck racecheck; do
-  compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 python scripts/race_staged.py > $OUT/$tool.log 2>&1
-  echo "$tool exit $?" | tee -a $OUT/$tool.log; grep -E "ERROR SUMMARY|RACECHECK SUMMARY" $OUT/$tool.log
-done
-rm -f $KERNELKIT_CACHE_DIR/ceilings-*.json
-python benchmarks/record.py layer_norm rms_norm --no-compile --out $OUT/rec > $OUT/record.log 2>&1
-grep -E "^\|" $OUT/record.log
+python scripts/ncu_ln_rms.py > /dev/null 2>&1   # compile first
+ncu --section WarpStateStats --section SpeedOfLight --section InstructionStats \
+  --metrics smsp__inst_executed.sum,smsp__inst_executed_pipe_fma.sum,smsp__inst_executed_pipe_alu.sum,smsp__inst_executed_pipe_lsu.sum,smsp__inst_executed_pipe_xu.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum,smsp__inst_executed_op_global_ld.sum,smsp__average_warp_latency_issue_stalled_short_scoreboard.ratio,smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio,smsp__average_warp_latency_issue_stalled_barrier.ratio,smsp__average_warp_latency_issue_stalled_wait.ratio,smsp__average_warp_latency_issue_stalled_membar.ratio \
+  -k regex:norm_rows --launch-skip 3 python scripts/ncu_ln_rms.py > $OUT/ncu-ln-rms-2.txt 2>&1
+grep -E "norm_rows|inst_executed|issue_active|Duration|DRAM Through|stalled" $OUT/ncu-ln-rms-2.txt | head -80

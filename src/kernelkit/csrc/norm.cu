@@ -229,7 +229,7 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
                                              smem, share);
     }
     const i64 next_r0 = kDynamic ? handout.next(stride) : r0 + stride;  // after row_stats' block barriers
-    if constexpr (kStage && kVec && KK_STAGE_ASYNC) staged_wait();  // this thread's copies (at once after the first)
+    if constexpr (kStageAsync) staged_wait();  // this thread's copies (at once after the first)
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
       const int off = k * Tile::kStride;
@@ -264,7 +264,7 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
     if constexpr (kPrefetch) t = next;
     r0 = next_r0;
   }
-  if constexpr (kStage && kVec && KK_STAGE_ASYNC) staged_wait();  // a CTA given no row leaves no copy in flight
+  if constexpr (kStageAsync) staged_wait();  // a CTA given no row leaves no copy in flight
   if constexpr (kDynamic) handout.finish();
 }
 

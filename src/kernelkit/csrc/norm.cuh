@@ -161,13 +161,13 @@ struct TileValues {
   __device__ __forceinline__ float operator()(int k, int j) const { return to_float(t.v[k].v[j]); }
 };
 
+#ifndef KK_LN_STATS_AS_RMS
+#define KK_LN_STATS_AS_RMS 0  // experiments (scripts/ncu_ln_rms.py): layer_norm timed with rms_norm's statistics
+#endif
 // (mean, rstd) of the row whose slice this thread group holds in `x` (its kVecs vectors of N values,
 // as FloatValues or TileValues; n valid elements in the slice, rem of them from this thread's first one;
 // kVec: whole vectors are valid or not, so the bounds are checked per vector, not per element).
 // Clusters exchange (sum of squares) or (slice mean, M2) through `share` (one push per CTA per row).
-#ifndef KK_LN_STATS_AS_RMS
-#define KK_LN_STATS_AS_RMS 0  // experiments (scripts/ncu_ln_rms.py): layer_norm timed with rms_norm's statistics
-#endif
 // kLanes: the cluster merges' lane-parallel form (above).
 template <int kGroup, int kCluster, bool kVec, bool kWarpPasses = true, bool kLanes = false, typename X>
 __device__ __forceinline__ float2 row_stats(const X& x, int n, int rem, i64 len, i64 slice,

@@ -2,6 +2,10 @@
 kernelkit builds it and with macros defined, interleaved with kernelkit's own call and a same-bytes copy.
 
     python scripts/bulk_ab.py [--shape 1024x65536] [--dtype float32] [--op layer_norm] --macros "A=1;B=2"
+        [--bulk "1024,2,8,3,1,1;..."]
+
+--bulk: norm_bulk configurations (threads, vectors, cluster, stages, staged weight and bias, chunks) to
+time in the place of the table's, where kernelkit picks norm_bulk.
 """
 from __future__ import annotations
 
@@ -24,6 +28,9 @@ def main() -> None:
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--op", default="layer_norm")
     ap.add_argument("--macros", default="")
+    ap.add_argument("--bulk", default="")
+    ap.add_argument("--patch", default="", help="norm globals to set for a variant, e.g. 'CLUSTER_ROWS_LN={}' "
+                    "(';' between variants, '+' between settings of one)")
     ap.add_argument("--reps", type=int, default=200)
     a = ap.parse_args()
     print(device_line())
@@ -59,6 +66,38 @@ def main() -> None:
                 norm._plans.update(orig)
         fns.append(run)
         labels.append(m)
+    table = norm.BULK[norm.per_vec(dtype)]
+    for spec in filter(None, a.bulk.split(";")):
+        cfg = tuple(int(v) for v in spec.split(","))
+        cfg = (*cfg[:4], bool(cfg[4]), cfg[5])
+
+        def run_cfg(cfg=cfg):
+            saved = table[len_]
+            table[len_] = cfg
+            norm._plans.clear()
+            try:
+                call()
+            finally:
+                table[len_] = saved
+                norm._plans.clear()
+        fns.append(run_cfg)
+        labels.append("bulk " + spec)
+    for spec in filter(None, a.patch.split(";")):
+        settings = [kv.split("=", 1) for kv in spec.split("+")]
+
+        def run_patched(settings=settings):
+            saved = {k: getattr(norm, k) for k, _ in settings}
+            for k, v in settings:
+                setattr(norm, k, eval(v, vars(norm)))
+            norm._plans.clear()
+            try:
+                call()
+            finally:
+                for k, v in saved.items():
+                    setattr(norm, k, v)
+                norm._plans.clear()
+        fns.append(run_patched)
+        labels.append(spec)
     fns.append(lambda: out.copy_(x))
     labels.append("copy")
     times = time_interleaved(fns, reps=a.reps, warmup=5, flush_l2=True, max_seconds=20)

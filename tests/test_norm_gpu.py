@@ -268,8 +268,9 @@ def test_cluster_rows_take_fp32_64k_rms_norm_rows():
 
 def test_cluster_rows_handed_out_give_the_fixed_stride_bits_on_any_stream():
     """CLUSTER_ROWS' clusters take rows handed out by a counter (norm.HANDOUT, RowHandout in reduce.cuh):
-    every row computed once, the same bits as rows dealt in a fixed stride, launch after launch (the last
-    CTA resets the counters) and on a second stream (a buffer of its own); the counters read zero after."""
+    every row computed once, the same bits as rows dealt in a fixed stride, launch after launch (the cluster
+    taking the last number resets the counter), with fewer rows than clusters, on a second stream (a buffer
+    of its own) and replayed from a CUDA graph; the counters read zero after."""
     from kernelkit.ops import _rowwise
 
     mod = _norm_with_clusters()
@@ -292,10 +293,27 @@ def test_cluster_rows_handed_out_give_the_fixed_stride_bits_on_any_stream():
             got = call(op, x, len_, *args, poisoned_like(x), None)
         torch.cuda.current_stream().wait_stream(side)
         assert torch.equal(got, fixed), f"{op}: handed out on a second stream differs"
+        few = x[:40]  # fewer rows than clusters: every cluster's first row by position, one number each
+        got = call(op, few, len_, *args, poisoned_like(few), None)
+        assert torch.equal(got, fixed[:40]), f"{op}: 40 rows differ"
+        # a CUDA graph replays the launch with the same counter buffer: it must find it zero each time
+        graph_stream = torch.cuda.Stream()
+        graph_stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(graph_stream):
+            out = poisoned_like(x)
+            call(op, x, len_, *args, out, None)  # the stream's counter buffer, allocated outside the capture
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=graph_stream):
+                call(op, x, len_, *args, out, None)
+        for i in range(3):
+            out.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            assert torch.equal(out, fixed), f"{op}: graph replay {i} differs"
     torch.cuda.synchronize()
     assert len(_rowwise._handout) >= 2
     for buf, _ptr in _rowwise._handout.values():
-        assert buf.tolist() == [0, 0]
+        assert buf.tolist() == [0]
 
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))

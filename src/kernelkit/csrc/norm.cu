@@ -205,7 +205,7 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
     if constexpr (kStageLate) {
       if (r0 == first) stage_weight_bias_async<Tile>(weight, bias, col, rem, ws, bs);
     }
-    if constexpr (kDynamic) handout.take();
+    if constexpr (kDynamic) handout.take(rows);
     Tile next;
     if constexpr (kPrefetch) {
       const i64 nrow = row + stride;
@@ -265,7 +265,6 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
     r0 = next_r0;
   }
   if constexpr (kStageAsync) staged_wait();  // a CTA given no row leaves no copy in flight
-  if constexpr (kDynamic) handout.finish();
 }
 
 template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch, bool kEarlyWB>

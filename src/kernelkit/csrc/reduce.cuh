@@ -176,9 +176,11 @@ struct ClusterShare {
 // Why: a cluster's CTAs wait for one another at every row, and the SMs hosting them carry 1-4 CTAs, so
 // with rows dealt in a fixed stride the kernel ran at the pace of the most crowded clusters: 1984 x
 // 65536 fp16 rms_norm at 93.4% of a same-bytes copy in a fixed stride, 98.1% handed out (session 16).
-// counters[0] counts rows handed out past the first gridDim / kCluster, counters[1] finished CTAs; the
-// last CTA to finish sets both to 0 again, so a buffer serves one launch at a time (the host keeps one a
-// stream). Which cluster takes a row changes from run to run, what it computes for the row does not.
+// counters[0] counts rows handed out past the first gridDim / kCluster. Every row a cluster does takes one
+// number, so a launch takes exactly `rows` numbers, 0 .. rows - 1, and the cluster that takes rows - 1
+// (the last atomic on the counter) sets it to 0 again: a buffer serves one launch at a time (the host
+// keeps one a stream), and a replayed launch (a CUDA graph) finds it zero too. Which cluster takes a row
+// changes from run to run, what it computes for the row does not.
 // Thread 0 of rank 0 takes a number once the row's loads are issued (its latency hides behind theirs)
 // and passes it to the cluster through a ClusterShare beside the row's statistics.
 template <int kCluster>
@@ -191,22 +193,18 @@ struct RowHandout {
   // thread 0, before the fence that announces the CTA's mbarriers (ClusterShare::init of the statistics)
   __device__ __forceinline__ void init_barriers() const { share.init_barriers(); }
   // every thread, once this row's loads are issued
-  __device__ __forceinline__ void take() {
-    if (threadIdx.x == 0 && share.rank == 0) taken = (int)atomicAdd(counters, 1u);
+  __device__ __forceinline__ void take(i64 rows) {
+    if (threadIdx.x == 0 && share.rank == 0) {
+      taken = (int)atomicAdd(counters, 1u);
+      // the launch's last number: no take follows, so the counter is reset here. (Session 18: reset by the
+      // last CTA to exit, after a fence and a second atomic, each kernel ended 0.6-1.3 us later, 1024 x
+      // 65536 fp16 layer_norm 93.2% -> 94.5% of a same-bytes copy; results/session18/handout-reset.txt.)
+      if ((i64)taken == rows - 1) atomicExch(counters, 0u);
+    }
   }
   // every thread, once per row after take(): the row to do next (>= rows: none)
   __device__ __forceinline__ i64 next(i64 first_rows) {
     return first_rows + __float_as_int(share.share(make_float2(__int_as_float(taken), 0.0f))[0].x);
-  }
-  // every thread, at exit
-  __device__ __forceinline__ void finish() const {
-    if (threadIdx.x == 0) {
-      __threadfence();  // this CTA's last take() lands before its finish is counted
-      if (atomicAdd(counters + 1, 1u) == gridDim.x - 1) {
-        atomicExch(counters, 0u);
-        atomicExch(counters + 1, 0u);
-      }
-    }
   }
 };
 

@@ -268,14 +268,14 @@ _handout: dict[tuple[int, int], tuple[torch.Tensor, int]] = {}
 
 
 def handout_counters(dev: int) -> int:
-    """The address of the two counters that a kernel handing rows out at run time (RowHandout in
+    """The address of the counter that a kernel handing rows out at run time (RowHandout in
     csrc/reduce.cuh) uses on torch's current stream of ``dev``: zero before each launch, because the
-    last CTA of the previous one on this stream set them back. One buffer a stream, so launches on
+    cluster that took the previous launch's last number set it back. One buffer a stream, so launches on
     different streams never share one (keyed by device too: every device's default stream is handle 0)."""
     key = (dev, _raw_stream(dev))
     got = _handout.get(key)
     if got is None:
-        buf = torch.zeros(2, dtype=torch.int32, device=f"cuda:{dev}")
+        buf = torch.zeros(1, dtype=torch.int32, device=f"cuda:{dev}")
         got = _handout[key] = (buf, buf.data_ptr())
     return got[1]
 

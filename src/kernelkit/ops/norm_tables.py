@@ -61,9 +61,12 @@ _SPILLING = {4: frozenset({(1024, 8, 1)}), 8: frozenset({(1024, 4, 1), (1024, 4,
 # into a ring of shared-memory stages by bulk copies issued `stages` copies ahead (csrc/bulk.cuh); the
 # cluster's statistics are pushed into each CTA's shared memory (ClusterShare), no cluster barrier per
 # row. Measured on an H100 (benchmarks/reduction_tuning.py, results/reduction-run7*.json, -run9.json):
-# benchmarks/NOTES.md.
+# benchmarks/NOTES.md. fp32 64K rows: 3 stages since session 18 (scripts/bulk_ab.py --bulk, H100,
+# interleaved; results/session18/bulk-stages.txt), 1024 x 65536 layer_norm 91.6% of a same-bytes copy with
+# 4 stages, 92.6% with 3, 90.9% with 2, 90.6% with 5; at 120 rows 30.4 / 29.1 / 29.5 / 31.7 us: the deeper
+# ring's last rows wait on the CTA's compute, one row at a time, after every read has landed.
 BULK = {
-    4: {65536: (1024, 2, 8, 4, True, 1), 131072: (1024, 4, 8, 3, False, 1)},
+    4: {65536: (1024, 2, 8, 3, True, 1), 131072: (1024, 4, 8, 3, False, 1)},
     8: {65536: (1024, 4, 2, 3, True, 2), 131072: (1024, 4, 4, 3, False, 1)},
 }
 BULK_FROM = 32768  # rows longer than this take norm_bulk where it applies (shorter: one CTA a row)
@@ -75,7 +78,8 @@ BULK_LAYER_NORM = {8: {32768: (1024, 4, 1, 3, True, 4)}}
 BULK_LAYER_NORM_FROM = 16384
 # measured alternatives, compiled and tested with the rung
 BULK_SPARES = {
-    4: [(1024, 4, 4, 3, False, 1), (512, 4, 8, 4, True, 1), (256, 8, 8, 4, True, 1), (1024, 8, 2, 6, False, 4)],
+    4: [(1024, 4, 4, 3, False, 1), (512, 4, 8, 4, True, 1), (256, 8, 8, 4, True, 1), (1024, 8, 2, 6, False, 4),
+        (1024, 2, 8, 4, True, 1)],
     8: [(512, 4, 4, 4, True, 1), (256, 8, 4, 4, True, 1), (512, 2, 8, 3, True, 1), (512, 2, 8, 4, True, 1),
         (1024, 4, 2, 3, False, 1), (1024, 4, 2, 4, False, 2),
         # 32K 16-bit rows (one 1024-thread CTA a row today, 1 CTA an SM: layer_norm 88.6% of copy,
@@ -121,7 +125,9 @@ CLUSTER_ROWS_FROM = 32768
 # out. Session 16 (scripts/persistent_grid.py --dtype float32 --cfg 512x8x4 --dynamic --shmem 65536, H100;
 # results/session16/fp32-512x8x4.txt): 1024 x 65536 94.4% of a same-bytes copy against 93.5% for the
 # shared-memory rows in the same run, 2048 x 65536 97.2% against 96.1%. layer_norm's weight and bias take
-# 128 KB, one CTA an SM: 83-84%, so it keeps norm_bulk.
+# 128 KB, one CTA an SM: 83-84%, so it keeps norm_bulk. Session 18: with 6 (or 4) of a thread's 8 bias vectors
+# staged, the rest read from L2 at the output (2 CTAs an SM), 85.4% (85.5%) against norm_bulk's 92.7% at 1024
+# rows, 89.1% against 95.0% at 2048 (results/session18/fp32-ln-clusters.txt, fp32-ln-partial-bias.patch).
 CLUSTER_ROWS_RMS = {torch.float32: {65536: (512, 8, 4)}}
 
 

@@ -71,6 +71,14 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
 // of 4096 +0-2% (layer_norm) and +1-2% (rms_norm) at 4096-8192 rows, +3-7% at 2048, in two runs each.
 // The same treatment measured 1-5% slower for bf16 (held to 64 registers: 48 spill) and for the kernels
 // outside it (rms_norm's early weight reads), which keep their code.
+#ifndef KK_TRACE
+#define KK_TRACE 0
+#endif
+__device__ __forceinline__ unsigned long long globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 #ifndef KK_STAGE_LATE
 #define KK_STAGE_LATE 1  // 0: the asynchronous copies before the first row's loads (A/B: persistent_grid.py --macros)
 #endif
@@ -147,6 +155,12 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
   if constexpr (kDynamic) {
     if (threadIdx.x == 0) handout.init_barriers();  // announced by share.init()'s fence
   }
+#if KK_TRACE  // experiments (scripts/trace_rows.py): rank 0's entry, first statistics, exit and rows, by cluster
+  unsigned long long* const trace = reinterpret_cast<unsigned long long*>(counters + 64) + 4 * (blockIdx.x / kCluster);
+  const bool tracer = kDynamic && threadIdx.x == 0 && p.rank == 0;
+  if (tracer) trace[0] = globaltimer();
+  int traced_rows = 0;
+#endif
   if constexpr (kCluster > 1) share.init();
   const i64 col = (i64)p.rank * kSlice + p.lane * N;  // this thread's first element within a row
   const int n = (int)max((i64)0, min(kSlice, len - (i64)p.rank * kSlice));
@@ -228,6 +242,9 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
       st = row_stats<kGroup, kCluster, kVec, true, true>(FloatValues<kVecs, N>{xs}, live ? n : 0, rrem, len, kSlice, eps, rms,
                                              smem, share);
     }
+#if KK_TRACE
+    if (tracer && traced_rows++ == 0) trace[1] = globaltimer();
+#endif
     const i64 next_r0 = kDynamic ? handout.next(stride) : r0 + stride;  // after row_stats' block barriers
     if constexpr (kStageAsync) staged_wait();  // this thread's copies (at once after the first)
 #pragma unroll
@@ -265,6 +282,12 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
     r0 = next_r0;
   }
   if constexpr (kStageAsync) staged_wait();  // a CTA given no row leaves no copy in flight
+#if KK_TRACE
+  if (tracer) {
+    trace[2] = globaltimer();
+    trace[3] = traced_rows;
+  }
+#endif
 }
 
 template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch, bool kEarlyWB>

@@ -32,16 +32,25 @@ def main() -> None:
     ap.add_argument("--patch", default="", help="norm globals to set for a variant, e.g. 'CLUSTER_ROWS_LN={}' "
                     "(';' between variants, '+' between settings of one)")
     ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--rotate", type=int, default=1)
     a = ap.parse_args()
     print(device_line())
     rows, len_ = map(int, a.shape.split("x"))
     dtype = getattr(torch, a.dtype)
     rms = a.op == "rms_norm"
-    x = torch.randn(rows, len_, device="cuda", dtype=dtype)
+    # --rotate: calls cycle through this many copies of the input and output (placement near the L2 size)
+    xs = [torch.randn(rows, len_, device="cuda", dtype=dtype) for _ in range(a.rotate)]
+    outs = [torch.empty_like(xs[0]) for _ in range(a.rotate)]
+    x, out = xs[0], outs[0]
     w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
-    out = torch.empty_like(x)
-    call = ((lambda: kernelkit.rms_norm(x, (len_,), w, 1e-5, out=out)) if rms else
-            (lambda: kernelkit.layer_norm(x, (len_,), w, b, out=out)))
+    turn = [0]
+
+    def call():
+        i = turn[0] = (turn[0] + 1) % a.rotate
+        if rms:
+            kernelkit.rms_norm(xs[i], (len_,), w, 1e-5, out=outs[i])
+        else:
+            kernelkit.layer_norm(xs[i], (len_,), w, b, out=outs[i])
     captured = {}
     load = norm.NAMES.load
     norm.NAMES.load = lambda n, d, dev: captured.setdefault("name", n) and load(n, d, dev)
@@ -98,7 +107,10 @@ def main() -> None:
                 norm._plans.clear()
         fns.append(run_patched)
         labels.append(spec)
-    fns.append(lambda: out.copy_(x))
+    def copy():
+        i = turn[0] = (turn[0] + 1) % a.rotate
+        outs[i].copy_(xs[i])
+    fns.append(copy)
     labels.append("copy")
     times = time_interleaved(fns, reps=a.reps, warmup=5, flush_l2=True, max_seconds=20)
     report("", labels, times, 2 * x.numel() * x.element_size(), width=28)

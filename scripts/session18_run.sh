@@ -1,5 +1,17 @@
+#!/usr/bin/env bash
+# Session 18's final device call: GPU tests of the norms (and softmax, smem rows), compute-sanitizer over the
+# staged and handed-out kernels, two recordings of layer_norm and rms_norm; results under $OUT.
 export PYTHONPATH=$PWD/src:$PWD/tests:$PWD/scripts KERNELKIT_CACHE_DIR=/tmp/kkc PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=serial --format=csv,noheader
-for r in 1 2; do for op in layer_norm rms_norm; do
-python scripts/bulk_ab.py --dtype float16 --op $op --shape 4096x4096 --rotate 4 --reps 400 --macros "KK_STAGE_CA=1" 2>&1 | grep -E "^  |: kk"
-done; done | tee $OUT/stage-ca-4096.txt
+OUT=${OUT:-/tmp/kk-out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,serial --format=csv,noheader | tee $OUT/device.txt
+python -m pytest -q -p no:cacheprovider tests/test_norm_gpu.py tests/test_smem_rows_gpu.py tests/test_softmax_gpu.py 2>&1 | tail -4 | tee $OUT/gpu-tests.log
+for tool in memcheck racecheck; do
+  compute-sanitizer --tool $tool --report-api-errors no python scripts/race_staged.py > $OUT/$tool.log 2>&1
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY" $OUT/$tool.log | tail -2
+done
+for i in 1 2; do
+  rm -f $KERNELKIT_CACHE_DIR/ceilings-*.json
+  mkdir -p /tmp/rec$i && python benchmarks/record.py layer_norm rms_norm --no-compile --out /tmp/rec$i > $OUT/record$i.log 2>&1
+  grep -E "^\|" $OUT/record$i.log | grep -E "fast|best" | head -30
+done
+tar -czf $OUT/rec.tar.gz -C /tmp rec1 rec2

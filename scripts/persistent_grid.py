@@ -24,7 +24,7 @@ from kernelkit.bench import time_interleaved
 from kernelkit.runtime import get_kernel, launch
 from kernelkit.ops._rowwise import (allow_shared, handout_counters, launch_cluster, per_vec, resident_blocks,
                                     row_name)
-from rowbench import device_line, report
+from rowbench import device_line, row_shape, report
 
 norm = importlib.import_module("kernelkit.ops.norm")
 
@@ -47,9 +47,7 @@ def main() -> None:
     ap.add_argument("--no-check", action="store_true", help="time builds whose results are wrong (experiments)")
     a = ap.parse_args()
     print(device_line())
-    rows, len_ = map(int, a.shape.split("x"))
-    dtype = getattr(torch, a.dtype)
-    c = tuple(map(int, a.cfg.split("x")))
+    rows, len_, dtype, c = row_shape(a)
     x = torch.randn(rows, len_, device="cuda", dtype=dtype)
     w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
     out = torch.empty_like(x)

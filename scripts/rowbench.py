@@ -17,6 +17,13 @@ def case_args(ap, *, shapes: str, dtypes: str, ops: str, reps: int) -> None:
     ap.add_argument("--reps", type=int, default=reps)
 
 
+def row_shape(a) -> tuple[int, int, torch.dtype, tuple[int, ...]]:
+    """The parsed --shape ROWSxLEN, --dtype and --cfg GROUPxVECSxCLUSTER of a row script: (rows, length,
+    dtype, configuration)."""
+    rows, len_ = map(int, a.shape.split("x"))
+    return rows, len_, getattr(torch, a.dtype), tuple(map(int, a.cfg.split("x")))
+
+
 def device_line(extra: str = "") -> str:
     """Device, torch version and UTC time: the first line of every result file."""
     now = datetime.datetime.now(datetime.timezone.utc)

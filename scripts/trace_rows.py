@@ -14,7 +14,7 @@ import torch
 from kernelkit.bench.timing import _l2_flush
 from kernelkit.ops._rowwise import allow_shared, launch_cluster, per_vec, resident_blocks, row_name
 from kernelkit.runtime import get_kernel
-from rowbench import device_line
+from rowbench import device_line, row_shape
 
 
 def main() -> None:
@@ -25,9 +25,7 @@ def main() -> None:
     ap.add_argument("--macros", default="", help="extra macros, '+' between them")
     a = ap.parse_args()
     print(device_line())
-    rows, len_ = map(int, a.shape.split("x"))
-    dtype = getattr(torch, a.dtype)
-    c = tuple(map(int, a.cfg.split("x")))
+    rows, len_, dtype, c = row_shape(a)
     opts = ("define_macro=KK_TRACE=1",) + tuple(f"define_macro={m}" for m in filter(None, a.macros.split("+")))
     k = get_kernel("norm.cu", row_name("norm_rows_dyn", dtype, c, True, False), device_index=0, extra_options=opts)
     x = torch.randn(rows, len_, device="cuda", dtype=dtype)

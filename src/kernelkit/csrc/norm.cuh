@@ -305,8 +305,7 @@ __device__ __forceinline__ void stage_weight_bias(const T* weight, const T* bias
 // layer_norm, 1320 CTAs staging 16 KB each). The thread waits for its own copies (staged_wait) before it
 // first reads them back. Vectors past the row are zeroed, never copied.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(gmem) : "memory");
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_addr(smem)), "l"(gmem) : "memory");
 }
 __device__ __forceinline__ void staged_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 template <typename Tile, typename T>
@@ -348,9 +347,11 @@ __device__ __forceinline__ void load_weight_bias_words(V& wv, V& bv, const T* we
 template <typename V>
 __device__ __forceinline__ V lds_volatile_if(bool ok, const V* p) {
   static_assert(sizeof(V) == 16, "16-byte shared loads");
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
   uint4 r = {0u, 0u, 0u, 0u};
-  if (ok) asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(a));
+  if (ok) {
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(shared_addr(p)));
+  }
   V v;
   memcpy(&v, &r, 16);
   return v;

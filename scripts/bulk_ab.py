@@ -17,7 +17,7 @@ import torch
 import kernelkit
 from kernelkit.bench import time_interleaved
 from kernelkit.runtime import get_kernel
-from rowbench import device_line, report
+from rowbench import Rotation, device_line, report, row_dims
 
 norm = importlib.import_module("kernelkit.ops.norm")
 
@@ -35,22 +35,13 @@ def main() -> None:
     ap.add_argument("--rotate", type=int, default=1)
     a = ap.parse_args()
     print(device_line())
-    rows, len_ = map(int, a.shape.split("x"))
-    dtype = getattr(torch, a.dtype)
-    rms = a.op == "rms_norm"
-    # --rotate: calls cycle through this many copies of the input and output (placement near the L2 size)
-    xs = [torch.randn(rows, len_, device="cuda", dtype=dtype) for _ in range(a.rotate)]
-    outs = [torch.empty_like(xs[0]) for _ in range(a.rotate)]
-    x, out = xs[0], outs[0]
+    rows, len_, dtype = row_dims(a)
+    inputs = Rotation(rows, len_, dtype, a.rotate)  # --rotate: copies of the input and output, called in turn
     w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
-    turn = [0]
-
-    def call():
-        i = turn[0] = (turn[0] + 1) % a.rotate
-        if rms:
-            kernelkit.rms_norm(xs[i], (len_,), w, 1e-5, out=outs[i])
-        else:
-            kernelkit.layer_norm(xs[i], (len_,), w, b, out=outs[i])
+    if a.op == "rms_norm":
+        call = inputs.each(lambda x, out: kernelkit.rms_norm(x, (len_,), w, 1e-5, out=out))
+    else:
+        call = inputs.each(lambda x, out: kernelkit.layer_norm(x, (len_,), w, b, out=out))
     captured = {}
     load = norm.NAMES.load
     norm.NAMES.load = lambda n, d, dev: captured.setdefault("name", n) and load(n, d, dev)
@@ -75,45 +66,35 @@ def main() -> None:
                 norm._plans.update(orig)
         fns.append(run)
         labels.append(m)
-    table = norm.BULK[norm.per_vec(dtype)]
+    per = norm.per_vec(dtype)
     for spec in filter(None, a.bulk.split(";")):
-        cfg = tuple(int(v) for v in spec.split(","))
-        cfg = (*cfg[:4], bool(cfg[4]), cfg[5])
-
-        def run_cfg(cfg=cfg):
-            saved = table[len_]
-            table[len_] = cfg
-            norm._plans.clear()
-            try:
-                call()
-            finally:
-                table[len_] = saved
-                norm._plans.clear()
-        fns.append(run_cfg)
+        g, v, c, stages, wb, chunks = (int(f) for f in spec.split(","))
+        bulk = {**norm.BULK, per: {**norm.BULK[per], len_: (g, v, c, stages, bool(wb), chunks)}}
+        fns.append(patched(call, {"BULK": bulk}))
         labels.append("bulk " + spec)
     for spec in filter(None, a.patch.split(";")):
-        settings = [kv.split("=", 1) for kv in spec.split("+")]
-
-        def run_patched(settings=settings):
-            saved = {k: getattr(norm, k) for k, _ in settings}
-            for k, v in settings:
-                setattr(norm, k, eval(v, vars(norm)))
-            norm._plans.clear()
-            try:
-                call()
-            finally:
-                for k, v in saved.items():
-                    setattr(norm, k, v)
-                norm._plans.clear()
-        fns.append(run_patched)
+        fns.append(patched(call, {k: eval(v, vars(norm)) for k, v in (kv.split("=", 1) for kv in spec.split("+"))}))
         labels.append(spec)
-    def copy():
-        i = turn[0] = (turn[0] + 1) % a.rotate
-        outs[i].copy_(xs[i])
-    fns.append(copy)
+    fns.append(inputs.each(lambda x, out: out.copy_(x)))
     labels.append("copy")
     times = time_interleaved(fns, reps=a.reps, warmup=5, flush_l2=True, max_seconds=20)
-    report("", labels, times, 2 * x.numel() * x.element_size(), width=28)
+    report("", labels, times, inputs.nbytes, width=28)
+
+
+def patched(call, values: dict):
+    """call() with norm's globals set to `values` for its duration, the plans rebuilt on either side."""
+    def run():
+        saved = {k: getattr(norm, k) for k in values}
+        for k, v in values.items():
+            setattr(norm, k, v)
+        norm._plans.clear()
+        try:
+            call()
+        finally:
+            for k, v in saved.items():
+                setattr(norm, k, v)
+            norm._plans.clear()
+    return run
 
 
 if __name__ == "__main__":

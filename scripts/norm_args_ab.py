@@ -12,7 +12,7 @@ import torch
 
 import kernelkit
 from kernelkit.bench import time_interleaved
-from rowbench import device_line, report
+from rowbench import Rotation, device_line, report, row_dims
 
 
 def main() -> None:
@@ -23,19 +23,9 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=400)
     a = ap.parse_args()
     print(device_line())
-    rows, len_ = map(int, a.shape.split("x"))
-    dtype = getattr(torch, a.dtype)
-    xs = [torch.randn(rows, len_, device="cuda", dtype=dtype) for _ in range(a.rotate)]
-    outs = [torch.empty_like(xs[0]) for _ in range(a.rotate)]
+    rows, len_, dtype = row_dims(a)
+    inputs = Rotation(rows, len_, dtype, a.rotate)
     w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
-    turn = [0]
-
-    def rotating(fn):
-        def run():
-            i = turn[0] = (turn[0] + 1) % a.rotate
-            fn(xs[i], outs[i])
-        return run
-
     cases = {
         "layer_norm(w, b)": lambda x, o: kernelkit.layer_norm(x, (len_,), w, b, out=o),
         "layer_norm(w)": lambda x, o: kernelkit.layer_norm(x, (len_,), w, None, out=o),
@@ -45,10 +35,9 @@ def main() -> None:
         "rms_norm()": lambda x, o: kernelkit.rms_norm(x, (len_,), out=o),
         "copy": lambda x, o: o.copy_(x),
     }
-    times = time_interleaved([rotating(f) for f in cases.values()], reps=a.reps, warmup=5, flush_l2=True,
+    times = time_interleaved([inputs.each(f) for f in cases.values()], reps=a.reps, warmup=5, flush_l2=True,
                              max_seconds=30)
-    report(f"{a.dtype} {a.shape}, {a.rotate} rotating inputs:", list(cases), times, 2 * xs[0].numel() * xs[0].element_size(),
-           width=24)
+    report(f"{a.dtype} {a.shape}, {a.rotate} rotating inputs:", list(cases), times, inputs.nbytes, width=24)
 
 
 if __name__ == "__main__":

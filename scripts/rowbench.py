@@ -17,11 +17,38 @@ def case_args(ap, *, shapes: str, dtypes: str, ops: str, reps: int) -> None:
     ap.add_argument("--reps", type=int, default=reps)
 
 
-def row_shape(a) -> tuple[int, int, torch.dtype, tuple[int, ...]]:
-    """The parsed --shape ROWSxLEN, --dtype and --cfg GROUPxVECSxCLUSTER of a row script: (rows, length,
-    dtype, configuration)."""
+def row_dims(a) -> tuple[int, int, torch.dtype]:
+    """The parsed --shape ROWSxLEN and --dtype of a row script: (rows, length, dtype)."""
     rows, len_ = map(int, a.shape.split("x"))
-    return rows, len_, getattr(torch, a.dtype), tuple(map(int, a.cfg.split("x")))
+    return rows, len_, getattr(torch, a.dtype)
+
+
+def row_shape(a) -> tuple[int, int, torch.dtype, tuple[int, ...]]:
+    """row_dims and the parsed --cfg GROUPxVECSxCLUSTER: (rows, length, dtype, configuration)."""
+    return (*row_dims(a), tuple(map(int, a.cfg.split("x"))))
+
+
+class Rotation:
+    """`count` random (rows, length) inputs, an output each (placement near the L2 size moves a kernel's
+    time by a few percent). each(fn) is a no-argument function calling fn(x, out) on the next pair; all such
+    functions share one counter, so each sees every pair only where the number of functions timed in turn
+    has no factor in common with `count`."""
+
+    def __init__(self, rows: int, len_: int, dtype: torch.dtype, count: int):
+        self.xs = [torch.randn(rows, len_, device="cuda", dtype=dtype) for _ in range(count)]
+        self.outs = [torch.empty_like(self.xs[0]) for _ in range(count)]
+        self._turn = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes a call moves: one input read, one output written."""
+        return 2 * self.xs[0].numel() * self.xs[0].element_size()
+
+    def each(self, fn):
+        def run():
+            self._turn = i = (self._turn + 1) % len(self.xs)
+            fn(self.xs[i], self.outs[i])
+        return run
 
 
 def device_line(extra: str = "") -> str:

@@ -46,7 +46,7 @@ def main() -> None:
     load = norm.NAMES.load
     norm.NAMES.load = lambda n, d, dev: captured.setdefault("name", n) and load(n, d, dev)
     norm._plans.clear()
-    call()
+    call(0)
     norm.NAMES.load = load
     name = captured["name"]
     print(f"{a.op} {a.dtype} {a.shape}: {name}")
@@ -56,11 +56,11 @@ def main() -> None:
         km = get_kernel("norm.cu", name, device_index=0, extra_options=opts)
         orig = norm._plans.copy()
 
-        def run(km=km):
+        def run(i, km=km):
             norm._plans.clear()
             norm._plans.update({k: (km, v[1]) for k, v in orig.items()})
             try:
-                call()
+                call(i)
             finally:
                 norm._plans.clear()
                 norm._plans.update(orig)
@@ -82,14 +82,14 @@ def main() -> None:
 
 
 def patched(call, values: dict):
-    """call() with norm's globals set to `values` for its duration, the plans rebuilt on either side."""
-    def run():
+    """call(i) with norm's globals set to `values` for its duration, the plans rebuilt on either side."""
+    def run(i):
         saved = {k: getattr(norm, k) for k in values}
         for k, v in values.items():
             setattr(norm, k, v)
         norm._plans.clear()
         try:
-            call()
+            call(i)
         finally:
             for k, v in saved.items():
                 setattr(norm, k, v)

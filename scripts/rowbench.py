@@ -30,14 +30,14 @@ def row_shape(a) -> tuple[int, int, torch.dtype, tuple[int, ...]]:
 
 class Rotation:
     """`count` random (rows, length) inputs, an output each (placement near the L2 size moves a kernel's
-    time by a few percent). each(fn) is a no-argument function calling fn(x, out) on the next pair; all such
-    functions share one counter, so each sees every pair only where the number of functions timed in turn
-    has no factor in common with `count`."""
+    time by a few percent). each(fn) is a function of the rep index i (as time_interleaved calls it) calling
+    fn(x, out) on pair i % count: every function sees every pair, and the functions of one rep the same one.
+    (Until session 18's review the pairs came from one counter shared by all functions, so with as many
+    functions as pairs, or a common factor, each function kept to some of the pairs.)"""
 
     def __init__(self, rows: int, len_: int, dtype: torch.dtype, count: int):
         self.xs = [torch.randn(rows, len_, device="cuda", dtype=dtype) for _ in range(count)]
         self.outs = [torch.empty_like(self.xs[0]) for _ in range(count)]
-        self._turn = 0
 
     @property
     def nbytes(self) -> int:
@@ -45,9 +45,8 @@ class Rotation:
         return 2 * self.xs[0].numel() * self.xs[0].element_size()
 
     def each(self, fn):
-        def run():
-            self._turn = i = (self._turn + 1) % len(self.xs)
-            fn(self.xs[i], self.outs[i])
+        def run(i):
+            fn(self.xs[i % len(self.xs)], self.outs[i % len(self.xs)])
         return run
 
 

@@ -317,6 +317,53 @@ def test_cluster_rows_handed_out_give_the_fixed_stride_bits_on_any_stream():
 
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+def test_bulk_rows_handed_out_give_the_fixed_stride_bits(dtype):
+    """layer_norm's one-CTA bulk-copy rings (norm.BULK_LAYER_NORM, 16-bit rows of 16K-32K) with rows handed
+    out at run time (norm_bulk_dyn, norm.BULK_HANDOUT) give the bits of rows dealt in a fixed stride and
+    match float64: more rows than resident CTAs, fewer, lengths whose last chunk is short or empty, with
+    and without weight and bias, launch after launch and replayed from a CUDA graph; the counters read zero
+    after."""
+    from kernelkit.ops import _rowwise
+
+    mod = _norm_with_clusters()
+    saved = mod.BULK_HANDOUT
+    try:
+        for rows, len_ in ((400, 32768), (40, 32768), (300, 32760), (150, 20000)):
+            x = random_input(rows * len_, dtype).view(rows, len_) * 2 + 5
+            w, b = random_input(len_, dtype), random_input(len_, dtype)
+            for wb in ((w, b), (None, None)):
+                mod.BULK_HANDOUT = False
+                fixed = call("layer_norm", x, len_, *wb, poisoned_like(x), None)
+                mod.BULK_HANDOUT = True
+                assert_close(fixed, ref("layer_norm", x, len_, *wb), dtype, f"fixed stride {rows}x{len_}")
+                for i in range(2):
+                    got = call("layer_norm", x, len_, *wb, poisoned_like(x), None)
+                    assert torch.equal(got, fixed), f"{rows}x{len_} launch {i}: handed out differs"
+                plans = {plan[1] for key, plan in mod._plans.items() if key[3] == len_ and key[8]}
+                assert plans == {(*mod.BULK_LAYER_NORM[mod.per_vec(dtype)][32768], "bulk handout")}, plans
+        graph_stream = torch.cuda.Stream()
+        graph_stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(graph_stream):
+            out = poisoned_like(x)
+            call("layer_norm", x, len_, w, b, out, None)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=graph_stream):
+                call("layer_norm", x, len_, w, b, out, None)
+        want = out.clone()
+        for i in range(3):
+            out.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            assert torch.equal(out, want), f"graph replay {i} differs"
+    finally:
+        mod.BULK_HANDOUT = saved
+        mod._plans.clear()
+    torch.cuda.synchronize()
+    for buf, _ptr in _rowwise._handout.values():
+        assert buf.tolist() == [0]
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
 def test_staged_rows_loop_over_more_rows_than_resident_ctas(dtype):
     """16-bit layer_norm rows of 2K-4K elements run persistent CTAs that stage weight and bias once and
     loop over rows (norm.STAGED_ROWS): more rows than resident CTAs, with and without weight and bias,

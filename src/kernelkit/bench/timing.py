@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import random
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -194,6 +195,7 @@ def time_interleaved(
     working_set_bytes: int | None = None,
     max_seconds: float = 2.0,
     cover_host: bool = True,
+    shuffle: bool = False,
 ) -> list[Timing]:
     """Time several functions under the same conditions: each repetition runs them in turn.
 
@@ -235,8 +237,13 @@ def time_interleaved(
 
     starts = [[torch.cuda.Event(enable_timing=True) for _ in range(n)] for _ in calls]
     ends = [[torch.cuda.Event(enable_timing=True) for _ in range(n)] for _ in calls]
+    rng = random.Random(0)  # the same orders every run
+    order = list(range(len(calls)))
     for i in range(n):
-        for j, call in enumerate(calls):
+        if shuffle:
+            rng.shuffle(order)
+        for j in order:
+            call = calls[j]
             if l2_flush is not None:
                 l2_flush()  # same stream, so it finishes before the start event
             if cover_host:

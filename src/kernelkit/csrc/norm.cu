@@ -339,10 +339,17 @@ __host__ __device__ constexpr int bulk_min_blocks() {
   return kBlock <= 512 && (kStages * kSliceBytes / kChunks + (kStageWB ? 2 * kSliceBytes : 0)) <= 100 * 1024 ? 2 : 1;
 }
 
-template <typename T, int kBlock, int kVecs, int kCluster, int kStages, bool kStageWB, int kChunks>
-__global__ void __launch_bounds__(kBlock, (bulk_min_blocks<T, kBlock, kVecs, kCluster, kStages, kStageWB, kChunks>()))
-norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
-          const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
+// kDynamic (norm_bulk_dyn, one-CTA rows): the rows past the grid's first are handed out at run time, as
+// RowHandout does for clusters: the filling thread takes a number for each row it starts to copy, the
+// number a launch's last take gets resets the counter, and the row of each ring row slot reaches the other
+// threads through shared memory, written before the arrival that completes the slot's first stage.
+// Why: in a fixed stride the 132 one-CTA rings of 32768^2 fp16 layer_norm ended 31 us apart on average
+// before the last exit (of 1511 us; scripts/trace_rows.py --bulk, session 19): SMs differ in speed.
+template <typename T, int kBlock, int kVecs, int kCluster, int kStages, bool kStageWB, int kChunks, bool kDynamic>
+__device__ __forceinline__ void norm_bulk_body(const T* __restrict__ in, T* __restrict__ out,
+                                               const T* __restrict__ weight, const T* __restrict__ bias, i64 rows,
+                                               i64 len, float eps, int rms, unsigned* __restrict__ counters,
+                                               unsigned long long* __restrict__ trace) {
   using Tile = RowTile<T, kBlock, kVecs>;
   using V = Vec<T, Tile::N>;
   constexpr int N = Tile::N;
@@ -366,25 +373,58 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   const int n = (int)max((i64)0, min((i64)kSlice, len - (i64)rank * kSlice));
   const int rem = n - threadIdx.x * N;
   const i64 first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
+#if KK_TRACE
+  unsigned long long* const tr = (kDynamic ? reinterpret_cast<unsigned long long*>(counters + 64) : trace) + 4 * first;
+  if (threadIdx.x == 0 && rank == 0) tr[0] = globaltimer();
+#endif
   if constexpr (kStageWB) stage_weight_bias<true, Tile>(weight, bias, col, rem, ws, bs);
   ClusterShare<kCluster> share{slots, pushed, rank};
   share.init();
   ring.init();
+  static_assert(!kDynamic || kCluster == 1, "rows handed out to one-CTA rings only");
+  constexpr int kRowSlots = kStages + 1;  // rows a ring can be copying ahead of the one reduced, plus it
+  __shared__ i64 row_of[kDynamic ? kRowSlots : 1];
+  i64 filling = first;  // thread 0 (kDynamic): the row its copies fill; >= rows once the handout is over
   // one thread: copy number q of this CTA's sequence of row chunks (BulkRing::fill_slice)
   const auto fill = [&](int q) {
-    ring.template fill_slice<kChunks>(q, in, rows, len, first, stride, (i64)rank * kSlice, n);
+    if constexpr (kDynamic) {
+      const int j = q / kChunks, c = q % kChunks;
+      if (c == 0) {
+        if (j > 0) {  // a row slot past the first: the next number (one take a row done, plus the last)
+          const unsigned taken = atomicAdd(counters, 1u);
+          if ((i64)taken == rows - 1) atomicExch(counters, 0u);  // the launch's last take
+          filling = stride + taken;
+        }
+        row_of[j % kRowSlots] = filling;  // published by the stage's arrival (release) below
+      }
+      if (filling < rows) {
+        const int elems = max(0, min(kChunk, n - c * kChunk));
+        ring.fill(q, in + filling * len + c * kChunk, (unsigned)elems * sizeof(T));
+      } else if (c == 0) {
+        ring.fill(q, in, 0u);  // no row: the phase completes on the arrival, the readers see the end
+      }
+    } else {
+      ring.template fill_slice<kChunks>(q, in, rows, len, first, stride, (i64)rank * kSlice, n);
+    }
   };
   if (threadIdx.x == 0 && n > 0) {
 #pragma unroll
-    for (int q = 0; q < kStages; ++q) fill(q);
+    for (int q = 0; q < kStages; ++q) {
+      if (!kDynamic || q < kChunks || filling < rows) fill(q);
+    }
   }
   int i = 0;
-  for (i64 row = first; row < rows; row += stride, ++i) {
+  for (i64 row = first;; row += stride, ++i) {
+    if constexpr (kDynamic) {
+      ring.wait(i * kChunks);
+      row = row_of[i % kRowSlots];
+    }
+    if (row >= rows) break;
     float xs[kVecs][N];
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
       const int q = i * kChunks + c;
-      if (n > 0) ring.wait(q);
+      if (n > 0 && !(kDynamic && c == 0)) ring.wait(q);
       const T* const mine = ring.stage(q) + threadIdx.x * N;
 #pragma unroll
       for (int kk = 0; kk < kPer; ++kk) {
@@ -399,13 +439,16 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
         }
       }
       __syncthreads();  // every thread holds this chunk's values: the stage may be refilled
-      if (threadIdx.x == 0 && n > 0) fill(q + kStages);
+      if (threadIdx.x == 0 && n > 0 && (!kDynamic || filling < rows)) fill(q + kStages);
     }
     // the warp passes where they fit without spilling (at 64 registers a thread, clusters of 8 spill)
     constexpr int kRegs = 65536 / (kBlock * bulk_min_blocks<T, kBlock, kVecs, kCluster, kStages, kStageWB, kChunks>());
     constexpr bool kWarpPasses = kRegs >= 128 || kCluster <= 4;
     const float2 st = row_stats<kBlock, kCluster, true, kWarpPasses>(FloatValues<kVecs, N>{xs}, n, rem, len, kSlice, eps,
                                                                      rms, smem, share);
+#if KK_TRACE
+    if (threadIdx.x == 0 && rank == 0 && i == 0) tr[1] = globaltimer();
+#endif
     Tile t;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
@@ -432,6 +475,36 @@ norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     }
     t.template store<true>(out + row * len + col, rem);
   }
+#if KK_TRACE
+  if (threadIdx.x == 0 && rank == 0) {
+    tr[2] = globaltimer();
+    tr[3] = i;
+  }
+#endif
+}
+
+template <typename T, int kBlock, int kVecs, int kCluster, int kStages, bool kStageWB, int kChunks>
+__global__ void __launch_bounds__(kBlock, (bulk_min_blocks<T, kBlock, kVecs, kCluster, kStages, kStageWB, kChunks>()))
+norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
+          const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms
+#if KK_TRACE  // experiments (scripts/trace_rows.py --bulk): rank 0's entry, first statistics, exit and rows
+          , unsigned long long* __restrict__ trace
+#endif
+) {
+#if !KK_TRACE
+  unsigned long long* const trace = nullptr;
+#endif
+  norm_bulk_body<T, kBlock, kVecs, kCluster, kStages, kStageWB, kChunks, false>(in, out, weight, bias, rows, len, eps,
+                                                                                 rms, nullptr, trace);
+}
+
+// the counter buffer of the stream (ops/_rowwise.handout_counters); with KK_TRACE the trace at counters + 64
+template <typename T, int kBlock, int kVecs, int kCluster, int kStages, bool kStageWB, int kChunks>
+__global__ void __launch_bounds__(kBlock, (bulk_min_blocks<T, kBlock, kVecs, kCluster, kStages, kStageWB, kChunks>()))
+norm_bulk_dyn(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
+              const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms, unsigned* __restrict__ counters) {
+  norm_bulk_body<T, kBlock, kVecs, kCluster, kStages, kStageWB, kChunks, true>(in, out, weight, bias, rows, len, eps,
+                                                                                rms, counters, nullptr);
 }
 
 // norm_smem: a persistent CTA (kCluster == 1) or cluster per row, the CTA's slice resident in shared

@@ -41,6 +41,11 @@ PREFETCH = False
 # 92.6% -> 98.0% and 91.5% -> 95.8%. STAGED_ROWS' one-CTA rows measured slower so (ncu, 4096 x 4096 fp16
 # layer_norm: 23.6-24.9 us against 22.4-23.5 us) and keep the fixed stride. False: kept, tested, compared.
 HANDOUT = True
+# norm_bulk's one-CTA rings (16-bit layer_norm rows of 16K-32K) take rows handed out at run time
+# (norm_bulk_dyn) rather than dealt in a fixed stride. Session 19 (scripts/bulk_ab.py --patch, H100,
+# interleaved; results/session19/bulk-handout-ab.txt): 32768^2 fp16 layer_norm 1482 -> 1415 us (95.5% ->
+# 100.0% of a same-bytes copy), 16384 x 32768 742 -> 710 us. False: kept, tested, compared.
+BULK_HANDOUT = True
 
 
 def smem_configs(dtype) -> list[tuple]:
@@ -81,18 +86,20 @@ def _staged_shared(cfg) -> int:
     return 2 * cfg[0] * cfg[1] * 16  # the CTA's weight and bias slices
 
 
-def _bulk_name(dtype, cfg) -> str:
+def _bulk_name(dtype, cfg, dyn: bool = False) -> str:
+    """norm_bulk for a configuration; dyn: its one-CTA form taking rows handed out at run time (norm_bulk_dyn)."""
     g, v, c, stages, wb, chunks = cfg
-    return f"kk::norm_bulk<{CXX_TYPE[dtype]}, {g}, {v}, {c}, {stages}, {'true' if wb else 'false'}, {chunks}>"
+    kernel = "norm_bulk_dyn" if dyn else "norm_bulk"
+    return f"kk::{kernel}<{CXX_TYPE[dtype]}, {g}, {v}, {c}, {stages}, {'true' if wb else 'false'}, {chunks}>"
 
 
 def _bulk_kernels(dtype) -> tuple[Kernel, ...]:
     n = per_vec(dtype)
     cfgs = sorted(set(BULK[n].values()) | set(BULK_SPARES.get(n, ())))
     # 32 values a thread at 1024 threads (64 registers): ptxas spills some bytes for bf16 (allowed)
-    return tuple(Kernel(SRC, _bulk_name(dtype, c), 128, 128, block=c[0], min_sm=90, sass=("UBLKCP",),
+    return tuple(Kernel(SRC, _bulk_name(dtype, c, dyn), 128, 128, block=c[0], min_sm=90, sass=("UBLKCP",),
                         spills=c[0] == 1024 and c[1] * n > 16, dyn_shared=_bulk_shared(c, True, True))
-                 for c in cfgs)
+                 for c in cfgs for dyn in ((False, True) if c[2] == 1 else (False,)))
 
 
 def _bulk_config(dtype, len_: int):
@@ -156,7 +163,7 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool, rows: in
     many = rows > STAGED_MAX_ROWS.get(dtype, rows)  # past the staged form's row range (STAGED_MAX_ROWS)
     lo, hi = STAGED_RMS_ROWS.get(dtype, (1, 0))
     rms_staged = rms and lo <= rows <= hi  # rms_norm's row range for the staged form
-    key = (v.name, dtype, dev, len_, vec, rms, PREFETCH, HANDOUT, many, rms_staged)
+    key = (v.name, dtype, dev, len_, vec, rms, PREFETCH, HANDOUT, BULK_HANDOUT, many, rms_staged)
     plan = _plans.get(key)
     if plan is None:
         kind = v.params["kind"]
@@ -172,7 +179,9 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool, rows: in
                 return plan
             cfg = _bulk_for(dtype, len_, rms)
             if cfg is not None:
-                plan = _plans[key] = (NAMES.load(_bulk_name(dtype, cfg), dtype, dev), cfg)
+                dyn = BULK_HANDOUT and cfg[2] == 1  # one-CTA rings: rows handed out (norm_bulk_dyn)
+                plan = _plans[key] = (NAMES.load(_bulk_name(dtype, cfg, dyn), dtype, dev),
+                                      (*cfg, "bulk handout") if dyn else cfg)
                 return plan
         cfg = None if kind == "welford" else pick(len_, TABLES.table(kind, dtype, dev))
         staged = cfg in STAGED_ROWS.get(per_vec(dtype), ()) and (rms_staged or not rms)
@@ -211,6 +220,10 @@ def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
         return
     if len(cfg) == 5:  # norm_smem: rows resident in shared memory, persistent
         launch_smem_rows(kernel, cfg, rows, *args, dev=dev)
+        return
+    if len(cfg) == 7:  # norm_bulk_dyn: persistent one-CTA rings, rows handed out by the stream's counter
+        shmem = _bulk_shared(cfg[:6], w is not None, b is not None)
+        launch_persistent(kernel, rows, cfg[0], 1, shmem, *args, handout_counters(dev), dev=dev)
         return
     if len(cfg) == 6:  # norm_bulk: persistent clusters, the ring of stages in dynamic shared memory
         block, cluster = cfg[0], cfg[2]

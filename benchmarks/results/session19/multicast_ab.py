@@ -1,0 +1,70 @@
+"""The staged one-CTA norm rows with weight and bias staged once a cluster by multicast bulk copies
+(norm_rows_mc<T, 128, 4, kShare>, clusters of kShare CTAs), against kernelkit's own (each CTA staging its own
+copy) and a same-bytes copy: interleaved, the order shuffled every round, over 4 rotating inputs.
+
+    python scripts/multicast_ab.py [--shape 4096x4096] [--dtype float16] [--shares 2,4] [--reps 300]
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import kernelkit
+from kernelkit.bench import time_interleaved
+from kernelkit.ops._rowwise import allow_shared, launch_cluster, resident_blocks
+from kernelkit.runtime import get_kernel
+from rowbench import Rotation, device_line, report, row_dims
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", default="4096x4096")
+    ap.add_argument("--dtype", default="float16")
+    ap.add_argument("--shares", default="2,4")
+    ap.add_argument("--reps", type=int, default=300)
+    a = ap.parse_args()
+    print(device_line())
+    rows, len_, dtype = row_dims(a)
+    rot = Rotation(rows, len_, dtype, 4)
+    w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
+    cxx = {torch.float16: "__half", torch.bfloat16: "__nv_bfloat16"}[dtype]
+    shmem = 2 * 128 * 4 * 16
+    for op in ("layer_norm", "rms_norm"):
+        rms = op == "rms_norm"
+        bt = None if rms else b
+        fns, labels = [], []
+        for share in map(int, a.shares.split(",")):
+            k = get_kernel("norm.cu", f"kk::norm_rows_mc<{cxx}, 128, 4, {share}>", device_index=0)
+            allow_shared(k, shmem, 0)
+            resident = resident_blocks(k, 128, share, 0, shmem)
+            blocks = min(-(-rows // share) * share, resident)
+
+            def run(x, out, k=k, share=share, blocks=blocks):
+                launch_cluster(k, blocks, 128, share, x.data_ptr(), out.data_ptr(), w.data_ptr(),
+                               0 if bt is None else bt.data_ptr(), rows, len_, np.float32(1e-5), np.int32(rms),
+                               dev=0, shmem=shmem)
+
+            x, out = rot.xs[0], rot.outs[0]
+            out.fill_(float("nan"))
+            run(x, out)
+            want = (F.rms_norm(x.float(), (len_,), w.float(), 1e-5) if rms else
+                    F.layer_norm(x.float(), (len_,), w.float(), bt.float()))
+            err = (out.float() - want).abs().max().item()
+            print(f"  {op} clusters of {share}: {blocks} CTAs ({resident} resident), max error {err:.3g}")
+            if not err < 2e-2:
+                continue
+            fns.append(rot.each(run))
+            labels.append(f"multicast, clusters of {share}")
+        api = (lambda x, out: kernelkit.rms_norm(x, (len_,), w, 1e-5, out=out)) if rms else \
+              (lambda x, out: kernelkit.layer_norm(x, (len_,), w, bt, out=out))
+        fns += [rot.each(api), rot.each(lambda x, out: out.copy_(x))]
+        labels += [f"kernelkit.{op}", "copy"]
+        times = time_interleaved(fns, reps=a.reps, warmup=5, flush_l2=True, max_seconds=30, shuffle=True)
+        report(f"{op} {a.dtype} {a.shape} (4 rotating inputs, shuffled order):", labels, times, rot.nbytes, width=28)
+
+
+if __name__ == "__main__":
+    main()

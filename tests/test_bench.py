@@ -124,6 +124,27 @@ def test_time_interleaved_runs_functions_in_turn(monkeypatch):
     with pytest.raises(ValueError):
         timing.time_interleaved([])
 
+def test_time_interleaved_shuffled_order(monkeypatch):
+    """shuffle=True: every round still runs each function once, in an order drawn anew each round from a
+    fixed seed (the same orders every run), and each Timing stays with its own function."""
+    _fake_cuda(monkeypatch)
+
+    def run_once():
+        order = []
+        fns = [lambda i, k=k: order.append((k, i)) for k in "abc"]
+        fns.append(lambda: (order.append(("slow", None)), time.sleep(0.004)))
+        times = timing.time_interleaved(fns, warmup=1, reps=12, working_set_bytes=1024, shuffle=True)
+        return order[4:], times  # past the warm-up round (called in order)
+
+    timed, times = run_once()
+    rounds = [timed[4 * r:4 * r + 4] for r in range(12)]
+    assert all(sorted(k for k, _ in rnd) == ["a", "b", "c", "slow"] for rnd in rounds)
+    assert all(i == r for r, rnd in enumerate(rounds) for k, i in rnd if k != "slow")
+    assert len({tuple(k for k, _ in rnd) for rnd in rounds}) > 1  # the order changes between rounds
+    assert timed == run_once()[0]  # and is the same from run to run
+    assert times[3].median_ms >= 3.5 > max(t.median_ms for t in times[:3])
+
+
 # ---------------------------------------------------------------- ceilings cache
 FAKE_INFO = {"device": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sm_count": 132, "torch_cuda": "13.0"}
 

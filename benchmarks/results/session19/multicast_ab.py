@@ -25,6 +25,7 @@ def main() -> None:
     ap.add_argument("--dtype", default="float16")
     ap.add_argument("--shares", default="2,4")
     ap.add_argument("--reps", type=int, default=300)
+    ap.add_argument("--grid", type=int, default=0, help="CTAs to launch (0: the resident count the driver gives)")
     a = ap.parse_args()
     print(device_line())
     rows, len_, dtype = row_dims(a)
@@ -40,7 +41,7 @@ def main() -> None:
             k = get_kernel("norm.cu", f"kk::norm_rows_mc<{cxx}, 128, 4, {share}>", device_index=0)
             allow_shared(k, shmem, 0)
             resident = resident_blocks(k, 128, share, 0, shmem)
-            blocks = min(-(-rows // share) * share, resident)
+            blocks = min(-(-rows // share) * share, a.grid or resident)
 
             def run(x, out, k=k, share=share, blocks=blocks):
                 launch_cluster(k, blocks, 128, share, x.data_ptr(), out.data_ptr(), w.data_ptr(),

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-import torch
-
-import kernelkit
 from kernelkit.bench import time_interleaved
-from rowbench import device_line, report, row_dims
+from rowbench import device_line, norm_call, report, row_inputs
 
 
 def main() -> None:
@@ -24,14 +21,10 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=300)
     a = ap.parse_args()
     print(device_line())
-    rows, len_, dtype = row_dims(a)
-    x = torch.randn(rows, len_, device="cuda", dtype=dtype)
-    w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
-    out = torch.empty_like(x)
-    nbytes = 2 * x.numel() * x.element_size()
-    op = {"layer_norm": lambda: kernelkit.layer_norm(x, (len_,), w, b, out=out),
-          "rms_norm": lambda: kernelkit.rms_norm(x, (len_,), w, 1e-5, out=out),
-          "softmax": lambda: kernelkit.softmax(x, -1, out=out)}[a.op]
+    r = row_inputs(a)
+    x, out, nbytes = r.x, r.out, r.nbytes
+    call = norm_call(a.op, r.len_, r.w, r.b)
+    op = lambda: call(x, out)  # noqa: E731
     fns = [op, op, op, lambda: out.copy_(x), lambda: out.copy_(x)]
     labels = [f"{a.op} #1", f"{a.op} #2", f"{a.op} #3", "copy", "copy #2"]
     for shuffle in (False, True) * a.tries:

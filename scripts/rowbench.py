@@ -50,6 +50,74 @@ class Rotation:
         return run
 
 
+@dataclass
+class RowInputs:
+    """One random (rows, length) input of --shape and --dtype, weight and bias, an output, the bytes a call moves."""
+    rows: int
+    len_: int
+    dtype: torch.dtype
+    x: torch.Tensor
+    w: torch.Tensor
+    b: torch.Tensor
+    out: torch.Tensor
+
+    @property
+    def nbytes(self) -> int:
+        return 2 * self.x.numel() * self.x.element_size()
+
+
+def row_inputs(a) -> RowInputs:
+    """The inputs of a row script's --shape and --dtype (row_dims)."""
+    rows, len_, dtype = row_dims(a)
+    x = torch.randn(rows, len_, device="cuda", dtype=dtype)
+    w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
+    return RowInputs(rows, len_, dtype, x, w, b, torch.empty_like(x))
+
+
+def norm_call(op: str, len_: int, w, b):
+    """kernelkit's op as fn(x, out): layer_norm with w and b, rms_norm with w, softmax over the last dim."""
+    import kernelkit
+
+    return {"layer_norm": lambda x, out: kernelkit.layer_norm(x, (len_,), w, b, out=out),
+            "rms_norm": lambda x, out: kernelkit.rms_norm(x, (len_,), w, 1e-5, out=out),
+            "softmax": lambda x, out: kernelkit.softmax(x, -1, out=out)}[op]
+
+
+def norm_error(op: str, x, out, w, b) -> float:
+    """Largest absolute difference of out from torch's layer_norm (w, b) or rms_norm (w) of x, in fp32."""
+    import torch.nn.functional as F
+
+    len_ = x.shape[-1]
+    f = lambda t: None if t is None else t.float()  # noqa: E731
+    want = (F.rms_norm(x.float(), (len_,), f(w), 1e-5) if op == "rms_norm" else
+            F.layer_norm(x.float(), (len_,), f(w), f(b)))
+    return (out.float() - want).abs().max().item()
+
+
+def add_if_right(op: str, rot: "Rotation", run, w, b, fns: list, labels: list, label: str, note: str = "") -> None:
+    """Call run(x, out) once on rot's first input into a NaN-filled output, print its error against torch's op,
+    and add it (as a function of the rep index) to fns and labels only if that is below 2e-2."""
+    x, out = rot.xs[0], rot.outs[0]
+    out.fill_(float("nan"))
+    run(x, out)
+    err = norm_error(op, x, out, w, b)
+    print(f"  {op} {label}{note}: max error {err:.3g}")
+    if err < 2e-2:
+        fns.append(rot.each(run))
+        labels.append(label)
+
+
+def beside_kernelkit(op: str, rot: "Rotation", w, b, fns: list, labels: list, reps: int, title: str) -> None:
+    """Time fns (functions of the rep index) beside kernelkit's op and a same-bytes copy over rot's inputs,
+    interleaved with the order shuffled every round, and report them."""
+    from kernelkit.bench import time_interleaved
+
+    fns = [*fns, rot.each(norm_call(op, rot.xs[0].shape[-1], w, b)), rot.each(lambda x, out: out.copy_(x))]
+    labels = [*labels, f"kernelkit.{op}", "copy"]
+    times = time_interleaved(fns, reps=reps, warmup=5, flush_l2=True, max_seconds=30, shuffle=True)
+    report(f"{title} ({len(rot.xs)} rotating inputs, shuffled order):", labels, times, rot.nbytes, width=28)
+
+
 def device_line(extra: str = "") -> str:
     """Device, torch version and UTC time: the first line of every result file."""
     now = datetime.datetime.now(datetime.timezone.utc)

@@ -11,13 +11,10 @@ import argparse
 import importlib
 
 import numpy as np
-import torch
-
-import kernelkit
 from kernelkit.bench import time_interleaved
 from kernelkit.runtime import get_kernel, launch
 from kernelkit.ops._rowwise import allow_shared, launch_persistent, resident_blocks
-from rowbench import device_line, report, row_dims
+from rowbench import device_line, norm_call, report, row_inputs
 
 norm = importlib.import_module("kernelkit.ops.norm")
 
@@ -29,16 +26,13 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=300)
     a = ap.parse_args()
     print(device_line())
-    rows, len_, dtype = row_dims(a)
-    x = torch.randn(rows, len_, device="cuda", dtype=dtype)
-    w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
-    out = torch.empty_like(x)
-    nbytes = 2 * x.numel() * x.element_size()
+    r = row_inputs(a)
+    rows, len_, dtype, x, w, out, nbytes = r.rows, r.len_, r.dtype, r.x, r.w, r.out, r.nbytes
     for op in ("layer_norm", "rms_norm"):
         rms = op == "rms_norm"
-        bt = None if rms else b
-        api = (lambda: kernelkit.rms_norm(x, (len_,), w, 1e-5, out=out)) if rms else \
-              (lambda: kernelkit.layer_norm(x, (len_,), w, bt, out=out))
+        bt = None if rms else r.b
+        call = norm_call(op, len_, w, bt)
+        api = lambda: call(x, out)  # noqa: E731
         api()
         # kernelkit's own plan for this call (the only plan made so far for this dtype, length and op)
         kernel, cfg = next(v for k, v in norm._plans.items() if k[1] == dtype and k[3] == len_ and k[5] == rms)

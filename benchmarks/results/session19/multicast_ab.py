@@ -10,13 +10,10 @@ import argparse
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-import kernelkit
-from kernelkit.bench import time_interleaved
 from kernelkit.ops._rowwise import allow_shared, launch_cluster, resident_blocks
 from kernelkit.runtime import get_kernel
-from rowbench import Rotation, device_line, report, row_dims
+from rowbench import Rotation, add_if_right, beside_kernelkit, device_line, row_dims
 
 
 def main() -> None:
@@ -48,23 +45,8 @@ def main() -> None:
                                0 if bt is None else bt.data_ptr(), rows, len_, np.float32(1e-5), np.int32(rms),
                                dev=0, shmem=shmem)
 
-            x, out = rot.xs[0], rot.outs[0]
-            out.fill_(float("nan"))
-            run(x, out)
-            want = (F.rms_norm(x.float(), (len_,), w.float(), 1e-5) if rms else
-                    F.layer_norm(x.float(), (len_,), w.float(), bt.float()))
-            err = (out.float() - want).abs().max().item()
-            print(f"  {op} clusters of {share}: {blocks} CTAs ({resident} resident), max error {err:.3g}")
-            if not err < 2e-2:
-                continue
-            fns.append(rot.each(run))
-            labels.append(f"multicast, clusters of {share}")
-        api = (lambda x, out: kernelkit.rms_norm(x, (len_,), w, 1e-5, out=out)) if rms else \
-              (lambda x, out: kernelkit.layer_norm(x, (len_,), w, bt, out=out))
-        fns += [rot.each(api), rot.each(lambda x, out: out.copy_(x))]
-        labels += [f"kernelkit.{op}", "copy"]
-        times = time_interleaved(fns, reps=a.reps, warmup=5, flush_l2=True, max_seconds=30, shuffle=True)
-        report(f"{op} {a.dtype} {a.shape} (4 rotating inputs, shuffled order):", labels, times, rot.nbytes, width=28)
+            add_if_right(op, rot, run, w, bt, fns, labels, f"multicast, clusters of {share}", f" ({blocks} CTAs, {resident} resident)")
+        beside_kernelkit(op, rot, w, bt, fns, labels, a.reps, f"{op} {a.dtype} {a.shape}")
 
 
 if __name__ == "__main__":

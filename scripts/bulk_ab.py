@@ -77,7 +77,7 @@ def main() -> None:
         labels.append(spec)
     fns.append(inputs.each(lambda x, out: out.copy_(x)))
     labels.append("copy")
-    times = time_interleaved(fns, reps=a.reps, warmup=5, flush_l2=True, max_seconds=20)
+    times = time_interleaved(fns, reps=a.reps, warmup=5, flush_l2=True, max_seconds=20, shuffle=True)
     report("", labels, times, inputs.nbytes, width=28)
 
 

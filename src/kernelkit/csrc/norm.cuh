@@ -422,4 +422,15 @@ struct NormRow {
   }
 };
 
+// Experiment hooks (scripts/trace_rows.py): kernels built with KK_TRACE=1 record GPU times of their start,
+// first statistics and exit.
+#ifndef KK_TRACE
+#define KK_TRACE 0
+#endif
+__device__ __forceinline__ unsigned long long globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 }  // namespace kk

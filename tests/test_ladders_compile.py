@@ -70,4 +70,8 @@ def test_bulk_copy_rung_claims_its_instructions(reports):
     assert all(any(op.startswith("UBLKCP") for op in r.opcodes) for r in bulk)
     assert dataclasses.replace(bulk[0], opcodes=frozenset({"FADD"})).claim_failures()
     assert not [r for r in reports("layer_norm", "sm_80") if r.kernel.min_sm > 80]
+    # the handed-out rings (norm_bulk_dyn) also claim, and show, the atomic that hands their rows out
+    dyn = [r for r in bulk if "norm_bulk_dyn" in r.kernel.name]
+    assert dyn and all("ATOMG" in r.kernel.sass and any(op.startswith("ATOMG") for op in r.opcodes) for r in dyn)
+    assert not any(op.startswith("ATOMG") for r in bulk if r not in dyn for op in r.opcodes)
 

@@ -96,8 +96,10 @@ def _bulk_name(dtype, cfg, dyn: bool = False) -> str:
 def _bulk_kernels(dtype) -> tuple[Kernel, ...]:
     n = per_vec(dtype)
     cfgs = sorted(set(BULK[n].values()) | set(BULK_SPARES.get(n, ())))
-    # 32 values a thread at 1024 threads (64 registers): ptxas spills some bytes for bf16 (allowed)
-    return tuple(Kernel(SRC, _bulk_name(dtype, c, dyn), 128, 128, block=c[0], min_sm=90, sass=("UBLKCP",),
+    # 32 values a thread at 1024 threads (64 registers): ptxas spills some bytes for bf16 (allowed); the
+    # handed-out rings (norm_bulk_dyn) take their rows by a global atomic (ATOMG)
+    return tuple(Kernel(SRC, _bulk_name(dtype, c, dyn), 128, 128, block=c[0], min_sm=90,
+                        sass=("UBLKCP", "ATOMG") if dyn else ("UBLKCP",),
                         spills=c[0] == 1024 and c[1] * n > 16, dyn_shared=_bulk_shared(c, True, True))
                  for c in cfgs for dyn in ((False, True) if c[2] == 1 else (False,)))
 

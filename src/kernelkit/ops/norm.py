@@ -223,7 +223,7 @@ def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
     if len(cfg) == 5:  # norm_smem: rows resident in shared memory, persistent
         launch_smem_rows(kernel, cfg, rows, *args, dev=dev)
         return
-    if len(cfg) == 7:  # norm_bulk_dyn: persistent one-CTA rings, rows handed out by the stream's counter
+    if cfg[-1] == "bulk handout":  # norm_bulk_dyn: persistent one-CTA rings, rows handed out by the stream's counter
         shmem = _bulk_shared(cfg[:6], w is not None, b is not None)
         launch_persistent(kernel, rows, cfg[0], 1, shmem, *args, handout_counters(dev), dev=dev)
         return

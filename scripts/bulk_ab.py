@@ -17,15 +17,14 @@ import torch
 import kernelkit
 from kernelkit.bench import time_interleaved
 from kernelkit.runtime import get_kernel
-from rowbench import Rotation, device_line, report, row_dims
+from rowbench import Rotation, device_line, report, row_dims, shape_args
 
 norm = importlib.import_module("kernelkit.ops.norm")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", default="1024x65536")
-    ap.add_argument("--dtype", default="float32")
+    shape_args(ap, shape="1024x65536", dtype="float32")
     ap.add_argument("--op", default="layer_norm")
     ap.add_argument("--macros", default="")
     ap.add_argument("--bulk", default="")

@@ -12,13 +12,12 @@ import torch
 
 import kernelkit
 from kernelkit.bench import time_interleaved
-from rowbench import Rotation, device_line, report, row_dims
+from rowbench import Rotation, device_line, report, row_dims, shape_args
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", default="4096x4096")
-    ap.add_argument("--dtype", default="float16")
+    shape_args(ap, shape="4096x4096", dtype="float16")
     ap.add_argument("--rotate", type=int, default=4)
     ap.add_argument("--reps", type=int, default=400)
     a = ap.parse_args()

@@ -24,16 +24,14 @@ from kernelkit.bench import time_interleaved
 from kernelkit.runtime import get_kernel, launch
 from kernelkit.ops._rowwise import (allow_shared, handout_counters, launch_cluster, per_vec, resident_blocks,
                                     row_name)
-from rowbench import device_line, row_shape, report
+from rowbench import device_line, report, row_shape, shape_args
 
 norm = importlib.import_module("kernelkit.ops.norm")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", default="1024x65536")
-    ap.add_argument("--dtype", default="float16")
-    ap.add_argument("--cfg", default="256x4x8")
+    shape_args(ap, shape="1024x65536", dtype="float16", cfg="256x4x8")
     ap.add_argument("--clusters", default="0,64,62,60,56,52,48")  # 0: every resident cluster, -1: one a row
     ap.add_argument("--macros", default="", help="builds to add, each with these macros defined (';' between "
                     "builds, '+' between macros of one), e.g. KK_ONE_PASS=true;KK_STAGGER_NS=1500")

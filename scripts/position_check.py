@@ -9,13 +9,12 @@ from __future__ import annotations
 import argparse
 
 from kernelkit.bench import time_interleaved
-from rowbench import device_line, norm_call, report, row_inputs
+from rowbench import device_line, norm_call, report, row_inputs, shape_args
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", default="4096x4096")
-    ap.add_argument("--dtype", default="float16")
+    shape_args(ap, shape="4096x4096", dtype="float16")
     ap.add_argument("--op", default="layer_norm", choices=("layer_norm", "rms_norm", "softmax"))
     ap.add_argument("--tries", type=int, default=2)
     ap.add_argument("--reps", type=int, default=300)

@@ -17,6 +17,14 @@ def case_args(ap, *, shapes: str, dtypes: str, ops: str, reps: int) -> None:
     ap.add_argument("--reps", type=int, default=reps)
 
 
+def shape_args(ap, *, shape: str, dtype: str, cfg: str | None = None) -> None:
+    """The arguments row_dims and row_shape read: --shape ROWSxLEN, --dtype and (with a default) --cfg."""
+    ap.add_argument("--shape", default=shape)
+    ap.add_argument("--dtype", default=dtype)
+    if cfg is not None:
+        ap.add_argument("--cfg", default=cfg)
+
+
 def row_dims(a) -> tuple[int, int, torch.dtype]:
     """The parsed --shape ROWSxLEN and --dtype of a row script: (rows, length, dtype)."""
     rows, len_ = map(int, a.shape.split("x"))

@@ -14,15 +14,14 @@ import numpy as np
 from kernelkit.bench import time_interleaved
 from kernelkit.runtime import get_kernel, launch
 from kernelkit.ops._rowwise import allow_shared, launch_persistent, resident_blocks
-from rowbench import device_line, norm_call, report, row_inputs
+from rowbench import device_line, norm_call, report, row_inputs, shape_args
 
 norm = importlib.import_module("kernelkit.ops.norm")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", default="4096x4096")
-    ap.add_argument("--dtype", default="float16")
+    shape_args(ap, shape="4096x4096", dtype="float16")
     ap.add_argument("--reps", type=int, default=300)
     a = ap.parse_args()
     print(device_line())

@@ -18,16 +18,14 @@ import torch
 from kernelkit.bench.timing import _l2_flush
 from kernelkit.ops._rowwise import allow_shared, launch_cluster, per_vec, resident_blocks, row_name
 from kernelkit.runtime import get_kernel
-from rowbench import device_line, row_shape
+from rowbench import device_line, row_shape, shape_args
 
 norm = importlib.import_module("kernelkit.ops.norm")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", default="1024x65536")
-    ap.add_argument("--dtype", default="float16")
-    ap.add_argument("--cfg", default="256x4x8")
+    shape_args(ap, shape="1024x65536", dtype="float16", cfg="256x4x8")
     ap.add_argument("--macros", default="", help="extra macros, '+' between them")
     ap.add_argument("--bulk", action="store_true", help="layer_norm's norm_bulk kernel for the shape (--cfg unused)")
     ap.add_argument("--bulk-dyn", action="store_true", help="with --bulk: its handed-out form (norm_bulk_dyn)")

@@ -13,13 +13,12 @@ import torch
 
 from kernelkit.ops._rowwise import allow_shared, launch_cluster, resident_blocks
 from kernelkit.runtime import get_kernel
-from rowbench import Rotation, add_if_right, beside_kernelkit, device_line, row_dims
+from rowbench import Rotation, add_if_right, beside_kernelkit, device_line, row_dims, shape_args
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", default="4096x4096")
-    ap.add_argument("--dtype", default="float16")
+    shape_args(ap, shape="4096x4096", dtype="float16")
     ap.add_argument("--shares", default="2,4")
     ap.add_argument("--reps", type=int, default=300)
     ap.add_argument("--grid", type=int, default=0, help="CTAs to launch (0: the resident count the driver gives)")
@@ -45,7 +44,8 @@ def main() -> None:
                                0 if bt is None else bt.data_ptr(), rows, len_, np.float32(1e-5), np.int32(rms),
                                dev=0, shmem=shmem)
 
-            add_if_right(op, rot, run, w, bt, fns, labels, f"multicast, clusters of {share}", f" ({blocks} CTAs, {resident} resident)")
+            add_if_right(op, rot, run, w, bt, fns, labels, f"multicast, clusters of {share}",
+                         f" ({blocks} CTAs, {resident} resident)")
         beside_kernelkit(op, rot, w, bt, fns, labels, a.reps, f"{op} {a.dtype} {a.shape}")
 
 

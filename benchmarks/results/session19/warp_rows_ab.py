@@ -12,15 +12,14 @@ import numpy as np
 import torch
 
 from kernelkit.runtime import get_kernel, launch
-from rowbench import Rotation, add_if_right, beside_kernelkit, device_line, row_dims
+from rowbench import Rotation, add_if_right, beside_kernelkit, device_line, row_dims, shape_args
 
 NAME = "kk::norm_rows<__half, 32, 16, 1, true, false, false, false>"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", default="4096x4096")
-    ap.add_argument("--dtype", default="float16")
+    shape_args(ap, shape="4096x4096", dtype="float16")
     ap.add_argument("--blocks", default="4,5")
     ap.add_argument("--macros", default="", help="extra macros for every warp-row build ('+' between)")
     ap.add_argument("--reps", type=int, default=300)

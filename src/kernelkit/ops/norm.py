@@ -101,7 +101,12 @@ def _bulk_kernels(dtype) -> tuple[Kernel, ...]:
     return tuple(Kernel(SRC, _bulk_name(dtype, c, dyn), 128, 128, block=c[0], min_sm=90,
                         sass=("UBLKCP", "ATOMG") if dyn else ("UBLKCP",),
                         spills=c[0] == 1024 and c[1] * n > 16, dyn_shared=_bulk_shared(c, True, True))
-                 for c in cfgs for dyn in ((False, True) if c[2] == 1 else (False,)))
+                 for c in cfgs for dyn in ((False, True) if _bulk_one_cta(c) else (False,)))
+
+
+def _bulk_one_cta(cfg) -> bool:
+    """A bulk configuration of one-CTA rings: the ones that come in a handed-out form too (norm_bulk_dyn)."""
+    return cfg[2] == 1
 
 
 def _bulk_config(dtype, len_: int):
@@ -181,7 +186,7 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool, rows: in
                 return plan
             cfg = _bulk_for(dtype, len_, rms)
             if cfg is not None:
-                dyn = BULK_HANDOUT and cfg[2] == 1  # one-CTA rings: rows handed out (norm_bulk_dyn)
+                dyn = BULK_HANDOUT and _bulk_one_cta(cfg)  # rows handed out (norm_bulk_dyn)
                 plan = _plans[key] = (NAMES.load(_bulk_name(dtype, cfg, dyn), dtype, dev),
                                       (*cfg, "bulk handout") if dyn else cfg)
                 return plan

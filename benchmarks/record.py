@@ -20,6 +20,10 @@ from kernelkit.bench.report import print_table, write_json
 from kernelkit.bench.roofline import RooflinePoint, plot_roofline
 
 
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:.1f}%"
+
+
 def summary_lines(op_name: str, results: list[dict]) -> list[str]:
     """One markdown row per (dtype, shape): the best rung against the ceiling and torch."""
     lines = []
@@ -34,6 +38,7 @@ def summary_lines(op_name: str, results: list[dict]) -> list[str]:
         lines.append(
             f"| {op_name} | {res['dtype']} | {shape} | {best['name']} | {best['median_us']:.1f} | "
             f"{best['gbs']:.0f} | {best['pct_copy']:.1f}% | {best['pct_copy_same_bytes']:.1f}% | "
+            f"{_pct(best.get('pct_copy_paired'))} | "
             f"{torch_row['gbs']:.0f} | {best['vs_torch']:.3f}x |"
         )
     return lines
@@ -50,8 +55,9 @@ def main(argv=None) -> int:
         return 1
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    summary = ["| op | dtype | shape | rung | time (us) | GB/s | % copy | % same-bytes copy | torch GB/s | vs torch |",
-               "|---|---|---|---|---|---|---|---|---|---|"]
+    summary = ["| op | dtype | shape | rung | time (us) | GB/s | % copy | % same-bytes copy | % same-bytes copy "
+               "in turn | torch GB/s | vs torch |",
+               "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in a.ops or ops():
         op = get_op(name)
         results = []

@@ -1,7 +1,8 @@
 """A small workload for compute-sanitizer (memcheck, racecheck) over the norms' staged kernels, whose weight
 and bias reach shared memory by asynchronous copies: fp16 and bf16 layer_norm and fp16 rms_norm on one-CTA
 staged rows (rms_norm's row range opened to every row count here), fp16 cluster rows (handed out), fp32
-rms_norm cluster rows and fp32 layer_norm's bulk-copy rows (norm_bulk), each twice, checked against torch."""
+rms_norm cluster rows, fp32 layer_norm's bulk-copy rows (norm_bulk) and its 32K cluster rows (handed out), each
+twice, checked against torch."""
 import sys
 
 import torch
@@ -13,7 +14,7 @@ norm = sys.modules["kernelkit.ops.norm"]
 norm.STAGED_RMS_ROWS = {torch.float16: (1, 1 << 30)}
 norm._plans.clear()
 for dt, rows, len_ in ((torch.float16, 300, 4096), (torch.bfloat16, 300, 4096), (torch.float16, 70, 65536),
-                       (torch.float32, 70, 65536)):
+                       (torch.float32, 70, 65536), (torch.float32, 140, 32768)):
     x = torch.randn(rows, len_, device="cuda", dtype=dt) + 0.5
     w, b = torch.randn(2, len_, device="cuda", dtype=dt)
     for _ in range(2):

@@ -320,6 +320,10 @@ def test_run_ladder_pairs_every_rung_with_torch():
     assert all(r["vs_torch"] > 0 for r in timed)
     fast, eager = rows["fast"], rows["torch eager"]
     assert fast["vs_torch"] == pytest.approx(eager["median_us"] / fast["median_us"])
+    # the same-bytes copy timed in the same loop: every timed rung and the torch row carry its ratio, and the
+    # torch row's is the default rung's run's (the same copy median divided by each one's own time)
+    assert all(r["pct_copy_paired"] > 0 for r in timed + [eager])
+    assert eager["pct_copy_paired"] / fast["pct_copy_paired"] == pytest.approx(fast["median_us"] / eager["median_us"])
 
 
 def test_reduction_check_is_relative_to_the_magnitudes_summed():

@@ -128,6 +128,13 @@ def test_cluster_rows_pick_fp16_rows_of_32k_to_64k():
     assert norm._cluster_rows_for(torch.float32, 65536, rms=True) == fp32
     assert norm._cluster_rows_for(torch.float16, 65536, rms=True) == cfg
     assert norm._cluster_rows_for(torch.float32, norm.CLUSTER_ROWS_FROM, rms=True) is None
+    ln32 = norm.CLUSTER_ROWS_LN[torch.float32][32768]  # fp32 layer_norm rows of 16K-32K
+    assert norm._cluster_rows_for(torch.float32, 32768) == ln32 == norm._cluster_rows_for(torch.float32, 16388)
+    assert norm._cluster_rows_for(torch.float32, norm.CLUSTER_ROWS_LN_FROM) is None
+    assert norm._cluster_rows_for(torch.float32, 32768, rms=True) is None
+    assert norm._cluster_rows_for(torch.float16, 32768) is None
+    assert ln32[0] * ln32[1] * 4 * ln32[2] == 32768
+    assert norm._cluster_rows_name(torch.float32, ln32) in {k.name for k in norm._kernels("fast", torch.float32)}
     assert fp32[0] * fp32[1] * 4 * fp32[2] == 65536
     assert norm._cluster_rows_name(torch.float32, fp32) in {k.name for k in norm._kernels("fast", torch.float32)}
     g, v, c = cfg

@@ -4,7 +4,10 @@ Every rung is first checked against the float64 reference (a rung that computes 
 is reported, never timed), then timed on the same input in turn with torch eager
 (``time_interleaved``): each rung's ``vs_torch`` compares two runs made under the same conditions,
 and the torch eager row is the run beside the op's default rung. Rates are judged against
-the measured ceilings: the large-buffer copy bandwidth and a copy of the same byte count.
+the measured ceilings: the large-buffer copy bandwidth and a copy of the same byte count (the best of
+two placements, cached), and against a copy of the same byte count timed in the same loop
+(``pct_copy_paired``): it sees the same clocks and the same rotation of placements as the rung, and its
+median is compared with the rung's median, where the cached ceiling is the better of two placements.
 """
 from __future__ import annotations
 
@@ -33,7 +36,8 @@ class Row:
     gbs: float | None = None
     gflops: float | None = None
     pct_copy: float | None = None  # of the large-buffer copy ceiling
-    pct_copy_same_bytes: float | None = None  # of a copy moving the same bytes
+    pct_copy_same_bytes: float | None = None  # of a copy moving the same bytes (cached, best placement)
+    pct_copy_paired: float | None = None  # of a same-bytes copy timed in turn with the rung (medians)
     vs_prev: float | None = None  # speedup over the previous rung
     vs_torch: float | None = None  # speedup over torch eager
     error: str | None = None  # why the rung was not timed
@@ -102,32 +106,38 @@ def run_ladder(
         copies += [_clone_args(args, kwargs) for _ in range(ROTATIONS - 1)]
     k = len(copies)
     torch_fn = lambda i: op.torch_fn(*copies[i % k][0], **copies[i % k][1], **params)  # noqa: E731
+    # the same-bytes copy timed beside every rung: nbytes / 2 read and written, one source a rotation, its
+    # destination from the caching allocator as the rung's output is
+    sources = [torch.randint(0, 256, (max(1, nbytes // 2),), dtype=torch.uint8, device="cuda") for _ in range(k)]
+    copy_fn = lambda i: sources[i % k].clone()  # noqa: E731
 
-    def measure_against_torch(variant: str) -> tuple[float, float]:
+    def measure_against_torch(variant: str) -> tuple[float, float, float]:
         mine = lambda i: op.call(*copies[i % k][0], variant=variant, **copies[i % k][1], **params)  # noqa: E731
-        # in turn with torch: both see the same placements and clocks (timing.time_interleaved)
-        t_mine, t_theirs = time_interleaved([mine, torch_fn], working_set_bytes=nbytes, max_seconds=2 * max_seconds)
-        return t_mine.median_us, t_theirs.median_us
+        # in turn with torch and the copy: all see the same placements and clocks (timing.time_interleaved)
+        t_mine, t_theirs, t_copy = time_interleaved([mine, torch_fn, copy_fn], working_set_bytes=nbytes,
+                                                    max_seconds=3 * max_seconds, shuffle=True)
+        return t_mine.median_us, t_theirs.median_us, t_copy.median_us
 
-    def fill(row: Row, us: float) -> Row:
+    def fill(row: Row, us: float, copy_us: float | None = None) -> Row:
         row.median_us = us
+        row.pct_copy_paired = None if copy_us is None else 100 * copy_us / us
         row.gbs = nbytes / us / 1e3
         row.gflops = flops / us / 1e3
         row.pct_copy = 100 * row.gbs / copy_large
         row.pct_copy_same_bytes = 100 * row.gbs / copy_same
         return row
 
-    rows, prev, torch_us = [], None, None
+    rows, prev, torch_us, torch_copy_us = [], None, None, None
     for v in op.variants_for(dtype):
         row = Row(v.name, v.technique)
         try:
             row.error = _check(op, v.name, args, kwargs, params)
             if row.error is None:
-                us, paired_torch_us = measure_against_torch(v.name)
-                fill(row, us)
+                us, paired_torch_us, copy_us = measure_against_torch(v.name)
+                fill(row, us, copy_us)
                 row.vs_torch = paired_torch_us / us
                 if v.default or torch_us is None:  # the torch row: its run beside the default rung
-                    torch_us = paired_torch_us
+                    torch_us, torch_copy_us = paired_torch_us, copy_us
         except Exception as exc:  # e.g. a rung whose alignment or shape constraint the input misses
             row.error = f"{type(exc).__name__}: {exc}"[:300]
         if row.median_us:
@@ -136,7 +146,8 @@ def run_ladder(
         rows.append(row)
 
     torch_rows = [fill(Row("torch eager", "the torch expression users write today"),
-                       torch_us if torch_us is not None else measure(lambda: op.torch_fn(*args, **kwargs, **params)))]
+                       torch_us if torch_us is not None else measure(lambda: op.torch_fn(*args, **kwargs, **params)),
+                       torch_copy_us)]
     if with_compile:
         try:
             compiled = torch.compile(op.torch_fn)
@@ -163,6 +174,7 @@ COLUMNS = [
     ("gbs", "GB/s", ".0f"),
     ("pct_copy", "% copy", ".1f"),
     ("pct_copy_same_bytes", "% copy (same bytes)", ".1f"),
+    ("pct_copy_paired", "% copy (same bytes, in turn)", ".1f"),
     ("vs_prev", "x prev", ".2f"),
     ("vs_torch", "x torch", ".2f"),
     ("error", "note", None),

@@ -21,7 +21,8 @@ from ._rowwise import (SourceNames, allow_shared, grid_for_rows, handout_counter
                        smem_rows_configs, smem_rows_kernels, smem_rows_name, smem_rows_pick, vec_ok)
 from .norm_tables import (  # noqa: F401  (tables read as norm's globals; scripts read norm.<name>)
     _FAST, TABLES, _UNALIGNED, _VEC_ONLY, _SPILLING, BULK, BULK_FROM, BULK_LAYER_NORM,
-    BULK_LAYER_NORM_FROM, BULK_SPARES, CLUSTER_ROWS, CLUSTER_ROWS_FROM, CLUSTER_ROWS_RMS, SMEM, SMEM_FROM,
+    BULK_LAYER_NORM_FROM, BULK_SPARES, CLUSTER_ROWS, CLUSTER_ROWS_FROM, CLUSTER_ROWS_LN, CLUSTER_ROWS_LN_FROM,
+    CLUSTER_ROWS_RMS, SMEM, SMEM_FROM,
     SMEM_SPARES, STAGED_ROWS,
     STAGED_MAX_ROWS, STAGED_RMS_ROWS)
 
@@ -60,9 +61,9 @@ def _smem_for(dtype, len_: int, rms: bool):
 
 def _cluster_rows_for(dtype, len_: int, rms: bool = False):
     """The tight register-tile cluster configuration for an aligned row on sm_90 (CLUSTER_ROWS, and
-    CLUSTER_ROWS_RMS for rms_norm), or None."""
+    CLUSTER_ROWS_RMS for rms_norm, CLUSTER_ROWS_LN for layer_norm's shorter rows), or None."""
     if len_ <= CLUSTER_ROWS_FROM:
-        return None
+        return pick(len_, CLUSTER_ROWS_LN.get(dtype, {})) if not rms and len_ > CLUSTER_ROWS_LN_FROM else None
     cfg = pick(len_, CLUSTER_ROWS.get(dtype, {}))
     return pick(len_, CLUSTER_ROWS_RMS.get(dtype, {})) if cfg is None and rms else cfg
 
@@ -148,7 +149,8 @@ def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
                    for c in sorted(STAGED_ROWS.get(per_vec(dtype), ()))) if kind == "fast" else ()
     staged += tuple(Kernel(SRC, _cluster_rows_name(dtype, c), 128, 128, block=c[0], min_sm=90,
                            dyn_shared=_staged_shared(c), sass=("LDGSTS",))
-                    for c in sorted(set(CLUSTER_ROWS.get(dtype, {}).values()) | set(CLUSTER_ROWS_RMS.get(dtype, {}).values()))
+                    for c in sorted(set().union(*(t.get(dtype, {}).values()
+                                                  for t in (CLUSTER_ROWS, CLUSTER_ROWS_RMS, CLUSTER_ROWS_LN))))
                     ) if kind == "fast" else ()
     if kind == "fast" and dtype in STAGED_MAX_ROWS:
         staged += tuple(Kernel(SRC, _row_read_name(dtype, c), 128, 128, block=c[0])
@@ -342,7 +344,7 @@ RUNGS = (
      "time), 64K bf16 rows kept whole there (a CTA or a "
      "cluster of 2 a row), fp16 rows of 32K-64K as persistent 8 x 256 clusters held to 64 registers (4 CTAs "
      "an SM) that take their rows handed out at run time by a counter, fp32 rms_norm rows as such clusters "
-     "of 4 x 512; fp16 rows of 2K-4K elements request weight and bias before the row (16-bit "
+     "of 4 x 512 and fp32 layer_norm rows of 16K-32K as clusters of 2 x 512 (weight and bias staged); fp16 rows of 2K-4K elements request weight and bias before the row (16-bit "
      "layer_norm, and fp16 rms_norm at 3.5K-5.5K rows: persistent CTAs staging them in shared memory once); "
      "welford beyond the tables"),
 )

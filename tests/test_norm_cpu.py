@@ -128,8 +128,9 @@ def test_cluster_rows_pick_fp16_rows_of_32k_to_64k():
     assert norm._cluster_rows_for(torch.float32, 65536, rms=True) == fp32
     assert norm._cluster_rows_for(torch.float16, 65536, rms=True) == cfg
     assert norm._cluster_rows_for(torch.float32, norm.CLUSTER_ROWS_FROM, rms=True) is None
-    ln32 = norm.CLUSTER_ROWS_LN[torch.float32][32768]  # fp32 layer_norm rows of 16K-32K
-    assert norm._cluster_rows_for(torch.float32, 32768) == ln32 == norm._cluster_rows_for(torch.float32, 16388)
+    ln32 = norm.CLUSTER_ROWS_LN[torch.float32][32768]  # fp32 layer_norm rows of 31K-32K
+    assert norm._cluster_rows_for(torch.float32, 32768) == ln32 == norm._cluster_rows_for(torch.float32, 31748)
+    assert norm._cluster_rows_for(torch.float32, 24576) is None  # the one-CTA tile (a half-empty cluster is slower)
     assert norm._cluster_rows_for(torch.float32, norm.CLUSTER_ROWS_LN_FROM) is None
     assert norm._cluster_rows_for(torch.float32, 32768, rms=True) is None
     assert norm._cluster_rows_for(torch.float16, 32768) is None

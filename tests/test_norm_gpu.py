@@ -267,18 +267,21 @@ def test_cluster_rows_take_fp32_64k_rms_norm_rows():
 
 
 def test_cluster_rows_take_fp32_32k_layer_norm_rows():
-    """fp32 layer_norm rows of 16K-32K elements on sm_90 run the tight clusters of 2 x 512 threads
+    """fp32 layer_norm rows of 31K-32K elements on sm_90 run the tight clusters of 2 x 512 threads
     (norm.CLUSTER_ROWS_LN, weight and bias staged, rows handed out): picked by the default dispatch, matching
     float64 with every weight/bias combination on more rows than resident clusters, at lengths that fill the
-    cluster, end a vector short, or leave the second CTA nearly empty, and giving the fixed stride's bits."""
+    cluster, end a vector short, or leave the second CTA's slice short, and giving the fixed stride's bits;
+    shorter rows keep the one-CTA tile."""
     mod = _norm_with_clusters()
     dtype = torch.float32
     want = mod.CLUSTER_ROWS_LN[dtype][32768]
-    for rows, len_ in ((301, 32768), (150, 32764), (150, 20000), (70, 16388)):
+    for rows, len_ in ((301, 32768), (150, 32764), (150, 32000), (70, 31748)):
         x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 20
         _check_weight_bias_combinations(x, len_, dtype, f"fp32 cluster rows {rows}x{len_}")
         assert {plan[1] for key, plan in mod._plans.items() if key[3] == len_ and not key[5]} == {(*want, "handout")}
         assert not any(plan[1] == (*want, "handout") for key, plan in mod._plans.items() if key[5])  # rms_norm
+    kernelkit.layer_norm(random_input(3 * 24576, dtype).view(3, 24576), (24576,))
+    assert not any(plan[1] == (*want, "handout") for key, plan in mod._plans.items() if key[3] == 24576)
     x = random_input(301 * 32768, dtype).view(301, 32768)
     w, b = random_input(32768, dtype), random_input(32768, dtype)
     handed_out = kernelkit.layer_norm(x, (32768,), w, b)

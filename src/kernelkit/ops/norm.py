@@ -344,7 +344,7 @@ RUNGS = (
      "time), 64K bf16 rows kept whole there (a CTA or a "
      "cluster of 2 a row), fp16 rows of 32K-64K as persistent 8 x 256 clusters held to 64 registers (4 CTAs "
      "an SM) that take their rows handed out at run time by a counter, fp32 rms_norm rows as such clusters "
-     "of 4 x 512 and fp32 layer_norm rows of 16K-32K as clusters of 2 x 512 (weight and bias staged); fp16 rows of 2K-4K elements request weight and bias before the row (16-bit "
+     "of 4 x 512 and fp32 layer_norm rows of 31K-32K as clusters of 2 x 512 (weight and bias staged); fp16 rows of 2K-4K elements request weight and bias before the row (16-bit "
      "layer_norm, and fp16 rms_norm at 3.5K-5.5K rows: persistent CTAs staging them in shared memory once); "
      "welford beyond the tables"),
 )

@@ -129,16 +129,19 @@ CLUSTER_ROWS_FROM = 32768
 # staged, the rest read from L2 at the output (2 CTAs an SM), 85.4% (85.5%) against norm_bulk's 92.7% at 1024
 # rows, 89.1% against 95.0% at 2048 (results/session18/fp32-ln-clusters.txt, fp32-ln-partial-bias.patch).
 CLUSTER_ROWS_RMS = {torch.float32: {65536: (512, 8, 4)}}
-# ... and fp32 layer_norm rows of 16K-32K, as clusters of 2 x 512 threads of 8 vectors (the same tight form,
+# ... and fp32 layer_norm rows of 31K-32K, as clusters of 2 x 512 threads of 8 vectors (the same tight form,
 # weight and bias slices staged: 128 KB, one CTA an SM, 66 clusters), rows handed out, where the one-CTA
 # tile reads weight and bias from L2 at every row (256 KB a row beside the row's 128 KB; L1 cannot hold
-# them). Session 20 (scripts/persistent_grid.py --dtype float32 --shape 32768x32768 --cfg 512x8x2 --dynamic,
-# H100, interleaved; results/session20/fp32-32k-clusters.txt): 32768 x 32768 96.8% of a same-bytes copy against
-# 94.7% for the one-CTA tile (1024 x 8) in the same run; clusters of 2 x 1024 x 4 (not tight) 80.3% handed
-# out, 89.1% in a fixed stride. rms_norm, reading its weight alone (128 KB: L1 keeps it), stays a CTA a row
-# (99.5% against 98.6% as these clusters).
+# them). Session 20 (H100, interleaved with a same-bytes copy; results/session20/): 32768 x 32768 96.8% against
+# 94.7% for the one-CTA tile (1024 x 8) in the same run (scripts/persistent_grid.py --dtype float32 --shape
+# 32768x32768 --cfg 512x8x2 --dynamic; fp32-32k-clusters.txt); clusters of 2 x 1024 x 4 (not tight) 80.3%
+# handed out, 89.1% in a fixed stride. By row length at 1 GB of input (scripts/ln_cluster_lengths.py;
+# ln-cluster-lengths*.txt), clusters / tile: 16400 55.0 / 89.9%, 24576 77.8 / 95.0%, 28672 88.3 / 94.9%, 30720
+# 93.1 / 95.3%, 31744 94.2 / 94.4%, 32764 92.8 / 86.4%, 32768 95.7 / 84.1-92.8%: a cluster's CTAs wait on the one
+# holding the fuller slice, so the clusters win only where both slices are nearly full. rms_norm, reading its
+# weight alone (128 KB: L1 keeps it), stays a CTA a row (99.5% against 98.6% as these clusters).
 CLUSTER_ROWS_LN = {torch.float32: {32768: (512, 8, 2)}}
-CLUSTER_ROWS_LN_FROM = 16384
+CLUSTER_ROWS_LN_FROM = 31744
 
 
 # One-CTA-a-row configurations that layer_norm launches persistent (resident CTAs looping over rows),

@@ -1,0 +1,55 @@
+"""fp32 layer_norm rows of 16K-32K: norm.CLUSTER_ROWS_LN's handed-out clusters of 2 x 512 against the one-CTA
+tile they replaced (the table's 1024 x 8), at several row lengths, interleaved with a same-bytes copy.
+
+    python scripts/ln_cluster_lengths.py [--lens 16400,20000,24576,28672,32768] [--bytes 1073741824] [--reps 60]
+
+Each length gets rows enough for --bytes of input. Does the clusters' win at 32768 hold over the whole range
+the table gives them (16K < length <= 32K), where the second CTA of a cluster holds less than a full slice?
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+
+import torch
+
+from rowbench import Rotation, add_if_right, beside_kernelkit, device_line, norm_call
+
+norm = importlib.import_module("kernelkit.ops.norm")
+
+
+def one_cta_tile(len_: int, w, b):
+    """The table's one-CTA tile (1024 x 8, weight and bias read from L2 at the output), launched as norm._run
+    launches a table configuration: a CTA a row."""
+    import numpy as np
+
+    from kernelkit.ops._rowwise import row_name
+    from kernelkit.runtime import launch
+
+    cfg = norm.TABLES.table("fast", torch.float32, 0)[32768]
+    kernel = norm.NAMES.load(row_name("norm_rows", torch.float32, cfg, True, False), torch.float32, 0)
+
+    def run(x, out):
+        launch(kernel, x.shape[0], cfg[0], x.data_ptr(), out.data_ptr(), w.data_ptr(), b.data_ptr(), x.shape[0],
+               len_, np.float32(1e-5), np.int32(0), device_index=0)
+    return run
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lens", default="16400,20000,24576,28672,32768")
+    ap.add_argument("--bytes", type=int, default=1 << 30)
+    ap.add_argument("--reps", type=int, default=60)
+    a = ap.parse_args()
+    print(device_line())
+    for len_ in map(int, a.lens.split(",")):
+        rows = a.bytes // (4 * len_)
+        rot = Rotation(rows, len_, torch.float32, 1)
+        w, b = torch.randn(2, len_, device="cuda")
+        fns, labels = [], []
+        add_if_right("layer_norm", rot, one_cta_tile(len_, w, b), w, b, fns, labels, "one-CTA tile (1024 x 8)")
+        beside_kernelkit("layer_norm", rot, w, b, fns, labels, a.reps, f"layer_norm float32 {rows}x{len_}")
+
+
+if __name__ == "__main__":
+    main()

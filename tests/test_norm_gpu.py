@@ -323,24 +323,9 @@ def test_cluster_rows_handed_out_give_the_fixed_stride_bits_on_any_stream():
         few = x[:40]  # fewer rows than clusters: every cluster's first row by position, one number each
         got = call(op, few, len_, *args, poisoned_like(few), None)
         assert torch.equal(got, fixed[:40]), f"{op}: 40 rows differ"
-        # a CUDA graph replays the launch with the same counter buffer: it must find it zero each time
-        graph_stream = torch.cuda.Stream()
-        graph_stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(graph_stream):
-            out = poisoned_like(x)
-            call(op, x, len_, *args, out, None)  # the stream's counter buffer, allocated outside the capture
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, stream=graph_stream):
-                call(op, x, len_, *args, out, None)
-        for i in range(3):
-            out.fill_(float("nan"))
-            graph.replay()
-            torch.cuda.synchronize()
-            assert torch.equal(out, fixed), f"{op}: graph replay {i} differs"
-    torch.cuda.synchronize()
+        _assert_graph_replays_give(fixed, lambda out: call(op, x, len_, *args, out, None), op)
     assert len(_rowwise._handout) >= 2
-    for buf, _ptr in _rowwise._handout.values():
-        assert buf.tolist() == [0]
+    _assert_counters_zero()
 
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
@@ -350,8 +335,6 @@ def test_bulk_rows_handed_out_give_the_fixed_stride_bits(dtype):
     match float64: more rows than resident CTAs, fewer, lengths whose last chunk is short or empty, with
     and without weight and bias, launch after launch and replayed from a CUDA graph; the counters read zero
     after."""
-    from kernelkit.ops import _rowwise
-
     mod = _norm_with_clusters()
     saved = mod.BULK_HANDOUT
     try:
@@ -368,23 +351,37 @@ def test_bulk_rows_handed_out_give_the_fixed_stride_bits(dtype):
                     assert torch.equal(got, fixed), f"{rows}x{len_} launch {i}: handed out differs"
                 plans = {plan[1] for key, plan in mod._plans.items() if key[3] == len_ and key[8]}
                 assert plans == {(*mod.BULK_LAYER_NORM[mod.per_vec(dtype)][32768], "bulk handout")}, plans
-        graph_stream = torch.cuda.Stream()
-        graph_stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(graph_stream):
-            out = poisoned_like(x)
-            call("layer_norm", x, len_, w, b, out, None)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, stream=graph_stream):
-                call("layer_norm", x, len_, w, b, out, None)
-        want = out.clone()
-        for i in range(3):
-            out.fill_(float("nan"))
-            graph.replay()
-            torch.cuda.synchronize()
-            assert torch.equal(out, want), f"graph replay {i} differs"
+        want = call("layer_norm", x, len_, w, b, poisoned_like(x), None)
+        _assert_graph_replays_give(want, lambda out: call("layer_norm", x, len_, w, b, out, None), "bulk rings")
     finally:
         mod.BULK_HANDOUT = saved
         mod._plans.clear()
+    _assert_counters_zero()
+
+
+def _assert_graph_replays_give(want, run, label: str) -> None:
+    """run(out) captured in a CUDA graph and replayed three times gives `want` each time: a handed-out launch
+    replays with the same counter buffer, so it must find it zero each time. run is called once outside the
+    capture first, so that the stream's counter buffer is allocated there."""
+    graph_stream = torch.cuda.Stream()
+    graph_stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(graph_stream):
+        out = poisoned_like(want)
+        run(out)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=graph_stream):
+            run(out)
+    for i in range(3):
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, want), f"{label}: graph replay {i} differs"
+
+
+def _assert_counters_zero() -> None:
+    """Every stream's row-handout counter reads zero once the launches are done."""
+    from kernelkit.ops import _rowwise
+
     torch.cuda.synchronize()
     for buf, _ptr in _rowwise._handout.values():
         assert buf.tolist() == [0]

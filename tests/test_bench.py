@@ -342,3 +342,17 @@ def test_reduction_check_is_relative_to_the_magnitudes_summed():
     assert reduction_mismatches(ref + 0.25, ref, mag, torch.float32).numel() == 0  # 1.25e-7 of the magnitude
     assert reduction_mismatches(ref + 50.0, ref, mag, torch.float32).numel() == 1
     assert mismatches((ref + 0.25).reshape(1), ref.reshape(1), torch.float32).numel() == 1
+
+
+def test_same_bytes_copy_clones_a_row_ops_own_input():
+    """The copy timed in turn with every rung reads the rung's own input where the op moves twice its first
+    tensor's bytes (the row ops: weight and bias add well under 1%), rotation by rotation."""
+    from kernelkit.bench.ladder_run import _same_bytes_copy
+
+    xs = [torch.randn(256, 1024) for _ in range(2)]
+    w = torch.randn(1024)
+    nbytes = 2 * xs[0].numel() * 4 + 2 * w.numel() * 4
+    copy = _same_bytes_copy([((x, (1024,), w, w), {}) for x in xs], nbytes)
+    for i in range(4):
+        got = copy(i)
+        assert torch.equal(got, xs[i % 2]) and got.data_ptr() != xs[i % 2].data_ptr()

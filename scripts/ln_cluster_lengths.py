@@ -1,10 +1,12 @@
-"""fp32 layer_norm rows of 16K-32K: norm.CLUSTER_ROWS_LN's handed-out clusters of 2 x 512 against the one-CTA
-tile they replaced (the table's 1024 x 8), at several row lengths, interleaved with a same-bytes copy.
+"""fp32 layer_norm rows of 16K-32K: kernelkit.layer_norm (norm.CLUSTER_ROWS_LN's handed-out clusters of 2 x 512
+where the table gives them, else the one-CTA tile) against the one-CTA tile (the table's 1024 x 8), at several row
+lengths, interleaved with a same-bytes copy.
 
     python scripts/ln_cluster_lengths.py [--lens 16400,20000,24576,28672,32768] [--bytes 1073741824] [--reps 60]
 
-Each length gets rows enough for --bytes of input. Does the clusters' win at 32768 hold over the whole range
-the table gives them (16K < length <= 32K), where the second CTA of a cluster holds less than a full slice?
+Each length gets rows enough for --bytes of input. Session 20 ran it while the clusters took every row of 16K-32K
+(results/session20/ln-cluster-lengths*.txt): they won only above 31744 elements, where the second CTA of a cluster
+holds nearly a full slice, and the table has given them only those rows since (CLUSTER_ROWS_LN_FROM).
 """
 from __future__ import annotations
 

@@ -85,9 +85,8 @@ def _same_bytes_copy(copies: list, nbytes: int):
     and a source of its own measured 2975 GB/s in one process where the op's input cloned runs 3060 (H100,
     1024 x 65536 fp32, session 20; results/session20/copy-forms.txt)."""
     k = len(copies)
-    first = next((a for a in copies[0][0] if isinstance(a, torch.Tensor)), None)
-    if first is not None and abs(2 * first.numel() * first.element_size() - nbytes) <= 0.01 * nbytes:
-        inputs = [next(a for a in args if isinstance(a, torch.Tensor)) for args, _ in copies]
+    inputs = [next((a for a in args if isinstance(a, torch.Tensor)), None) for args, _ in copies]
+    if inputs[0] is not None and abs(2 * inputs[0].numel() * inputs[0].element_size() - nbytes) <= 0.01 * nbytes:
         return lambda i: inputs[i % k].clone()
     sources = [torch.randint(0, 256, (max(1, nbytes // 2),), dtype=torch.uint8, device="cuda") for _ in range(k)]
     return lambda i: sources[i % k].clone()

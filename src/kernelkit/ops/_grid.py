@@ -1,0 +1,89 @@
+"""Rows shared by the whole grid (csrc/norm_grid.cuh): each CTA a column slice of every row, the rows'
+statistics meeting in global memory. Host side: the configuration by row length, the exchange buffers of a
+stream, and the cooperative launch (every CTA must be resident: they wait for one another)."""
+from __future__ import annotations
+
+import torch
+
+from ..runtime import KernelLaunchError, current_stream
+from ..runtime.launch import _raw_stream
+from ._common import CXX_TYPE, sm_count
+from ._rowwise import allow_shared, per_vec
+
+WARPS = 16  # a CTA of 512 threads, one an SM; each warp its own rows
+# (16-byte vectors a lane, rows a warp holds, rows between publishing a partial and normalizing) by vectors a
+# lane: the ring holds 16 x depth x 32 x vecs x 16 bytes (128-192 KB), rows requested depth - lag rows ahead
+CONFIGS = {2: (2, 8, 4), 4: (4, 6, 3)}
+MAX_CTAS = 256       # grid_combine reads 8 slots a lane
+MAX_ROWS = 4096      # rows a launch; longer inputs launch once per 4096 rows (the buffers' size)
+EMPTY = 0x7FBADBAD7FBADBAD  # kGridEmpty: a NaN pair no arithmetic produces
+COUNTER_STRIDE = 32  # kGridCounterStride
+
+
+def ctas(dev: int) -> int:
+    """The grid: one CTA an SM."""
+    return min(sm_count(dev), MAX_CTAS)
+
+
+def config_for(dtype: torch.dtype, len_: int, ctas_: int):
+    """(vecs, depth, lag) for an aligned row of len_ elements over ctas_ CTAs, or None (too long)."""
+    need = -(-(len_ // per_vec(dtype)) // ctas_)  # the largest slice, in vectors
+    for vecs in sorted(CONFIGS):
+        if 32 * vecs >= need:
+            return CONFIGS[vecs]
+    return None
+
+
+def kernel_name(dtype: torch.dtype, cfg) -> str:
+    vecs, depth, lag = cfg
+    return f"kk::norm_grid<{CXX_TYPE[dtype]}, {WARPS}, {vecs}, {depth}, {lag}>"
+
+
+def ring_bytes(cfg) -> int:
+    vecs, depth, _lag = cfg
+    return WARPS * depth * 32 * vecs * 16
+
+
+_buffers: dict[tuple[int, int], tuple] = {}
+
+
+def buffers(dev: int) -> tuple:
+    """(partials, stats, counters) addresses of torch's current stream on dev, with the tensors (kept alive):
+    slots kGridEmpty, counters 0, as every launch leaves them. One set a stream, so that launches on two
+    streams never meet in one."""
+    key = (dev, _raw_stream(dev))
+    got = _buffers.get(key)
+    if got is None:
+        d = f"cuda:{dev}"
+        partials = torch.full((MAX_ROWS * MAX_CTAS,), EMPTY, dtype=torch.int64, device=d)
+        stats = torch.full((MAX_ROWS,), EMPTY, dtype=torch.int64, device=d)
+        counters = torch.zeros(MAX_ROWS * COUNTER_STRIDE, dtype=torch.int32, device=d)
+        got = _buffers[key] = ((partials, stats, counters),
+                               (partials.data_ptr(), stats.data_ptr(), counters.data_ptr()))
+    return got
+
+
+_configs: dict[tuple, object] = {}
+
+
+def launch_grid(kernel, cfg, x, out, wp: int, bp: int, rows: int, len_: int, flags, dev: int) -> None:
+    """A cooperative launch of norm_grid per MAX_ROWS rows (one CTA an SM, the ring in dynamic shared memory)."""
+    from cuda.core import LaunchConfig, launch
+
+    shmem = ring_bytes(cfg)
+    allow_shared(kernel, shmem, dev)
+    grid = ctas(dev)
+    key = (grid, shmem)
+    lc = _configs.get(key)
+    if lc is None:
+        lc = _configs[key] = LaunchConfig(grid=grid, block=WARPS * 32, shmem_size=shmem, cooperative_launch=True)
+    _tensors, (pp, sp, cp) = buffers(dev)
+    stream = current_stream(dev)
+    step = len_ * x.element_size()
+    for r0 in range(0, rows, MAX_ROWS):
+        n = min(MAX_ROWS, rows - r0)
+        try:
+            launch(stream, lc, kernel, x.data_ptr() + r0 * step, out.data_ptr() + r0 * step, wp, bp, n, len_, *flags,
+                   pp, sp, cp)
+        except Exception as exc:
+            raise KernelLaunchError(f"cooperative launch of {grid} CTAs failed: {exc}") from exc

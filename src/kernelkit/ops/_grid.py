@@ -66,6 +66,14 @@ def buffers(dev: int) -> tuple:
 _configs: dict[tuple, object] = {}
 
 
+def _cooperative_config(LaunchConfig, grid: int, block: int, shmem: int):
+    """A cooperative LaunchConfig: cuda.core 1.x names the option is_cooperative, 0.x cooperative_launch."""
+    try:
+        return LaunchConfig(grid=grid, block=block, shmem_size=shmem, is_cooperative=True)
+    except TypeError:
+        return LaunchConfig(grid=grid, block=block, shmem_size=shmem, cooperative_launch=True)
+
+
 def launch_grid(kernel, cfg, x, out, wp: int, bp: int, rows: int, len_: int, flags, dev: int) -> None:
     """A cooperative launch of norm_grid per MAX_ROWS rows (one CTA an SM, the ring in dynamic shared memory)."""
     from cuda.core import LaunchConfig, launch
@@ -76,7 +84,7 @@ def launch_grid(kernel, cfg, x, out, wp: int, bp: int, rows: int, len_: int, fla
     key = (grid, shmem)
     lc = _configs.get(key)
     if lc is None:
-        lc = _configs[key] = LaunchConfig(grid=grid, block=WARPS * 32, shmem_size=shmem, cooperative_launch=True)
+        lc = _configs[key] = _cooperative_config(LaunchConfig, grid, WARPS * 32, shmem)
     _tensors, (pp, sp, cp) = buffers(dev)
     stream = current_stream(dev)
     step = len_ * x.element_size()

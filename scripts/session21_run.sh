@@ -17,4 +17,4 @@ ab ln-fp32-1024 --shape 1024x65536 --dtype float32 --op layer_norm --patch "GRID
 ab rms-fp32-1024 --shape 1024x65536 --dtype float32 --op rms_norm --patch "$ALL"
 ab ln-fp16-1024 --shape 1024x65536 --dtype float16 --op layer_norm --patch "$ALL"
 ab ln-fp32-2048 --shape 2048x65536 --dtype float32 --op layer_norm --patch "GRID=False"
-ab ln-fp32-32k --shape 4096x32768 --dtype float32 --op layer_norm --patch "$ALL"
+ab ln-fp32-32k --shape 4096x32768 --dtype float32 --op layer_norm --patch "GRID_FROM={'layer_norm': {4: 16384}, 'rms_norm': {}}"

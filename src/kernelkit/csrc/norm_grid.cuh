@@ -22,6 +22,13 @@ namespace kk {
 
 constexpr unsigned long long kGridEmpty = 0x7fbadbad7fbadbadull;  // a NaN pair arithmetic never produces
 constexpr int kGridCounterStride = 32;                            // counters 128 bytes apart: one line each
+constexpr int kGridStatsStride = 16;                              // and the statistics words
+#ifndef KK_GRID_SLEEP
+#define KK_GRID_SLEEP 100  // ns between polls of a word not yet written: every CTA polls the same line
+#endif
+#ifndef KK_GRID_COMBINE_FIRST
+#define KK_GRID_COMBINE_FIRST 0  // 1: the last arriver combines before normalizing its current row
+#endif
 
 __device__ __forceinline__ void st_relaxed64(unsigned long long* p, unsigned long long v) {
   asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
@@ -48,7 +55,7 @@ __device__ __forceinline__ float2 unpack2(unsigned long long v) {
 
 struct GridRows {
   unsigned long long* partials;  // rows x P slots
-  unsigned long long* stats;     // rows words
+  unsigned long long* stats;     // rows words, kGridStatsStride apart
   unsigned* counters;            // rows counters, kGridCounterStride apart
 };
 
@@ -67,8 +74,7 @@ __device__ __forceinline__ float2 grid_combine(unsigned long long* slot, int P, 
     own[i] = make_float2(0.0f, 0.0f);
     if (b < P) {
       unsigned long long v;
-      while ((v = ld_relaxed64(slot + b)) == kGridEmpty) {
-      }
+      while ((v = ld_relaxed64(slot + b)) == kGridEmpty) __nanosleep(KK_GRID_SLEEP);
       own[i] = unpack2(v);
       st_relaxed64(slot + b, kGridEmpty);  // read once, by this warp only: back to empty for the next launch
       if (b == P - 1) last_mean = own[i].x;
@@ -213,13 +219,16 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     if (__shfl_sync(0xffffffffu, old, 0) != (unsigned)(P - 1)) return;
     const i64 r = row_of(i);
     const float2 st = grid_combine(g.partials + r * P, P, vecs, N, len, eps, rms);
-    if (lane == 0) st_relaxed64(g.stats + r, pack2(st.x, st.y));
+    if (lane == 0) st_relaxed64(g.stats + r * kGridStatsStride, pack2(st.x, st.y));
   };
   // Normalize and store row i from slot s once its statistics are published (`first`: the word read ahead).
   const auto normalize = [&](int s, i64 i, unsigned long long first) -> unsigned {
     const i64 r = row_of(i);
     unsigned long long w = first;
-    while (w == kGridEmpty) w = ld_relaxed64(g.stats + r);
+    while (w == kGridEmpty) {
+      __nanosleep(KK_GRID_SLEEP);
+      w = ld_relaxed64(g.stats + r * kGridStatsStride);
+    }
     unsigned old = 0;
     if (lane == 0) old = atom_add_relaxed(g.counters + r * kGridCounterStride, 1u);
     const float2 st = unpack2(w);
@@ -242,7 +251,7 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     if (lane == 0 && old == (unsigned)(2 * P - 1)) {
       const i64 r = row_of(i);
       st_relaxed32(g.counters + r * kGridCounterStride, 0u);
-      st_relaxed64(g.stats + r, kGridEmpty);
+      st_relaxed64(g.stats + r * kGridStatsStride, kGridEmpty);
     }
   };
 
@@ -254,7 +263,7 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     cp_async_wait<0>();
     if (j < my_rows) combine_if_last(publish(j, j), j);
   }
-  unsigned long long ahead = my_rows > 0 ? ld_relaxed64(g.stats + row_of(0)) : kGridEmpty;
+  unsigned long long ahead = my_rows > 0 ? ld_relaxed64(g.stats + row_of(0) * kGridStatsStride) : kGridEmpty;
 
   // Row i: publish row i + kLag (requested kDepth - kLag rows ago: the groups of the kDepth - kLag - 1 rows
   // requested since may still be in flight), normalize row i, request row i + kDepth into its slot; the
@@ -264,11 +273,12 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     const bool pub = i + kLag < my_rows;
     cp_async_wait<kDepth - kLag - 1>();
     const unsigned arrived = pub ? publish(sp, i + kLag) : 0u;
+    if (KK_GRID_COMBINE_FIRST && pub) combine_if_last(arrived, i + kLag);
     const unsigned done = normalize(si, i, ahead);
     load(si, i + kDepth);
-    if (pub) combine_if_last(arrived, i + kLag);
+    if (!KK_GRID_COMBINE_FIRST && pub) combine_if_last(arrived, i + kLag);
     reset_if_last(done, i);
-    ahead = i + 1 < my_rows ? ld_relaxed64(g.stats + row_of(i + 1)) : kGridEmpty;
+    ahead = i + 1 < my_rows ? ld_relaxed64(g.stats + row_of(i + 1) * kGridStatsStride) : kGridEmpty;
   }
   cp_async_wait<0>();
 }

@@ -10,14 +10,15 @@ from ..runtime.launch import _raw_stream
 from ._common import CXX_TYPE, sm_count
 from ._rowwise import allow_shared, per_vec
 
-WARPS = 16  # a CTA of 512 threads, one an SM; each warp its own rows
-# (16-byte vectors a lane, rows a warp holds, rows between publishing a partial and normalizing) by vectors a
-# lane: the ring holds 16 x depth x 32 x vecs x 16 bytes (128-192 KB), rows requested depth - lag rows ahead
-CONFIGS = {2: (2, 8, 4), 4: (4, 6, 3)}
+# (warps a CTA, 16-byte vectors a lane, rows a warp holds, rows between publishing a partial and normalizing)
+# by vectors a lane: one CTA an SM, each warp its own rows; the ring holds warps x depth x 32 x vecs x 16 bytes
+# (128-192 KB), rows requested depth - lag rows ahead of their statistics
+CONFIGS = {2: (16, 2, 8, 4), 4: (16, 4, 6, 3)}
 MAX_CTAS = 256       # grid_combine reads 8 slots a lane
 MAX_ROWS = 4096      # rows a launch; longer inputs launch once per 4096 rows (the buffers' size)
 EMPTY = 0x7FBADBAD7FBADBAD  # kGridEmpty: a NaN pair no arithmetic produces
 COUNTER_STRIDE = 32  # kGridCounterStride
+STATS_STRIDE = 16  # kGridStatsStride
 
 
 def ctas(dev: int) -> int:
@@ -26,7 +27,7 @@ def ctas(dev: int) -> int:
 
 
 def config_for(dtype: torch.dtype, len_: int, ctas_: int):
-    """(vecs, depth, lag) for an aligned row of len_ elements over ctas_ CTAs, or None (too long)."""
+    """(warps, vecs, depth, lag) for an aligned row of len_ elements over ctas_ CTAs, or None (too long)."""
     need = -(-(len_ // per_vec(dtype)) // ctas_)  # the largest slice, in vectors
     for vecs in sorted(CONFIGS):
         if 32 * vecs >= need:
@@ -35,13 +36,16 @@ def config_for(dtype: torch.dtype, len_: int, ctas_: int):
 
 
 def kernel_name(dtype: torch.dtype, cfg) -> str:
-    vecs, depth, lag = cfg
-    return f"kk::norm_grid<{CXX_TYPE[dtype]}, {WARPS}, {vecs}, {depth}, {lag}>"
+    return f"kk::norm_grid<{CXX_TYPE[dtype]}, {', '.join(map(str, cfg))}>"
+
+
+def block(cfg) -> int:
+    return cfg[0] * 32
 
 
 def ring_bytes(cfg) -> int:
-    vecs, depth, _lag = cfg
-    return WARPS * depth * 32 * vecs * 16
+    warps, vecs, depth, _lag = cfg
+    return warps * depth * 32 * vecs * 16
 
 
 _buffers: dict[tuple[int, int], tuple] = {}
@@ -56,7 +60,7 @@ def buffers(dev: int) -> tuple:
     if got is None:
         d = f"cuda:{dev}"
         partials = torch.full((MAX_ROWS * MAX_CTAS,), EMPTY, dtype=torch.int64, device=d)
-        stats = torch.full((MAX_ROWS,), EMPTY, dtype=torch.int64, device=d)
+        stats = torch.full((MAX_ROWS * STATS_STRIDE,), EMPTY, dtype=torch.int64, device=d)
         counters = torch.zeros(MAX_ROWS * COUNTER_STRIDE, dtype=torch.int32, device=d)
         got = _buffers[key] = ((partials, stats, counters),
                                (partials.data_ptr(), stats.data_ptr(), counters.data_ptr()))
@@ -81,10 +85,10 @@ def launch_grid(kernel, cfg, x, out, wp: int, bp: int, rows: int, len_: int, fla
     shmem = ring_bytes(cfg)
     allow_shared(kernel, shmem, dev)
     grid = ctas(dev)
-    key = (grid, shmem)
+    key = (grid, block(cfg), shmem)
     lc = _configs.get(key)
     if lc is None:
-        lc = _configs[key] = _cooperative_config(LaunchConfig, grid, WARPS * 32, shmem)
+        lc = _configs[key] = _cooperative_config(LaunchConfig, grid, block(cfg), shmem)
     _tensors, (pp, sp, cp) = buffers(dev)
     stream = current_stream(dev)
     step = len_ * x.element_size()

@@ -167,7 +167,7 @@ def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
         staged += tuple(Kernel(SRC, _row_read_name(dtype, c), 128, 128, block=c[0])
                         for c in sorted(STAGED_ROWS[per_vec(dtype)]))
     # rows shared by the grid: copied in by cp.async (LDGSTS), their statistics met by global atomics (ATOMG)
-    grid = tuple(Kernel(SRC, _grid.kernel_name(dtype, c), None, 128, block=_grid.WARPS * 32, sass=("LDGSTS", "ATOMG"),
+    grid = tuple(Kernel(SRC, _grid.kernel_name(dtype, c), None, 128, block=_grid.block(c), sass=("LDGSTS", "ATOMG"),
                         dyn_shared=_grid.ring_bytes(c)) for c in sorted(_grid.CONFIGS.values())) if kind == "fast" else ()
     return (row_kernels(SRC, "norm_rows", TABLES, kind, dtype, _extras, vec_only, spilling) + staged + bulk + smem
             + grid + (_welford(dtype),))
@@ -237,7 +237,7 @@ def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
         launch(kernel, rows, LOOP_BLOCK, x.data_ptr(), out.data_ptr(), wp, bp, len_, *flags, device_index=dev)
         return
     if cfg[-1] == "grid":  # every CTA a column slice of every row (norm_grid), a cooperative launch a 4096 rows
-        _grid.launch_grid(kernel, cfg[:3], x, out, wp, bp, rows, len_, flags, dev)
+        _grid.launch_grid(kernel, cfg[:4], x, out, wp, bp, rows, len_, flags, dev)
         return
     args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, *flags)
     if cfg[-1] == "staged":  # one CTA a row, persistent, weight and bias staged in shared memory (STAGED_ROWS)

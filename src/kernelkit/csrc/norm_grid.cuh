@@ -66,16 +66,21 @@ struct GridRows {
 __device__ __forceinline__ float2 grid_combine(unsigned long long* slot, int P, i64 V, int N, i64 len,
                                                float eps, int rms) {
   const int lane = threadIdx.x & 31;
-  float2 own[8];  // this lane's slots b = lane + 32 i (P <= 256)
+  unsigned long long v[8];  // this lane's slots b = lane + 32 i (P <= 256), all requested at once: one round trip
+#pragma unroll
+  for (int i = 0; i < 8; ++i) v[i] = lane + 32 * i < P ? ld_relaxed64(slot + lane + 32 * i) : 0ull;
+  float2 own[8];
   float last_mean = 0.0f;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int b = lane + 32 * i;
     own[i] = make_float2(0.0f, 0.0f);
     if (b < P) {
-      unsigned long long v;
-      while ((v = ld_relaxed64(slot + b)) == kGridEmpty) __nanosleep(KK_GRID_SLEEP);
-      own[i] = unpack2(v);
+      while (v[i] == kGridEmpty) {  // counted, but its store not yet seen
+        __nanosleep(KK_GRID_SLEEP);
+        v[i] = ld_relaxed64(slot + b);
+      }
+      own[i] = unpack2(v[i]);
       st_relaxed64(slot + b, kGridEmpty);  // read once, by this warp only: back to empty for the next launch
       if (b == P - 1) last_mean = own[i].x;
     }

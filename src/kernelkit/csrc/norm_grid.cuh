@@ -3,16 +3,20 @@
 // whatever the number of rows: no partial last round, no cluster placement (clusters of 8 fill 120 of an
 // H100's 132 SMs), and each CTA stages its weight and bias slice (a few KB) once for the whole launch.
 //
-// A row's statistics meet in global memory. Warp w of every CTA takes rows w, w + kWarps, ...; for each it
+// A row's statistics meet in global memory, with no atomics (session 21: a counter a row that every CTA
+// added to twice, 264 adds on one address a row, held 1024 x 65536 fp32 layer_norm to 39% of a copy).
+// Warp w of every CTA takes rows w, w + kWarps, ...; for each it
 //   publishes its slice's partial, (mean, M2) or (sum of squares, 0), as one 64-bit store into the row's
-//     slot of `partials` and adds 1 to the row's counter: the CTA whose add completes the count combines
-//     the P partials (polling each slot until it holds a value, so no fence is needed) into (mean, rstd),
-//     published as one 64-bit word in `stats`, and puts the slots back to kEmpty;
-//   normalizes it kLag rows later, once that word holds a value; the CTA whose second add to the counter
-//     completes 2P puts the counter back to 0 and the word back to kEmpty.
-// So a launch leaves the buffers as it found them (a stream's launches, and a CUDA graph's replays, share
-// one set). A warp holds kDepth rows in registers: loads are issued kDepth - kLag rows before their
-// statistics, so the exchange's round trips (a few microseconds) hide behind other rows' traffic.
+//     slot of `partials`; CTA r % P, row r's combiner, polls the P slots until each holds a value (a single
+//     64-bit store is its own flag: no fence), combines them into (mean, rstd), published as one 64-bit
+//     word in `stats`, and puts the slots back to kGridEmpty;
+//   normalizes it kLag rows later, once that word holds a value.
+// The statistics words come in two sets, used by alternate launches: a launch reads the launch number from
+// `gen` at its start, uses set gen & 1, empties the other set (which the previous launch used, and which
+// the next will), and the combiner of its last row, which all CTAs have started before, advances `gen`. So a
+// launch leaves the buffers as the next one needs them (a stream's launches, and a CUDA graph's replays,
+// share one set of buffers). A warp's ring of kDepth row slices in shared memory is filled by cp.async kDepth
+// - kLag rows ahead of their statistics, so the exchange's round trips hide behind other rows' traffic.
 // Every combination is in a fixed order (lanes over slots, then a fixed butterfly): the same bits whichever
 // CTA combines. The CTAs wait for one another, so the launch must be cooperative (all CTAs resident).
 #pragma once
@@ -21,13 +25,12 @@
 namespace kk {
 
 constexpr unsigned long long kGridEmpty = 0x7fbadbad7fbadbadull;  // a NaN pair arithmetic never produces
-constexpr int kGridCounterStride = 32;                            // counters 128 bytes apart: one line each
-constexpr int kGridStatsStride = 16;                              // and the statistics words
+constexpr int kGridStatsStride = 16;                              // statistics words 128 bytes apart: a line each
 #ifndef KK_GRID_SLEEP
 #define KK_GRID_SLEEP 100  // ns between polls of a word not yet written: every CTA polls the same line
 #endif
 #ifndef KK_GRID_COMBINE_FIRST
-#define KK_GRID_COMBINE_FIRST 0  // 1: the last arriver combines before normalizing its current row
+#define KK_GRID_COMBINE_FIRST 0  // 1: the combiner polls its row's slots before normalizing its current row
 #endif
 
 __device__ __forceinline__ void st_relaxed64(unsigned long long* p, unsigned long long v) {
@@ -38,10 +41,10 @@ __device__ __forceinline__ unsigned long long ld_relaxed64(const unsigned long l
   asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
-__device__ __forceinline__ unsigned atom_add_relaxed(unsigned* p, unsigned v) {
-  unsigned old;
-  asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
-  return old;
+__device__ __forceinline__ unsigned ld_relaxed32(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 __device__ __forceinline__ void st_relaxed32(unsigned* p, unsigned v) {
   asm volatile("st.relaxed.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -53,11 +56,6 @@ __device__ __forceinline__ float2 unpack2(unsigned long long v) {
   return make_float2(__uint_as_float((unsigned)v), __uint_as_float((unsigned)(v >> 32)));
 }
 
-struct GridRows {
-  unsigned long long* partials;  // rows x P slots
-  unsigned long long* stats;     // rows words, kGridStatsStride apart
-  unsigned* counters;            // rows counters, kGridCounterStride apart
-};
 
 // The row's (mean, rstd) from the P slots of `slot` (row r's partials), by one warp; every lane gets it.
 // Slot b's count is its slice's elements (slices are fixed by b), so the result depends on nothing but the
@@ -132,11 +130,10 @@ template <typename T, int kWarps, int kVecs, int kDepth, int kLag>
 __global__ void __launch_bounds__(kWarps * 32, 1)
 norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight, const T* __restrict__ bias,
           i64 rows, i64 len, float eps, int rms, unsigned long long* partials, unsigned long long* stats,
-          unsigned* counters) {
+          unsigned* gen, int capacity) {
   static_assert(kLag >= 1 && kLag < kDepth, "rows between publishing and normalizing, and loads ahead of both");
   constexpr int N = 16 / sizeof(T);
   using V = Vec<T, N>;
-  const GridRows g{partials, stats, counters};
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int P = gridDim.x, b = blockIdx.x;
   const i64 vecs = len / N;
@@ -145,6 +142,13 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   const float n = (float)mine * N;                // its elements
   const i64 col = (lo + lane) * N;                // this lane's first element; its vectors 32 apart
   const auto valid = [&](int k) { return lane + 32 * k < mine; };
+
+  // this launch's set of statistics words (`capacity` rows a set); the other set emptied for the next launch
+  const unsigned launch_no = ld_relaxed32(gen);
+  unsigned long long* const words = stats + (i64)(launch_no & 1u) * capacity * kGridStatsStride;
+  unsigned long long* const next_words = stats + (i64)(~launch_no & 1u) * capacity * kGridStatsStride;
+  for (int r = b * blockDim.x + threadIdx.x; r < capacity; r += P * blockDim.x)
+    st_relaxed64(next_words + (i64)r * kGridStatsStride, kGridEmpty);
 
   // weight and bias slices, staged once (every warp of the CTA uses the same slice), zero where absent or
   // past the slice
@@ -181,8 +185,8 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     vec_to_floats(v, f);
   };
 
-  // Publish row i's partial from slot s; returns the counter's value before this CTA's add (lane 0's).
-  const auto publish = [&](int s, i64 i) -> unsigned {
+  // Publish row i's partial from slot s.
+  const auto publish = [&](int s, i64 i) {
     const i64 r = row_of(i);
     float a = 0.0f, c = 0.0f;
     if (rms) {
@@ -212,30 +216,26 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
         }
       c = warp_allreduce<SumOp>(c);
     }
-    unsigned old = 0;
-    if (lane == 0) {
-      st_relaxed64(g.partials + r * P + b, pack2(a, c));
-      old = atom_add_relaxed(g.counters + r * kGridCounterStride, 1u);
-    }
-    return old;
+    if (lane == 0) st_relaxed64(partials + r * P + b, pack2(a, c));
   };
-  // The CTA whose add completed row i's count: combine and publish its statistics.
-  const auto combine_if_last = [&](unsigned old, i64 i) {
-    if (__shfl_sync(0xffffffffu, old, 0) != (unsigned)(P - 1)) return;
+  // Row i's combiner (CTA r % P): combine its slots and publish its statistics; the last row's advances gen.
+  const auto combine_if_mine = [&](i64 i) {
     const i64 r = row_of(i);
-    const float2 st = grid_combine(g.partials + r * P, P, vecs, N, len, eps, rms);
-    if (lane == 0) st_relaxed64(g.stats + r * kGridStatsStride, pack2(st.x, st.y));
+    if (r % P != b) return;
+    const float2 st = grid_combine(partials + r * P, P, vecs, N, len, eps, rms);
+    if (lane == 0) {
+      st_relaxed64(words + r * kGridStatsStride, pack2(st.x, st.y));
+      if (r == rows - 1) st_relaxed32(gen, launch_no + 1u);
+    }
   };
   // Normalize and store row i from slot s once its statistics are published (`first`: the word read ahead).
-  const auto normalize = [&](int s, i64 i, unsigned long long first) -> unsigned {
+  const auto normalize = [&](int s, i64 i, unsigned long long first) {
     const i64 r = row_of(i);
     unsigned long long w = first;
     while (w == kGridEmpty) {
       __nanosleep(KK_GRID_SLEEP);
-      w = ld_relaxed64(g.stats + r * kGridStatsStride);
+      w = ld_relaxed64(words + r * kGridStatsStride);
     }
-    unsigned old = 0;
-    if (lane == 0) old = atom_add_relaxed(g.counters + r * kGridCounterStride, 1u);
     const float2 st = unpack2(w);
     T* y = out + r * len + col;
 #pragma unroll
@@ -249,41 +249,34 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
       affine_words<true>(o, f, st, wk, bk, weight, bias);
       store_global16(reinterpret_cast<V*>(y + 32 * k * N), o);
     }
-    return old;
-  };
-  // The CTA whose second add completed 2P: row i's counter and word back to their launch-start values.
-  const auto reset_if_last = [&](unsigned old, i64 i) {
-    if (lane == 0 && old == (unsigned)(2 * P - 1)) {
-      const i64 r = row_of(i);
-      st_relaxed32(g.counters + r * kGridCounterStride, 0u);
-      st_relaxed64(g.stats + r * kGridStatsStride, kGridEmpty);
-    }
   };
 
-  // Prologue: kDepth rows requested, the first kLag published.
+  // Prologue: kDepth rows requested, the first kLag published (and combined where this CTA combines them).
 #pragma unroll
   for (int j = 0; j < kDepth; ++j) load(j, j);
 #pragma unroll
   for (int j = 0; j < kLag; ++j) {
     cp_async_wait<0>();
-    if (j < my_rows) combine_if_last(publish(j, j), j);
+    if (j < my_rows) {
+      publish(j, j);
+      combine_if_mine(j);
+    }
   }
-  unsigned long long ahead = my_rows > 0 ? ld_relaxed64(g.stats + row_of(0) * kGridStatsStride) : kGridEmpty;
+  unsigned long long ahead = my_rows > 0 ? ld_relaxed64(words + row_of(0) * kGridStatsStride) : kGridEmpty;
 
   // Row i: publish row i + kLag (requested kDepth - kLag rows ago: the groups of the kDepth - kLag - 1 rows
-  // requested since may still be in flight), normalize row i, request row i + kDepth into its slot; the
-  // counter adds' answers are looked at only after the normalization, so their round trips overlap it.
+  // requested since may still be in flight), normalize row i, request row i + kDepth into its slot, combine
+  // row i + kLag where this CTA does (after the normalization, so that the other CTAs' slots have had time).
   for (i64 i = 0; i < my_rows; ++i) {
     const int si = (int)(i % kDepth), sp = (int)((i + kLag) % kDepth);
     const bool pub = i + kLag < my_rows;
     cp_async_wait<kDepth - kLag - 1>();
-    const unsigned arrived = pub ? publish(sp, i + kLag) : 0u;
-    if (KK_GRID_COMBINE_FIRST && pub) combine_if_last(arrived, i + kLag);
-    const unsigned done = normalize(si, i, ahead);
+    if (pub) publish(sp, i + kLag);
+    if (KK_GRID_COMBINE_FIRST && pub) combine_if_mine(i + kLag);
+    normalize(si, i, ahead);
     load(si, i + kDepth);
-    if (!KK_GRID_COMBINE_FIRST && pub) combine_if_last(arrived, i + kLag);
-    reset_if_last(done, i);
-    ahead = i + 1 < my_rows ? ld_relaxed64(g.stats + row_of(i + 1) * kGridStatsStride) : kGridEmpty;
+    if (!KK_GRID_COMBINE_FIRST && pub) combine_if_mine(i + kLag);
+    ahead = i + 1 < my_rows ? ld_relaxed64(words + row_of(i + 1) * kGridStatsStride) : kGridEmpty;
   }
   cp_async_wait<0>();
 }

@@ -3,6 +3,7 @@ statistics meeting in global memory. Host side: the configuration by row length,
 stream, and the cooperative launch (every CTA must be resident: they wait for one another)."""
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..runtime import KernelLaunchError, current_stream
@@ -17,7 +18,6 @@ CONFIGS = {2: (16, 2, 8, 4), 4: (16, 4, 6, 3)}
 MAX_CTAS = 256       # grid_combine reads 8 slots a lane
 MAX_ROWS = 4096      # rows a launch; longer inputs launch once per 4096 rows (the buffers' size)
 EMPTY = 0x7FBADBAD7FBADBAD  # kGridEmpty: a NaN pair no arithmetic produces
-COUNTER_STRIDE = 32  # kGridCounterStride
 STATS_STRIDE = 16  # kGridStatsStride
 
 
@@ -52,18 +52,18 @@ _buffers: dict[tuple[int, int], tuple] = {}
 
 
 def buffers(dev: int) -> tuple:
-    """(partials, stats, counters) addresses of torch's current stream on dev, with the tensors (kept alive):
-    slots kGridEmpty, counters 0, as every launch leaves them. One set a stream, so that launches on two
-    streams never meet in one."""
+    """((partials, stats, gen), their addresses) for torch's current stream on dev: the slots kGridEmpty, the
+    statistics words of the set the next launch uses (gen & 1) kGridEmpty, as every launch leaves them. One
+    set a stream, so that launches on two streams never meet in one."""
     key = (dev, _raw_stream(dev))
     got = _buffers.get(key)
     if got is None:
         d = f"cuda:{dev}"
         partials = torch.full((MAX_ROWS * MAX_CTAS,), EMPTY, dtype=torch.int64, device=d)
-        stats = torch.full((MAX_ROWS * STATS_STRIDE,), EMPTY, dtype=torch.int64, device=d)
-        counters = torch.zeros(MAX_ROWS * COUNTER_STRIDE, dtype=torch.int32, device=d)
-        got = _buffers[key] = ((partials, stats, counters),
-                               (partials.data_ptr(), stats.data_ptr(), counters.data_ptr()))
+        stats = torch.full((2, MAX_ROWS, STATS_STRIDE), EMPTY, dtype=torch.int64, device=d)
+        gen = torch.zeros(1, dtype=torch.int32, device=d)
+        tensors = (partials, stats, gen)
+        got = _buffers[key] = (tensors, tuple(t.data_ptr() for t in tensors))
     return got
 
 
@@ -89,13 +89,14 @@ def launch_grid(kernel, cfg, x, out, wp: int, bp: int, rows: int, len_: int, fla
     lc = _configs.get(key)
     if lc is None:
         lc = _configs[key] = _cooperative_config(LaunchConfig, grid, block(cfg), shmem)
-    _tensors, (pp, sp, cp) = buffers(dev)
+    _tensors, (pp, sp, gp) = buffers(dev)
+    cap = np.int32(MAX_ROWS)
     stream = current_stream(dev)
     step = len_ * x.element_size()
     for r0 in range(0, rows, MAX_ROWS):
         n = min(MAX_ROWS, rows - r0)
         try:
             launch(stream, lc, kernel, x.data_ptr() + r0 * step, out.data_ptr() + r0 * step, wp, bp, n, len_, *flags,
-                   pp, sp, cp)
+                   pp, sp, gp, cap)
         except Exception as exc:
             raise KernelLaunchError(f"cooperative launch of {grid} CTAs failed: {exc}") from exc

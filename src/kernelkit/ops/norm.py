@@ -166,8 +166,8 @@ def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
     if kind == "fast" and dtype in STAGED_MAX_ROWS:
         staged += tuple(Kernel(SRC, _row_read_name(dtype, c), 128, 128, block=c[0])
                         for c in sorted(STAGED_ROWS[per_vec(dtype)]))
-    # rows shared by the grid: copied in by cp.async (LDGSTS), their statistics met by global atomics (ATOMG)
-    grid = tuple(Kernel(SRC, _grid.kernel_name(dtype, c), None, 128, block=_grid.block(c), sass=("LDGSTS", "ATOMG"),
+    # rows shared by the grid: copied into each warp's ring by cp.async (LDGSTS)
+    grid = tuple(Kernel(SRC, _grid.kernel_name(dtype, c), None, 128, block=_grid.block(c), sass=("LDGSTS",),
                         dyn_shared=_grid.ring_bytes(c)) for c in sorted(_grid.CONFIGS.values())) if kind == "fast" else ()
     return (row_kernels(SRC, "norm_rows", TABLES, kind, dtype, _extras, vec_only, spilling) + staged + bulk + smem
             + grid + (_welford(dtype),))

@@ -28,6 +28,7 @@ def main() -> None:
     ap.add_argument("--op", default="layer_norm")
     ap.add_argument("--cfgs", default="16,4,6,3")
     ap.add_argument("--macros", default="")
+    ap.add_argument("--probes", default="", help="macro settings timed without the check (wrong results)")
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--rotate", type=int, default=2)
     a = ap.parse_args()
@@ -40,13 +41,18 @@ def main() -> None:
     fns, labels = [], []
     for spec in filter(None, a.cfgs.split(";")):
         cfg = tuple(int(f) for f in spec.split(","))
-        for m in [""] + [m for m in a.macros.split(";") if m]:
+        probes = [m for m in a.probes.split(";") if m]
+        for m in [""] + [m for m in a.macros.split(";") if m] + probes:
             opts = tuple(f"define_macro={d}" for d in m.split("+") if d)
             k = get_kernel("norm.cu", grid.kernel_name(dtype, cfg), device_index=0, extra_options=opts)
 
             def run(x, out, k=k, cfg=cfg):
                 grid.launch_grid(k, cfg, x, out, w.data_ptr(), 0 if rms else b.data_ptr(), rows, len_, flags, 0)
-            add_if_right(a.op, rot, run, w, None if rms else b, fns, labels, f"grid {spec} {m}".strip())
+            if m in probes:
+                fns.append(rot.each(run))
+                labels.append(f"grid {spec} {m} (probe)")
+            else:
+                add_if_right(a.op, rot, run, w, None if rms else b, fns, labels, f"grid {spec} {m}".strip())
 
     call = norm_call(a.op, len_, w, b)
 

@@ -15,4 +15,4 @@ ab() {  # name, then grid_ab.py's arguments
   echo "$name $SECONDS s"
 }
 ab ln-fp32-1024 --shape 1024x65536 --dtype float32 --op layer_norm --cfgs "${KK_CFGS:-16,4,6,3;16,4,6,4}" \
-  --macros "${KK_MACROS:-KK_GRID_SLEEP=0;KK_GRID_SLEEP=400;KK_GRID_COMBINE_FIRST=1}"
+  --macros "${KK_MACROS-KK_GRID_SLEEP=0;KK_GRID_SLEEP=400;KK_GRID_COMBINE_FIRST=1}" --probes "${KK_PROBES-}"

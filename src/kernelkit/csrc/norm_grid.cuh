@@ -29,6 +29,9 @@ constexpr int kGridStatsStride = 16;                              // statistics 
 #ifndef KK_GRID_SLEEP
 #define KK_GRID_SLEEP 100  // ns between polls of a word not yet written: every CTA polls the same line
 #endif
+#ifndef KK_GRID_PROBE
+#define KK_GRID_PROBE 0  // experiments (scripts/grid_ab.py --probes), wrong results: 1 no wait for statistics,
+#endif                   // 2 nor their reads or combines, 3 nor the partials' stores
 #ifndef KK_GRID_COMBINE_FIRST
 #define KK_GRID_COMBINE_FIRST 0  // 1: the combiner polls its row's slots before normalizing its current row
 #endif
@@ -216,12 +219,12 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
         }
       c = warp_allreduce<SumOp>(c);
     }
-    if (lane == 0) st_relaxed64(partials + r * P + b, pack2(a, c));
+    if (lane == 0 && KK_GRID_PROBE < 3) st_relaxed64(partials + r * P + b, pack2(a, c));
   };
   // Row i's combiner (CTA r % P): combine its slots and publish its statistics; the last row's advances gen.
   const auto combine_if_mine = [&](i64 i) {
     const i64 r = row_of(i);
-    if (r % P != b) return;
+    if (r % P != b || KK_GRID_PROBE >= 2) return;
     const float2 st = grid_combine(partials + r * P, P, vecs, N, len, eps, rms);
     if (lane == 0) {
       st_relaxed64(words + r * kGridStatsStride, pack2(st.x, st.y));
@@ -231,7 +234,7 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   // Normalize and store row i from slot s once its statistics are published (`first`: the word read ahead).
   const auto normalize = [&](int s, i64 i, unsigned long long first) {
     const i64 r = row_of(i);
-    unsigned long long w = first;
+    unsigned long long w = KK_GRID_PROBE ? pack2(0.0f, 1.0f) : first;
     while (w == kGridEmpty) {
       __nanosleep(KK_GRID_SLEEP);
       w = ld_relaxed64(words + r * kGridStatsStride);
@@ -276,7 +279,7 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     normalize(si, i, ahead);
     load(si, i + kDepth);
     if (!KK_GRID_COMBINE_FIRST && pub) combine_if_mine(i + kLag);
-    ahead = i + 1 < my_rows ? ld_relaxed64(words + row_of(i + 1) * kGridStatsStride) : kGridEmpty;
+    ahead = i + 1 < my_rows && KK_GRID_PROBE < 2 ? ld_relaxed64(words + row_of(i + 1) * kGridStatsStride) : kGridEmpty;
   }
   cp_async_wait<0>();
 }

@@ -16,3 +16,7 @@ ab() {  # name, then grid_ab.py's arguments
 }
 ab ln-fp32-1024 --shape 1024x65536 --dtype float32 --op layer_norm --cfgs "${KK_CFGS:-16,4,6,3;16,4,6,4}" \
   --macros "${KK_MACROS-KK_GRID_SLEEP=0;KK_GRID_SLEEP=400;KK_GRID_COMBINE_FIRST=1}" --probes "${KK_PROBES-}"
+if [ -n "${KK_SHAPE2:-}" ]; then
+  ab ln-fp32-shape2 --shape $KK_SHAPE2 --dtype float32 --op layer_norm --cfgs "${KK_CFGS:-16,4,6,3}" \
+    --macros "${KK_MACROS-}" --probes "${KK_PROBES-}"
+fi

@@ -20,6 +20,7 @@
 // Every combination is in a fixed order (lanes over slots, then a fixed butterfly): the same bits whichever
 // CTA combines. The CTAs wait for one another, so the launch must be cooperative (all CTAs resident).
 #pragma once
+#include "bulk.cuh"
 #include "norm.cuh"
 
 namespace kk {
@@ -32,6 +33,9 @@ constexpr int kGridStatsStride = 16;                              // statistics 
 #ifndef KK_GRID_PROBE
 #define KK_GRID_PROBE 0  // experiments (scripts/grid_ab.py --probes), wrong results: 1 no wait for statistics,
 #endif                   // 2 nor their reads or combines, 3 nor the partials' stores
+#ifndef KK_GRID_BULK
+#define KK_GRID_BULK 0  // 1: each warp's ring filled by one bulk copy (TMA) a row slice, not cp.async (sm_90)
+#endif
 #ifndef KK_GRID_COMBINE_FIRST
 #define KK_GRID_COMBINE_FIRST 0  // 1: the combiner polls its row's slots before normalizing its current row
 #endif
@@ -175,7 +179,25 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   const auto row_of = [&](i64 i) { return warp + i * kWarps; };
 
   // Copy row i into slot s (one commit group, empty past the warp's rows so that the groups stay counted).
+  __shared__ unsigned long long bars[kWarps][kDepth];  // KK_GRID_BULK: a slot's copy landed
+  if (KK_GRID_BULK) {
+    if (lane == 0) {
+      for (int j = 0; j < kDepth; ++j) mbar_init(&bars[warp][j]);
+      mbar_init_fence();
+    }
+    __syncwarp();
+  }
   const auto load = [&](int s, i64 i) {
+    if (KK_GRID_BULK) {
+      __syncwarp();  // every lane has read the slot's previous row
+      if (lane == 0) {
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        const unsigned bytes = i < my_rows ? (unsigned)mine * 16u : 0u;
+        mbar_expect_bytes(&bars[warp][s], bytes);
+        if (bytes) bulk_load(ring + s * kVecs * 32, in + row_of(i) * len + lo * N, bytes, &bars[warp][s]);
+      }
+      return;
+    }
     if (i < my_rows) {
       const T* x = in + row_of(i) * len + col;
 #pragma unroll
@@ -198,7 +220,7 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
         float f[N];
         floats(s, k, f);
 #pragma unroll
-        for (int j = 0; j < N; ++j) a = fmaf(f[j], f[j], a);
+        for (int j = 0; j < N; ++j) a = valid(k) ? fmaf(f[j], f[j], a) : a;
       }
       a = warp_allreduce<SumOp>(a);
     } else {
@@ -207,7 +229,7 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
       for (int k = 0; k < kVecs; ++k) {
         floats(s, k, f[k]);
 #pragma unroll
-        for (int j = 0; j < N; ++j) a += f[k][j];
+        for (int j = 0; j < N; ++j) a += valid(k) ? f[k][j] : 0.0f;
       }
       a = n > 0.0f ? warp_allreduce<SumOp>(a) / n : 0.0f;  // the slice's mean
 #pragma unroll
@@ -259,7 +281,8 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   for (int j = 0; j < kDepth; ++j) load(j, j);
 #pragma unroll
   for (int j = 0; j < kLag; ++j) {
-    cp_async_wait<0>();
+    if (KK_GRID_BULK) mbar_wait(&bars[warp][j], 0);
+    else cp_async_wait<0>();
     if (j < my_rows) {
       publish(j, j);
       combine_if_mine(j);
@@ -273,7 +296,8 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   for (i64 i = 0; i < my_rows; ++i) {
     const int si = (int)(i % kDepth), sp = (int)((i + kLag) % kDepth);
     const bool pub = i + kLag < my_rows;
-    cp_async_wait<kDepth - kLag - 1>();
+    if (!KK_GRID_BULK) cp_async_wait<kDepth - kLag - 1>();
+    else if (pub) mbar_wait(&bars[warp][sp], (unsigned)((i + kLag) / kDepth) & 1u);
     if (pub) publish(sp, i + kLag);
     if (KK_GRID_COMBINE_FIRST && pub) combine_if_mine(i + kLag);
     normalize(si, i, ahead);
@@ -281,7 +305,7 @@ norm_grid(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     if (!KK_GRID_COMBINE_FIRST && pub) combine_if_mine(i + kLag);
     ahead = i + 1 < my_rows && KK_GRID_PROBE < 2 ? ld_relaxed64(words + row_of(i + 1) * kGridStatsStride) : kGridEmpty;
   }
-  cp_async_wait<0>();
+  if (!KK_GRID_BULK) cp_async_wait<0>();
 }
 
 }  // namespace kk

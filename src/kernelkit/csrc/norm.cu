@@ -17,7 +17,6 @@
 //                 cluster of 2) a row, registers free for loads in flight.
 #include "norm.cuh"
 #include "norm_bulk.cuh"
-#include "norm_grid.cuh"
 #include "smemrows.cuh"
 
 namespace kk {

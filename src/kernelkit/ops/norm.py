@@ -15,7 +15,6 @@ import torch
 
 from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ..runtime import launch
-from . import _grid
 from ._common import CXX_TYPE, check_tensor, output_for, pick_variant
 from ._rowwise import (SourceNames, allow_shared, grid_for_rows, handout_counters, has_clusters, launch_cluster,
                        launch_persistent, launch_smem_rows, per_vec, pick, resident_blocks, row_kernels, row_name,
@@ -23,7 +22,7 @@ from ._rowwise import (SourceNames, allow_shared, grid_for_rows, handout_counter
 from .norm_tables import (  # noqa: F401  (tables read as norm's globals; scripts read norm.<name>)
     _FAST, TABLES, _UNALIGNED, _VEC_ONLY, _SPILLING, BULK, BULK_FROM, BULK_LAYER_NORM,
     BULK_LAYER_NORM_FROM, BULK_SPARES, CLUSTER_ROWS, CLUSTER_ROWS_FROM, CLUSTER_ROWS_LN, CLUSTER_ROWS_LN_FROM,
-    CLUSTER_ROWS_RMS, GRID_FROM, SMEM, SMEM_FROM,
+    CLUSTER_ROWS_RMS, SMEM, SMEM_FROM,
     SMEM_SPARES, STAGED_ROWS,
     STAGED_MAX_ROWS, STAGED_RMS_ROWS)
 
@@ -48,8 +47,6 @@ HANDOUT = True
 # interleaved; results/session19/bulk-handout-ab.txt): 32768^2 fp16 layer_norm 1482 -> 1415 us (95.5% ->
 # 100.0% of a same-bytes copy), 16384 x 32768 742 -> 710 us. False: kept, tested, compared.
 BULK_HANDOUT = True
-# GRID_FROM's rows shared by the whole grid (norm_grid). False: kept, tested, compared.
-GRID = True
 
 
 def smem_configs(dtype) -> list[tuple]:
@@ -133,14 +130,6 @@ def _bulk_shared(cfg, weight: bool, bias: bool) -> int:
     return stages * slice_bytes // chunks + (int(weight) + int(bias) if wb else 0) * slice_bytes
 
 
-def _grid_for(dtype, len_: int, rms: bool, dev: int):
-    """The norm_grid configuration for an aligned row (GRID_FROM), or None."""
-    start = GRID_FROM["rms_norm" if rms else "layer_norm"].get(per_vec(dtype))
-    if not GRID or start is None or len_ <= start:
-        return None
-    return _grid.config_for(dtype, len_, _grid.ctas(dev))
-
-
 def _welford(dtype) -> Kernel:
     bits = torch.finfo(dtype).bits
     return Kernel(SRC, f"kk::norm_welford<{CXX_TYPE[dtype]}, {LOOP_BLOCK}>", bits, bits, block=LOOP_BLOCK)
@@ -166,11 +155,8 @@ def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
     if kind == "fast" and dtype in STAGED_MAX_ROWS:
         staged += tuple(Kernel(SRC, _row_read_name(dtype, c), 128, 128, block=c[0])
                         for c in sorted(STAGED_ROWS[per_vec(dtype)]))
-    # rows shared by the grid: copied into each warp's ring by cp.async (LDGSTS)
-    grid = tuple(Kernel(SRC, _grid.kernel_name(dtype, c), None, 128, block=_grid.block(c), sass=("LDGSTS",),
-                        dyn_shared=_grid.ring_bytes(c)) for c in sorted(_grid.CONFIGS.values())) if kind == "fast" else ()
     return (row_kernels(SRC, "norm_rows", TABLES, kind, dtype, _extras, vec_only, spilling) + staged + bulk + smem
-            + grid + (_welford(dtype),))
+            + (_welford(dtype),))
 
 
 def _extras(cfg):
@@ -186,14 +172,10 @@ def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool, rms: bool, rows: in
     many = rows > STAGED_MAX_ROWS.get(dtype, rows)  # past the staged form's row range (STAGED_MAX_ROWS)
     lo, hi = STAGED_RMS_ROWS.get(dtype, (1, 0))
     rms_staged = rms and lo <= rows <= hi  # rms_norm's row range for the staged form
-    key = (v.name, dtype, dev, len_, vec, rms, PREFETCH, HANDOUT, BULK_HANDOUT, GRID, many, rms_staged)
+    key = (v.name, dtype, dev, len_, vec, rms, PREFETCH, HANDOUT, BULK_HANDOUT, many, rms_staged)
     plan = _plans.get(key)
     if plan is None:
         kind = v.params["kind"]
-        cfg = _grid_for(dtype, len_, rms, dev) if kind == "fast" and vec else None
-        if cfg is not None:  # rows shared by the whole grid
-            plan = _plans[key] = (NAMES.load(_grid.kernel_name(dtype, cfg), dtype, dev), (*cfg, "grid"))
-            return plan
         if kind == "fast" and vec and has_clusters(dev):
             cfg = _cluster_rows_for(dtype, len_, rms)
             if cfg is not None:  # persistent clusters, weight and bias staged, rows handed out
@@ -235,9 +217,6 @@ def _run(v, x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
     flags = (np.float32(eps), np.int32(rms))
     if cfg is None:
         launch(kernel, rows, LOOP_BLOCK, x.data_ptr(), out.data_ptr(), wp, bp, len_, *flags, device_index=dev)
-        return
-    if cfg[-1] == "grid":  # every CTA a column slice of every row (norm_grid), a cooperative launch a 4096 rows
-        _grid.launch_grid(kernel, cfg[:4], x, out, wp, bp, rows, len_, flags, dev)
         return
     args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, *flags)
     if cfg[-1] == "staged":  # one CTA a row, persistent, weight and bias staged in shared memory (STAGED_ROWS)

@@ -166,10 +166,3 @@ STAGED_MAX_ROWS = {torch.float16: 8192}
 # 94.0, 4096 95.0-97.0 / 92.4-94.3 (two runs), 5120 96.2 / 95.5, 6144 95.7 / 97.0, 8192 95.1 / 97.2. The range
 # runs halfway to the neighbouring measured sizes.
 STAGED_RMS_ROWS = {torch.float16: (3584, 5632)}
-
-
-# Rows shared by the whole grid (norm_grid, ops/_grid.py: every CTA a column slice of every row, statistics
-# meeting in global memory, a cooperative launch), for rows longer than this many elements, by op and
-# elements per vector, where they fit (ops/_grid.CONFIGS). Session 21: measured against norm_bulk's clusters
-# of 8 (15 resident on an H100: 120 SMs) at fp32 1024 x 65536 layer_norm (benchmarks/results/session21/).
-GRID_FROM = {"layer_norm": {4: 32768}, "rms_norm": {}}

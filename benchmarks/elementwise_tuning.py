@@ -121,7 +121,7 @@ def main(argv=None) -> int:
                 rec("add", case, r, lambda r=r: kernelkit.add(xa, xb, out=out, variant=r), nbytes, tus)
             del buf_a, buf_b, out
         # the fast rung's launch shape: unroll x block x grid cap x cache policy (aligned)
-        from kernelkit.ops._common import sm_count
+        from kernelkit.ops._shared.launch_rules import sm_count
         from kernelkit.runtime import get_kernel, launch
         import numpy as np
 
@@ -153,7 +153,7 @@ def main(argv=None) -> int:
             del x, y, out
 
     if want("relu"):
-        from kernelkit.ops._launch_util import occupancy_limiter
+        from kernelkit.ops._shared.launch_rules import occupancy_limiter
         from kernelkit.runtime import get_kernel, launch
         import numpy as np
 
@@ -226,7 +226,7 @@ def main(argv=None) -> int:
                     rec("normalize_image", case, v.name,
                         lambda v=v: kernelkit.normalize_image(img, mean, std, variant=v.name, **kw), nbytes, tus)
             if len(shape) == 3:  # the CHW vector kernel's launch: block, occupancy limiter, groups per thread
-                from kernelkit.ops._launch_util import occupancy_limiter
+                from kernelkit.ops._shared.launch_rules import occupancy_limiter
                 from kernelkit.runtime import get_kernel, launch
                 import numpy as np
 

@@ -18,7 +18,7 @@ import torch
 
 import kernelkit
 from kernelkit.bench import copy_bandwidth, time_cuda
-from kernelkit.ops.rearrange import CARRIER
+from kernelkit.ops.rearrangement._rearrange import CARRIER
 from kernelkit.runtime import compile_source, get_kernel, launch
 from kernelkit.runtime.launch import device_arch
 

@@ -53,8 +53,8 @@ def modules():
 def extend_names() -> None:
     """Put the sweep's extra instantiations into the per-dtype builds, so --warm compiles them and the
     timed loads hit the same cache entries."""
-    from kernelkit.ops._common import CXX_TYPE
-    from kernelkit.ops._rowwise import per_vec, row_name
+    from kernelkit.ops._shared.cxx import CXX_TYPE
+    from kernelkit.ops.reduction._rows import per_vec, row_name
 
     mods = modules()
     for dt in DTYPES:
@@ -178,7 +178,7 @@ def _row_ops(x):
 
 def sec_rows(res, alts: bool, a):
     from kernelkit.bench import copy_bandwidth
-    from kernelkit.ops._rowwise import per_vec
+    from kernelkit.ops.reduction._rows import per_vec
 
     mods = modules()
     want_shapes = None if not a.shapes else {tuple(map(int, s.split("x"))) for s in a.shapes.split(",")}

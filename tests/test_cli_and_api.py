@@ -39,7 +39,7 @@ def test_kind_variants_build_a_ladder_in_order():
 
 
 def test_output_for_allocates_or_checks():
-    from kernelkit.ops._common import output_for
+    from kernelkit.ops._shared.checks import output_for
 
     x = torch.randn(3, 4).t()  # non-contiguous: the fresh output is contiguous all the same
     fresh = output_for(None, x, "op")

@@ -5,7 +5,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import kernelkit  # noqa: E402,F401  (registers the ops)
-from kernelkit.ops import norm  # noqa: E402
+from kernelkit.ops.reduction import norm  # noqa: E402
 
 SM90_MAX_DYNAMIC_SHARED = 227 * 1024
 STATIC_SHARED = 1024  # norm_bulk's own: reductions, slots, mbarriers (640 bytes measured by inspect)
@@ -57,7 +57,7 @@ def test_dynamic_shared_memory_is_opted_in_at_48k(monkeypatch):
     (it was skipped at <= 48 KB and the launch failed with CUDA_ERROR_INVALID_VALUE)."""
     pytest.importorskip("cuda.bindings")
     from cuda.bindings import driver
-    from kernelkit.ops import _rowwise
+    from kernelkit.ops.reduction import _rows as _rowwise
 
     cfg = norm.BULK_LAYER_NORM[8][32768]
     shmem = norm._bulk_shared(cfg, False, False)
@@ -83,7 +83,7 @@ def test_4096_element_layer_norm_rows_staged_up_to_staged_max_rows(monkeypatch):
     row count, fp16 rms_norm stages only within norm.STAGED_RMS_ROWS (and keeps its early weight reads
     outside), and the plan cache keeps the row ranges apart."""
     monkeypatch.setattr(norm.NAMES, "load", lambda name, dtype, dev: name)  # the name, not a GPU kernel
-    from kernelkit.ops import _rowwise
+    from kernelkit.ops.reduction import _rows as _rowwise
 
     for mod in (norm, _rowwise):  # an sm_90 device, as far as the plan asks
         monkeypatch.setattr(mod, "has_clusters", lambda dev: True)
@@ -149,7 +149,7 @@ def test_handout_counters_one_buffer_per_device_and_stream(monkeypatch):
     """The handed-out rows' counters: one zeroed buffer per (device, stream), reused by later launches on
     the same stream; devices do not share one even where their stream handles match (each device's
     default stream is handle 0)."""
-    from kernelkit.ops import _rowwise
+    from kernelkit.ops.reduction import _rows as _rowwise
 
     made = []
 
@@ -164,7 +164,7 @@ def test_handout_counters_one_buffer_per_device_and_stream(monkeypatch):
     monkeypatch.setattr(_rowwise, "_handout", {})
     monkeypatch.setattr(_rowwise.torch, "zeros", lambda n, dtype, device: FakeBuf(device))
     handles = {0: 0, 1: 0}
-    monkeypatch.setattr(_rowwise, "_raw_stream", lambda dev: handles[dev])
+    monkeypatch.setattr(_rowwise, "stream_handle", lambda dev: handles[dev])
     a, b = _rowwise.handout_counters(0), _rowwise.handout_counters(1)
     assert a != b and [m.device for m in made] == ["cuda:0", "cuda:1"]
     assert _rowwise.handout_counters(0) == a and len(made) == 2  # reused

@@ -150,9 +150,9 @@ def test_every_configuration(dtype, monkeypatch):
     the prefetch of cluster rows), forced onto rows it holds exactly and rows one vector shorter."""
     import sys
 
-    from kernelkit.ops._rowwise import has_clusters, per_vec
+    from kernelkit.ops.reduction._rows import has_clusters, per_vec
 
-    mod = sys.modules["kernelkit.ops.norm"]
+    mod = sys.modules["kernelkit.ops.reduction.norm"]
     n = per_vec(dtype)
     for kind in ("registers", "fast"):
         for cfg in mod.TABLES.configs(kind, dtype):
@@ -184,11 +184,11 @@ def test_every_bulk_configuration(dtype, monkeypatch):
     than resident clusters, so each ring of stages wraps around several times."""
     import sys
 
-    from kernelkit.ops._rowwise import has_clusters, per_vec
+    from kernelkit.ops.reduction._rows import has_clusters, per_vec
 
     if not has_clusters(0):
         pytest.skip("bulk copies need sm_90")
-    mod = sys.modules["kernelkit.ops.norm"]
+    mod = sys.modules["kernelkit.ops.reduction.norm"]
     n = per_vec(dtype)
     monkeypatch.setattr(mod, "BULK_FROM", 0)
     monkeypatch.setattr(mod, "_smem_for", lambda *_a: None)  # test_smem_rows_gpu's
@@ -225,11 +225,11 @@ def _norm_with_clusters():
     """kernelkit.ops.norm with its plan cache cleared, on an sm_90 device (else the test skips)."""
     import sys
 
-    from kernelkit.ops._rowwise import has_clusters
+    from kernelkit.ops.reduction._rows import has_clusters
 
     if not has_clusters(0):
         pytest.skip("clusters need sm_90")
-    mod = sys.modules["kernelkit.ops.norm"]
+    mod = sys.modules["kernelkit.ops.reduction.norm"]
     mod._plans.clear()
     return mod
 
@@ -298,7 +298,7 @@ def test_cluster_rows_handed_out_give_the_fixed_stride_bits_on_any_stream():
     every row computed once, the same bits as rows dealt in a fixed stride, launch after launch (the cluster
     taking the last number resets the counter), with fewer rows than clusters, on a second stream (a buffer
     of its own) and replayed from a CUDA graph; the counters read zero after."""
-    from kernelkit.ops import _rowwise
+    from kernelkit.ops.reduction import _rows as _rowwise
 
     mod = _norm_with_clusters()
     rows, len_ = 1500, 65536  # more rows than resident clusters (62 on an H100)
@@ -380,7 +380,7 @@ def _assert_graph_replays_give(want, run, label: str) -> None:
 
 def _assert_counters_zero() -> None:
     """Every stream's row-handout counter reads zero once the launches are done."""
-    from kernelkit.ops import _rowwise
+    from kernelkit.ops.reduction import _rows as _rowwise
 
     torch.cuda.synchronize()
     for buf, _ptr in _rowwise._handout.values():
@@ -407,7 +407,7 @@ def test_staged_rms_norm_rows():
     weight, rows ending inside a thread's vectors, against float64 with poisoned outputs."""
     import importlib
 
-    norm = importlib.import_module("kernelkit.ops.norm")
+    norm = importlib.import_module("kernelkit.ops.reduction.norm")
     lo, hi = norm.STAGED_RMS_ROWS[torch.float16]
     for rows, len_ in ((lo, 4096), (hi, 2056), (4099, 4088)):
         assert lo <= rows <= hi
@@ -427,7 +427,7 @@ def test_tight_rows_read_weight_and_bias_per_row(dtype):
     combination, a mean 13x the spread; against float64 with poisoned outputs."""
     import importlib
 
-    norm = importlib.import_module("kernelkit.ops.norm")
+    norm = importlib.import_module("kernelkit.ops.reduction.norm")
     rows = norm.STAGED_MAX_ROWS[dtype] + 3 if dtype == torch.float16 else 301
     for len_ in (4096, 2056, 4088):
         x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 40

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from kernelkit.ops import _rearrange as R_
-from kernelkit.ops.rearrange import BEST_TILES, WIDE_TILE, _tile_kernel, best_tile
+from kernelkit.ops.rearrangement import _rearrange as R_
+from kernelkit.ops.rearrangement.rearrange import BEST_TILES, WIDE_TILE, _tile_kernel, best_tile
 
 CARRIER_NP = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: None}
 
@@ -282,7 +282,7 @@ def test_shared_memory_instruction_census():
             names[(e, mode, None)] = _tile_kernel(mode, e)[0]
         for cfg in BEST_TILES[e]:
             names[(e, "best", cfg)] = _tile_kernel("best", e, cfg=cfg)[0]
-    b = compile_source("transpose.cu", tuple(dict.fromkeys(names.values())), "sm_90")
+    b = compile_source("rearrangement/transpose.cu", tuple(dict.fromkeys(names.values())), "sm_90")
     cens = kernel_census(b.cubin)
     for (e, mode, cfg), name in names.items():
         c = cens[b.mangled(name)]

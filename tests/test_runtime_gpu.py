@@ -14,7 +14,7 @@ NAME = "kk::unary_scalar<float, kk::GeluTanh>"
 
 
 def test_bad_launch_config_names_the_kernel():
-    k = get_kernel("gelu.cu", NAME, device_index=torch.cuda.current_device())
+    k = get_kernel("elementwise/gelu.cu", NAME, device_index=torch.cuda.current_device())
     x = torch.randn(10, device="cuda")
     with pytest.raises(KernelLaunchError, match="unary_scalar"):
         launch(k, 1, 4096, x.data_ptr(), x.data_ptr(), 10, name=NAME)  # 4096 threads > 1024 per block
@@ -25,7 +25,7 @@ def test_kernel_fault_surfaces_with_sync_env():
     code = textwrap.dedent(f"""
         import torch
         from kernelkit.runtime import get_kernel, launch, KernelLaunchError
-        k = get_kernel("gelu.cu", "{NAME}", device_index=0)
+        k = get_kernel("elementwise/gelu.cu", "{NAME}", device_index=0)
         try:
             launch(k, 1, 32, 16, 16, 1 << 20, name="{NAME}")  # address 16: not device memory
         except KernelLaunchError as e:

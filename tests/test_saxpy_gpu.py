@@ -58,7 +58,7 @@ def test_serial_launch_is_one_thread(monkeypatch):
     """The serial launch really is one block of one thread (checked at the launch call)."""
     import importlib
 
-    mod = importlib.import_module("kernelkit.ops.saxpy")  # the module (kernelkit.ops.saxpy is also the function)
+    mod = importlib.import_module("kernelkit.ops.elementwise.saxpy")  # the module (kernelkit.ops.saxpy is also the function)
 
     seen = []
     real = mod.launch

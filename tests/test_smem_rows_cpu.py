@@ -8,10 +8,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import kernelkit  # noqa: E402,F401  (registers the ops)
-from kernelkit.ops._rowwise import SMEM_ROWS_MAX_SHARED, smem_rows_capacity, smem_rows_shared  # noqa: E402
+from kernelkit.ops.reduction._rows import SMEM_ROWS_MAX_SHARED, smem_rows_capacity, smem_rows_shared  # noqa: E402
 
-norm = importlib.import_module("kernelkit.ops.norm")
-softmax = importlib.import_module("kernelkit.ops.softmax")
+norm = importlib.import_module("kernelkit.ops.reduction.norm")
+softmax = importlib.import_module("kernelkit.ops.reduction.softmax")
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -50,7 +50,7 @@ def test_smem_kernels_claim_bulk_copies_and_wide_stores(op):
 
     from kernelkit.analyze.ladder_inspect import analyze_op
 
-    from kernelkit.ops._rowwise import smem_rows_name
+    from kernelkit.ops.reduction._rows import smem_rows_name
 
     mod, kernel = (norm, "norm_smem") if op == "rms_norm" else (softmax, "softmax_smem")
     smem = [r for r in analyze_op(op, "sm_90") if r.variant == "fast" and "_smem<" in r.kernel.name]

@@ -17,7 +17,7 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def _need_sm90():
-    from kernelkit.ops._rowwise import has_clusters
+    from kernelkit.ops.reduction._rows import has_clusters
 
     if not has_clusters(0):
         pytest.skip("bulk copies need sm_90")
@@ -28,7 +28,7 @@ def _configs(mod, dtype):
 
 
 def _lengths(dtype, cfg):
-    from kernelkit.ops._rowwise import per_vec, smem_rows_capacity
+    from kernelkit.ops.reduction._rows import per_vec, smem_rows_capacity
 
     n, cap = per_vec(dtype), smem_rows_capacity(dtype, cfg)
     chunk, cluster = cfg[0] * cfg[1] * n, cfg[4]
@@ -43,7 +43,7 @@ def _fresh_plans():
     """Forced configurations must not outlive a test in the launch-plan caches, even a failing one
     (a stale 32K-capacity plan once served later tests' 64K rows)."""
     yield
-    for name in ("kernelkit.ops.norm", "kernelkit.ops.softmax"):
+    for name in ("kernelkit.ops.reduction.norm", "kernelkit.ops.reduction.softmax"):
         sys.modules[name]._plans.clear()
 
 
@@ -66,7 +66,7 @@ def _forced_lengths(monkeypatch, mod, dtype):
 def test_norm_every_smem_configuration(dtype, monkeypatch):
     _need_sm90()
     rows = 301
-    for cfg, len_ in _forced_lengths(monkeypatch, sys.modules["kernelkit.ops.norm"], dtype):
+    for cfg, len_ in _forced_lengths(monkeypatch, sys.modules["kernelkit.ops.reduction.norm"], dtype):
         x = (random_input(rows * len_, dtype) + 0.7).view(rows, len_)
         w, b = random_input(len_, dtype), random_input(len_, dtype)
         for wb in ((w, b), (w, None), (None, None)):
@@ -80,7 +80,7 @@ def test_norm_every_smem_configuration(dtype, monkeypatch):
 def test_softmax_every_smem_configuration(dtype, monkeypatch):
     _need_sm90()
     rows = 301
-    for cfg, len_ in _forced_lengths(monkeypatch, sys.modules["kernelkit.ops.softmax"], dtype):
+    for cfg, len_ in _forced_lengths(monkeypatch, sys.modules["kernelkit.ops.reduction.softmax"], dtype):
         x = random_input(rows * len_, dtype).view(rows, len_)
         got = kernelkit.softmax(x, out=poisoned_like(x))
         assert_close(got, reference.softmax(x), dtype, f"softmax {cfg} len={len_}")
@@ -101,15 +101,15 @@ def test_smem_special_values_and_large_magnitudes(dtype, monkeypatch):
     x[4, -1] = 80.0
     x[5] *= 1e4
     x = x.to(dtype)
-    from kernelkit.ops._rowwise import smem_rows_capacity
+    from kernelkit.ops.reduction._rows import smem_rows_capacity
 
-    smx = sys.modules["kernelkit.ops.softmax"]
+    smx = sys.modules["kernelkit.ops.reduction.softmax"]
     for cfg in [c for c in _configs(smx, dtype) if smem_rows_capacity(dtype, c) >= len_][:2]:
         _force(monkeypatch, smx, cfg)
         got, want = kernelkit.softmax(x), torch.softmax(x.double(), -1)
         assert torch.equal(torch.isnan(got), torch.isnan(want)), cfg
         assert_close(got, reference.softmax(x), dtype, f"softmax special {cfg}")
-    nrm = sys.modules["kernelkit.ops.norm"]
+    nrm = sys.modules["kernelkit.ops.reduction.norm"]
     # mean 25x the spread: E[x^2] - E[x]^2 in fp32 would lose 4 digits here, past the fp32 tolerance;
     # the two passes must not. (Much larger ratios leave too few bits of the mean itself in fp32, for
     # any fp32 kernel: at 50x, one ulp of the mean times |weight| ~ 4 is the whole tolerance.)

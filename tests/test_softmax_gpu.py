@@ -139,9 +139,9 @@ def test_every_configuration(dtype, monkeypatch):
     it holds exactly and rows one vector shorter."""
     import sys
 
-    from kernelkit.ops._rowwise import has_clusters, per_vec
+    from kernelkit.ops.reduction._rows import has_clusters, per_vec
 
-    mod = sys.modules["kernelkit.ops.softmax"]
+    mod = sys.modules["kernelkit.ops.reduction.softmax"]
     n = per_vec(dtype)
     for kind in ("registers", "fast"):
         for cfg in mod.TABLES.configs(kind, dtype):

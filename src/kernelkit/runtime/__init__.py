@@ -1,12 +1,17 @@
-"""kernelkit's runtime: NVRTC compile through cuda.core, header discovery, caches, launch."""
+"""kernelkit's runtime: NVRTC compile through cuda.core, header discovery, caches, the one launch path.
+
+Nothing outside this package imports cuda.core or cuda.bindings.
+"""
 from .cache import cache_dir
-from .compiler import Build, compile_source, clear_memory_cache, lineinfo_enabled
+from .compiler import Build, clear_memory_cache, compile_source, lineinfo_enabled
 from .errors import CompileError, HeadersNotFoundError, KernelLaunchError, KernelkitError
 from .headers import header_options, include_dirs, nvrtc_version
-from .launch import current_stream, device_arch, get_kernel, launch
+from .launch import (allow_shared, clear_loaded, current_stream, device_arch, get_kernel, launch, on_device,
+                     resident_blocks, stream_handle)
 
 __all__ = [
     "Build", "CompileError", "HeadersNotFoundError", "KernelLaunchError", "KernelkitError",
-    "cache_dir", "clear_memory_cache", "compile_source", "current_stream", "device_arch",
-    "get_kernel", "header_options", "include_dirs", "launch", "lineinfo_enabled", "nvrtc_version",
+    "allow_shared", "cache_dir", "clear_loaded", "clear_memory_cache", "compile_source", "current_stream",
+    "device_arch", "get_kernel", "header_options", "include_dirs", "launch", "lineinfo_enabled",
+    "nvrtc_version", "on_device", "resident_blocks", "stream_handle",
 ]

@@ -50,13 +50,13 @@ def lineinfo_enabled() -> bool:
 @functools.cache
 def _csrc_digest() -> str:
     h = hashlib.sha256()
-    for f in sorted(CSRC.glob("*.cu*")):
-        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    for f in sorted(CSRC.rglob("*.cu*")):
+        h.update(str(f.relative_to(CSRC)).encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
 
 def source_path(source: str) -> Path:
-    """A kernelkit source by name (``csrc/<source>``), or any .cu file by absolute path."""
+    """A kernelkit source by its path under csrc/ (``"elementwise/gelu.cu"``), or any .cu file by absolute path."""
     p = Path(source)
     return p if p.is_absolute() else CSRC / source
 
@@ -67,7 +67,7 @@ def _options(source: str, arch: str, extra: Sequence[str], lineinfo: bool) -> di
         name=path.name,  # NVRTC's log then says "gelu.cu(42): error ..."
         arch=arch,
         std=CXX_STD,
-        include_path=list(dict.fromkeys([str(path.parent), str(CSRC)])),
+        include_path=list(dict.fromkeys([str(path.parent), str(CSRC / "include")])),
         lineinfo=lineinfo or None,
         ptxas_options=["-v"],  # register/spill report lands in the log, read by `kernelkit inspect`
     )

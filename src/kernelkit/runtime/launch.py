@@ -1,14 +1,18 @@
-"""Loading compiled kernels on the current device and launching them on torch's current stream.
+"""Loading compiled kernels on a device and launching them on torch's current stream: the one launch path.
 
-The hot path of an op is: look up a cached ``cuda.core.Kernel`` by (device, build, name), look up
-the cached cuda.core Stream wrapping torch's current stream handle, launch. No synchronisation and no
-allocation, so launches are capturable in CUDA graphs.
+Every launch of every op (plain, cluster, cooperative, persistent) goes through ``launch``, so
+``KERNELKIT_SYNC=1`` and the error naming the kernel hold for all of them. The hot path is a few
+dict lookups and the driver call; no synchronisation and no allocation, so launches are capturable
+in CUDA graphs.
+
+Several GPUs: a kernel runs on the device of the tensors it is given, whatever device is current.
+The launch makes that device current for the duration of the call (only when it is not already),
+and loading a kernel never leaves another device's context current behind torch's back.
 """
 from __future__ import annotations
 
 import os
 import threading
-from typing import Sequence
 
 import torch
 
@@ -16,11 +20,19 @@ from .compiler import compile_source
 from .errors import KernelLaunchError
 
 _kernels: dict[tuple, object] = {}
-_tls = threading.local()
-_streams: dict[int, object] = {}
-_devices_ready: set[int] = set()
+_streams: dict[tuple[int, int], object] = {}
+_configs: dict[tuple, object] = {}
 _lock = threading.Lock()
 _SYNC = os.environ.get("KERNELKIT_SYNC", "0") not in ("", "0")
+
+# Bound once at import: an import or attribute lookup inside the hot path costs ~1 us a call.
+try:
+    from cuda.core import launch as _cc_launch
+except ImportError:  # pragma: no cover - cuda.core is a dependency; compile-only tools still import
+    _cc_launch = None
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # ~0.2 us, torch.cuda.current_stream() ~8
+_get_device = getattr(torch._C, "_cuda_getDevice", None)
+_exchange_device = getattr(torch._C, "_cuda_exchangeDevice", None)
 
 
 def device_arch(device_index: int | None = None) -> str:
@@ -29,109 +41,173 @@ def device_arch(device_index: int | None = None) -> str:
     return f"sm_{major}{minor}"
 
 
-def _ensure_context(device_index: int) -> None:
-    # cuda.core needs its Device made current once per thread; it shares torch's primary context.
-    if device_index in _devices_ready and getattr(_tls, "device", None) == device_index:
-        return
-    from cuda.core import Device
-
-    Device(device_index).set_current()
-    _tls.device = device_index
-    _devices_ready.add(device_index)
+def stream_handle(device_index: int) -> int:
+    """The raw handle of torch's current stream on a device (every device's default stream is 0)."""
+    return _raw_stream(device_index)
 
 
+class on_device:
+    """Make ``device_index`` current inside the block and restore the previous device after it.
 
-def get_kernel(
-    source: str,
-    name: str,
-    *,
-    device_index: int,
-    arch_suffix: str = "",
-    extra_options: Sequence[str] = (),
-    names: Sequence[str] | None = None,
-):
+    Cheaper than ``torch.cuda.device``; the restore also undoes a context that cuda.core made
+    current inside the block (the runtime call that restores the device sets its context)."""
+
+    __slots__ = ("dev", "prev")
+
+    def __init__(self, device_index: int):
+        self.dev = device_index
+
+    def __enter__(self):
+        self.prev = _exchange_device(self.dev)
+
+    def __exit__(self, *exc):
+        _exchange_device(self.prev)
+        return False
+
+
+def get_kernel(source: str, name: str, *, device_index: int, arch_suffix: str = "", extra_options=()):
     """The loaded kernel for the instantiation ``name`` of ``csrc/<source>`` on a device.
 
-    ``names`` lists all instantiations to build together with this one (one NVRTC run per file);
-    ``arch_suffix`` is "a" for kernels that use arch-specific instructions (wgmma, setmaxnreg).
+    Each instantiation is its own NVRTC run (a few tenths of a second), so a first call builds only
+    what it launches; ``kernelkit warmup`` builds the rest ahead of time. ``arch_suffix`` is "a" for
+    kernels that use arch-specific instructions (wgmma, setmaxnreg).
     """
     key = (device_index, source, name, arch_suffix, tuple(extra_options))
     kern = _kernels.get(key)
     if kern is not None:
         return kern
-    from cuda.core import ObjectCode
+    from cuda.core import Device, ObjectCode
 
-    _ensure_context(device_index)
     arch = device_arch(device_index) + arch_suffix
-    build = compile_source(source, tuple(names or (name,)), arch, extra_options=extra_options)
-    obj = ObjectCode.from_cubin(build.cubin, name=source)
-    kern = obj.get_kernel(build.mangled(name))  # by mangled name: no symbol map needed
+    build = compile_source(source, (name,), arch, extra_options=extra_options)
+    with on_device(device_index):
+        Device(device_index).set_current()  # cuda.core keeps per-thread state of the current device
+        obj = ObjectCode.from_cubin(build.cubin, name=source)
+        kern = obj.get_kernel(build.mangled(name))  # by mangled name: no symbol map needed
     with _lock:
         _kernels[key] = kern
     return kern
 
 
-try:  # bound once at import: an import or attribute lookup inside the hot path costs ~1 us a call
-    from cuda.core import launch as _cc_launch
-except ImportError:  # pragma: no cover - cuda.core is a dependency; compile-only tools still import
-    _cc_launch = None
-
-
-# torch's current stream handle: ~0.2 us, where torch.cuda.current_stream() costs ~8
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent from CPU-only builds
-
-
 def current_stream(device_index: int | None = None):
-    """cuda.core Stream for torch's current stream on a device, cached by handle."""
+    """cuda.core Stream for torch's current stream on a device, cached by (device, handle)."""
     if device_index is None:
         device_index = torch.cuda.current_device()
     handle = _raw_stream(device_index)
-    s = _streams.get(handle)
+    s = _streams.get((device_index, handle))
     if s is None:
         from cuda.core import Stream
 
         s = Stream.from_handle(handle)
         with _lock:
-            _streams[handle] = s
+            _streams[(device_index, handle)] = s
     return s
 
 
-_configs: dict[tuple, object] = {}
-
-
-def launch(kernel, grid, block, *args, shmem: int = 0, name: str = "kernel", device_index: int | None = None) -> None:
+def launch(kernel, grid, block, *args, shmem: int = 0, cluster: int = 1, cooperative: bool = False,
+           name: str = "kernel", device_index: int) -> None:
     """Launch ``kernel`` with ``args`` on torch's current stream of ``device_index``.
 
-    ``grid`` and ``block`` are ints or tuples. Python ints travel as 64-bit integers (pointers,
-    sizes); pass numpy scalars for 32-bit or float parameters. A launch failure raises
-    KernelLaunchError naming the kernel; KERNELKIT_SYNC=1 also synchronises after the launch so
-    that a fault inside the kernel is reported against it.
-
-    This is every op's hot path, written for a small host cost: two dict lookups and the launch.
+    ``grid`` and ``block`` are ints or tuples; ``grid`` counts CTAs (with ``cluster`` > 1, a multiple of
+    it: 1-D thread-block clusters). ``cooperative`` launches a grid whose CTAs may all wait on each
+    other (it must fit the device at once). Python ints travel as 64-bit integers (pointers, sizes);
+    pass numpy scalars for 32-bit or float parameters. A launch failure raises KernelLaunchError
+    naming the kernel; KERNELKIT_SYNC=1 also synchronises after the launch so that a fault inside
+    the kernel is reported against it.
     """
-    cfg = _configs.get((grid, block, shmem))
+    cfg = _configs.get((grid, block, shmem, cluster, cooperative))
     if cfg is None:
-        cfg = _make_config(grid, block, shmem)
-    stream = _streams.get(_raw_stream(device_index)) if device_index is not None else None
+        cfg = _make_config(grid, block, shmem, cluster, cooperative)
+    stream = _streams.get((device_index, _raw_stream(device_index)))
     if stream is None:
         stream = current_stream(device_index)
     try:
-        _cc_launch(stream, cfg, kernel, *args)
+        if _get_device() == device_index:
+            _cc_launch(stream, cfg, kernel, *args)
+        else:  # the kernel runs in the current context: make the tensors' device current for the launch
+            with on_device(device_index):
+                _cc_launch(stream, cfg, kernel, *args)
     except Exception as exc:
-        raise KernelLaunchError(f"launching {name} (grid={grid}, block={block}, shmem={shmem}) failed: {exc}") from exc
+        raise KernelLaunchError(f"launching {name} (grid={grid}, block={block}, shmem={shmem}, cluster={cluster}"
+                                f"{', cooperative' if cooperative else ''}) on cuda:{device_index} failed: {exc}") from exc
     if _SYNC:
         try:
             stream.sync()
         except Exception as exc:
-            raise KernelLaunchError(f"kernel {name} failed: {exc}") from exc
+            raise KernelLaunchError(f"kernel {name} on cuda:{device_index} failed: {exc}") from exc
 
 
-def _make_config(grid, block, shmem: int):
+def _make_config(grid, block, shmem: int, cluster: int, cooperative: bool):
     from cuda.core import LaunchConfig
 
     g = tuple(grid) if isinstance(grid, (tuple, list)) else (int(grid),)
     b = tuple(block) if isinstance(block, (tuple, list)) else (int(block),)
-    cfg = LaunchConfig(grid=g, block=b, shmem_size=shmem)
+    extra = {}
+    if cluster > 1:  # cuda.core counts the grid in clusters when a cluster shape is given
+        if g[0] % cluster:
+            raise KernelLaunchError(f"a grid of {g[0]} CTAs is not a whole number of clusters of {cluster}")
+        g = (g[0] // cluster, *g[1:])
+        extra["cluster"] = cluster
+    if cooperative:
+        extra["cooperative_launch"] = True
+    cfg = LaunchConfig(grid=g, block=b, shmem_size=shmem, **extra)
     if len(_configs) < 8192:
-        _configs[(grid, block, shmem)] = cfg
+        _configs[(grid, block, shmem, cluster, cooperative)] = cfg
     return cfg
+
+
+_shared_opt_in: dict[tuple, int] = {}
+
+
+def allow_shared(kernel, nbytes: int, device_index: int) -> None:
+    """Let ``kernel`` take ``nbytes`` of dynamic shared memory on a device.
+
+    Opted in for any amount: the default 48 KB limit counts the kernel's static shared memory too, so
+    exactly 48 KB of dynamic memory beside a few hundred static bytes fails to launch. Set once per
+    kernel, device and size."""
+    if nbytes <= 0:
+        return
+    key = (id(kernel), device_index)
+    if _shared_opt_in.get(key, 0) >= nbytes:
+        return
+    from cuda.bindings import driver
+
+    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    (err,) = driver.cuKernelSetAttribute(attr, nbytes, kernel.handle, driver.CUdevice(device_index))
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise KernelLaunchError(f"cannot give a kernel {nbytes} bytes of shared memory on cuda:{device_index}: {err}")
+    _shared_opt_in[key] = nbytes
+
+
+_resident: dict[tuple, int] = {}
+
+
+def resident_blocks(kernel, block: int, cluster: int, device_index: int, shmem: int = 0) -> int:
+    """CTAs of ``kernel`` that fit on the device at once (a whole number of clusters): the grid of a
+    persistent or cooperative launch. Asked of the driver's occupancy calculator once per shape."""
+    key = (id(kernel), block, cluster, device_index, shmem)
+    got = _resident.get(key)
+    if got is not None:
+        return got
+    sms = torch.cuda.get_device_properties(device_index).multi_processor_count
+    occ = kernel.occupancy
+    with on_device(device_index):
+        per_sm = int(occ.max_active_blocks_per_multiprocessor(block, shmem))
+        got = max(1, per_sm) * sms
+        if cluster > 1:  # clusters must fit inside one GPC: fewer than blocks / cluster may be resident
+            from cuda.core import LaunchConfig
+
+            cfg = LaunchConfig(grid=1, cluster=cluster, block=block, shmem_size=shmem)
+            clusters = int(occ.max_active_clusters(cfg, stream=current_stream(device_index)))
+            got = max(1, clusters) * cluster
+    _resident[key] = got
+    return got
+
+
+def clear_loaded() -> None:
+    """Forget every loaded kernel and launch configuration (the next call loads them again)."""
+    with _lock:
+        _kernels.clear()
+        _configs.clear()
+        _resident.clear()
+        _shared_opt_in.clear()

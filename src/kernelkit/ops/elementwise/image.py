@@ -8,14 +8,15 @@ from typing import Optional
 import numpy as np
 import torch
 
-from ..ladder import Kernel, Op, Variant, register
-from ..runtime import launch
-from ._common import check_tensor, pick_variant
-from ._launch_util import cdiv, i32, load
+from ...ladder import Kernel, Op, Variant, register
+from ...runtime import launch
+from .._shared.checks import check_tensor, pick_variant
+from .._shared.launch_rules import cdiv, i32
+from .._shared.plans import load_rung as load
 
 __all__ = ["invert_colors", "binarize"]
 
-SRC = "image.cu"
+SRC = "elementwise/image.cu"
 U8 = (torch.uint8,)
 BLOCK = 256
 # fast rungs: one 16-byte vector per thread over a grid covering the image. Block size barely matters

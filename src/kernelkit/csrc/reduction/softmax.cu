@@ -14,7 +14,7 @@
 // Special values follow torch's formula exp(x - max) / sum: a row with +inf or NaN is NaN everywhere,
 // a row of -inf is NaN, -inf elements of any other row give 0.
 #include "reduce.cuh"
-#include "smemrows.cuh"
+#include "rows_smem.cuh"
 
 namespace kk {
 

@@ -1,6 +1,6 @@
 // GELU, the model element-wise op (source 000): every rung is a template of elementwise.cuh
 // instantiated with one of the functors below.
-#include "elementwise.cuh"
+#include "unary.cuh"
 
 namespace kk {
 

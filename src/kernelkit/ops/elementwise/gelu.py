@@ -5,8 +5,8 @@ from typing import Optional
 
 import torch
 
-from ..ladder import FLOAT_DTYPES, Op, register
-from ._common import check_tensor, output_for
+from ...ladder import FLOAT_DTYPES, Op, register
+from .._shared.checks import check_tensor, output_for
 from ._unary import UnarySpec, unary_into, unary_ladder
 
 __all__ = ["gelu"]
@@ -21,7 +21,7 @@ def _functor(dtype: torch.dtype, fast: bool, approximate: str = "tanh") -> str:
     return "kk::GeluTanhFast" if fast and dtype != torch.float32 else "kk::GeluTanh"
 
 
-SPEC = UnarySpec(source="gelu.cu", functor=_functor)
+SPEC = UnarySpec(source="elementwise/gelu.cu", functor=_functor)
 
 
 def _flops(x: torch.Tensor, approximate: str = "tanh") -> int:

@@ -10,10 +10,12 @@ from typing import Callable
 
 import torch
 
-from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant
-from ..runtime import get_kernel, launch
-from ._common import CXX_PAIR, CXX_TYPE, grid_for, pick_variant
-from ._launch_util import occupancy_limiter
+from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant
+from ...runtime import get_kernel, launch
+from .._shared.checks import pick_variant
+from .._shared.cxx import CXX_PAIR, CXX_TYPE
+from .._shared.launch_rules import grid_for
+from .._shared.launch_rules import occupancy_limiter
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 BLOCK = 256
@@ -124,7 +126,7 @@ NO_PARAMS: dict = {}
 def _plan(spec: UnarySpec, variant: Variant, dtype: torch.dtype, dev: int, params: dict) -> _Plan:
     recs = variant.kernels(dtype, **params)
     names = tuple(k.name for k in recs)
-    loaded = tuple(get_kernel(k.source, k.name, device_index=dev, names=names) for k in recs)
+    loaded = tuple(get_kernel(k.source, k.name, device_index=dev) for k in recs)
     kind, width = variant.params["kind"], variant.params["width"]
     bits = torch.finfo(dtype).bits
     per_item = {"scalar": 1, "fast": 128 // bits}.get(kind, width // bits if width else 1)

@@ -9,17 +9,18 @@ from typing import Optional
 
 import torch
 
-from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
-from ..runtime import launch
-from ._common import CXX_TYPE, check_tensor, output_for, pick_variant
-from ._rowwise import (RowTables, SourceNames, flat, grid_for_rows, has_clusters, launch_cluster, launch_smem_rows,
+from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
+from ...runtime import launch
+from .._shared.checks import check_tensor, output_for, pick_variant
+from .._shared.cxx import CXX_TYPE
+from ._rows import (RowTables, SourceNames, flat, grid_for_rows, has_clusters, launch_cluster, launch_smem_rows,
                        pick, row_kernels, row_name, smem_rows_configs, smem_rows_kernels, smem_rows_name,
                        smem_rows_pick, vec_ok)
 from .reduce import wrap_dim
 
 __all__ = ["softmax"]
 
-SRC = "softmax.cu"
+SRC = "reduction/softmax.cu"
 LOOP_BLOCK = 512  # the looping kernels (three-pass, online): one block of 512 threads per row
 NAMES = SourceNames(SRC, ("softmax",))
 

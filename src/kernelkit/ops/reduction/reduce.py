@@ -14,15 +14,17 @@ from typing import Optional, Sequence, Union
 
 import torch
 
-from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
-from ..runtime import launch
-from ._common import CXX_TYPE, check_out, check_tensor, pick_variant, sm_count
-from ._launch_util import f32, i32
-from ._rowwise import SourceNames, per_vec
+from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
+from ...runtime import launch
+from .._shared.checks import check_out, check_tensor, pick_variant
+from .._shared.cxx import CXX_TYPE
+from .._shared.launch_rules import sm_count
+from .._shared.launch_rules import f32, i32
+from ._rows import SourceNames, per_vec
 
 __all__ = ["sum", "mean", "amax", "amin"]
 
-SRC = "reduce.cu"
+SRC = "reduction/reduce.cu"
 FUNCTOR = {"sum": "kk::SumOp", "mean": "kk::SumOp", "amax": "kk::MaxOp", "amin": "kk::MinOp"}
 TREE_BLOCK = 256  # rungs 1-4: one (or two) elements per thread, a 256-float tree in shared memory
 VEC_BLOCK, VEC_UNROLL, VEC_BLOCKS_PER_SM = 256, 2, 8  # rung 5: the plain vectorized two-pass rung

@@ -1,5 +1,5 @@
 // ReLU: every rung is a template of elementwise.cuh (the unary ladder) instantiated with kk::Relu.
-#include "elementwise.cuh"
+#include "unary.cuh"
 
 namespace kk {
 

@@ -5,13 +5,13 @@ from typing import Optional
 
 import torch
 
-from ..ladder import FLOAT_DTYPES, Op, register
-from ._common import check_tensor, output_for
+from ...ladder import FLOAT_DTYPES, Op, register
+from .._shared.checks import check_tensor, output_for
 from ._unary import UnarySpec, unary_into, unary_ladder
 
 __all__ = ["relu"]
 
-SPEC = UnarySpec(source="relu.cu", functor=lambda dtype, fast, **params: "kk::Relu")
+SPEC = UnarySpec(source="elementwise/relu.cu", functor=lambda dtype, fast, **params: "kk::Relu")
 
 
 def _relu_into(x: torch.Tensor, out: torch.Tensor, variant: Optional[str]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from ._rowwise import RowTables, flat
+from ._rows import RowTables, flat
 
 # (group, vecs, cluster) by capacity. Rows up to 32K take a CTA each, weight and bias read at the
 # output (from L1, or L2 for 32K fp32 rows); longer rows a cluster (sm_90), persistent, weight and

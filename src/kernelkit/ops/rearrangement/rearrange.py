@@ -13,14 +13,14 @@ from typing import Optional, Sequence
 import numpy as np
 import torch
 
-from ..ladder import Kernel, Op, Variant, register
-from ..runtime import get_kernel, launch
-from ._common import check_out, check_tensor, pick_variant
+from ...ladder import Kernel, Op, Variant, register
+from ...runtime import get_kernel, launch
+from .._shared.checks import check_out, check_tensor, pick_variant
 from ._rearrange import CARRIER, IDX32, IDX64, SKINNY_MAX, Plan, idx_type, make_plan
 
 __all__ = ["transpose", "permute"]
 
-SOURCE = "transpose.cu"
+SOURCE = "rearrangement/transpose.cu"
 DTYPES = (
     torch.uint8, torch.int8, torch.bool, torch.float8_e4m3fn, torch.float8_e5m2,
     torch.int16, torch.uint16, torch.float16, torch.bfloat16,
@@ -131,7 +131,7 @@ def _kernel(op: Op, v: Variant, dtype: torch.dtype, name: str, dev: int):
     k = _loaded.get(key)
     if k is None:  # one NVRTC build per (rung, dtype): all of its instantiations together
         names = tuple(r.name for r in v.kernels(dtype))
-        k = _loaded[key] = get_kernel(SOURCE, name, device_index=dev, names=names)
+        k = _loaded[key] = get_kernel(SOURCE, name, device_index=dev)
     return k
 
 

@@ -16,14 +16,18 @@ from typing import Optional
 
 import torch
 
-from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
-from ..runtime import launch
-from ._common import CXX_TYPE, check_tensor, dtype_name, pick_variant, sm_count
-from ._launch_util import cdiv, check_no_partial_overlap, f32, i32, load, occupancy_limiter, serial_requested
+from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
+from ...runtime import launch
+from .._shared.checks import check_tensor, dtype_name, pick_variant
+from .._shared.cxx import CXX_TYPE
+from .._shared.launch_rules import sm_count
+from .._shared.checks import check_no_partial_overlap
+from .._shared.launch_rules import cdiv, f32, i32, occupancy_limiter, serial_requested
+from .._shared.plans import load_rung as load
 
 __all__ = ["saxpy"]
 
-SRC = "saxpy.cu"
+SRC = "elementwise/saxpy.cu"
 BLOCK = 256
 GRID_STRIDE_BLOCKS_PER_SM = 32  # source 003: saxpy<<<32 * numSMs, 256>>>
 # vectorized rung: one vector per thread over a grid covering the tensor, 256-thread blocks held to

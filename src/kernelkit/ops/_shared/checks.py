@@ -1,16 +1,15 @@
-"""Input checks and device facts shared by every op family.
+"""Input checks shared by every op family.
 
 Every public op validates its arguments here so that errors read the same everywhere: they name the
 argument and say what was expected.
 """
 from __future__ import annotations
 
-import functools
 from typing import Iterable
 
 import torch
 
-from ..ladder import Op, Variant
+from ...ladder import Op, Variant
 
 _DTYPE_NAMES = {
     torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
@@ -83,19 +82,29 @@ def pick_variant(op: Op, variant: str | None, dtype: torch.dtype, *tensors: torc
     return v
 
 
-@functools.cache
-def sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
+def check_same_device(op: str, first: tuple[str, torch.Tensor], *others: tuple[str, torch.Tensor | None]) -> None:
+    """Every tensor given (None skipped) lives on the device of ``first``; the error names both."""
+    name0, t0 = first
+    dev = t0.device
+    for name, t in others:
+        if t is not None and t.device != dev:
+            raise ValueError(f"{op}: {name} is on {t.device} but {name0} is on {dev}; "
+                             "move them to one device first")
 
 
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
+def check_no_partial_overlap(op: str, out: torch.Tensor, **inputs: torch.Tensor) -> None:
+    """``out`` may be an input itself (in place) but must not overlap one partially.
 
-
-def grid_for(items: int, block: int, device_index: int, blocks_per_sm: int) -> int:
-    """Blocks for a grid-stride kernel: one thread per item, capped at ``blocks_per_sm`` per SM."""
-    return max(1, min(cdiv(items, block), sm_count(device_index) * blocks_per_sm))
-
-
-CXX_TYPE = {torch.float32: "float", torch.float16: "__half", torch.bfloat16: "__nv_bfloat16"}
-CXX_PAIR = {torch.float16: "__half2", torch.bfloat16: "__nv_bfloat162"}
+    A partial overlap (out = a[1:] viewing a's memory) would let one thread read what another
+    already wrote; torch refuses the same for its out= arguments.
+    """
+    o0 = out.data_ptr()
+    o1 = o0 + out.numel() * out.element_size()
+    for name, t in inputs.items():
+        t0 = t.data_ptr()
+        t1 = t0 + t.numel() * t.element_size()
+        if t0 < o1 and o0 < t1 and t0 != o0:
+            raise ValueError(
+                f"{op}: out partially overlaps {name} (they share memory at different offsets); pass "
+                f"out={name} itself for an in-place result, or a separate tensor"
+            )

@@ -17,7 +17,7 @@
 //                 cluster of 2) a row, registers free for loads in flight.
 #include "norm.cuh"
 #include "norm_bulk.cuh"
-#include "smemrows.cuh"
+#include "rows_smem.cuh"
 
 namespace kk {
 

@@ -9,14 +9,16 @@ from typing import Optional, Sequence
 import numpy as np
 import torch
 
-from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
-from ..runtime import launch
-from ._common import CXX_TYPE, check_tensor, dtype_name, pick_variant
-from ._launch_util import cdiv, i32, load
+from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
+from ...runtime import launch
+from .._shared.checks import check_tensor, dtype_name, pick_variant
+from .._shared.cxx import CXX_TYPE
+from .._shared.launch_rules import cdiv, i32
+from .._shared.plans import load_rung as load
 
 __all__ = ["normalize_image"]
 
-SRC = "normalize.cu"
+SRC = "elementwise/normalize_image.cu"
 BLOCK = 256
 # fast rung: 256 threads; 1024 threads or 75% occupancy moved 16384x16384x3 by <= 0.4% on an H100
 # (benchmarks/results/elementwise-tuning.json), two groups per thread lost 1.5% (fp32)

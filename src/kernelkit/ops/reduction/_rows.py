@@ -8,15 +8,14 @@ holds it. Each family (softmax.py, norm.py) has its tables, sized so that no ins
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import torch
 
-from ..ladder import Kernel
-from ..runtime import KernelLaunchError, current_stream, device_arch, get_kernel, launch
-from ..runtime.launch import _raw_stream  # torch's current stream handle, bound once (runtime's hot path too)
-from ._common import CXX_TYPE
+from ...ladder import Kernel
+from ...runtime import allow_shared, get_kernel, launch, resident_blocks, stream_handle
+from .._shared.launch_rules import compute_capability
+from .._shared.cxx import CXX_TYPE
 
 ROW_BLOCK = 128  # the block size of kernels packing several rows per block (group <= 32)
 
@@ -58,9 +57,8 @@ def flat(fast: dict, extra: dict) -> dict:
     return {n: {c: g for c, g in t.items() if g[2] == 1} | extra.get(n, {}) for n, t in fast.items()}
 
 
-@functools.cache
 def has_clusters(dev: int) -> bool:
-    return int(device_arch(dev)[3:]) >= 90
+    return compute_capability(dev) >= 90
 
 
 def pick(len_: int, tab: dict[int, tuple[int, int, int]]):
@@ -125,7 +123,7 @@ class SourceNames:
     def names(self, dtype: torch.dtype) -> tuple[str, ...]:
         got = self._names.get(dtype)
         if got is None:
-            from ..ladder import get_op
+            from ...ladder import get_op
 
             seen: dict[str, None] = {}
             for name in self.ops:
@@ -139,76 +137,12 @@ class SourceNames:
         return got
 
     def load(self, name: str, dtype: torch.dtype, dev: int):
-        names = self.names(dtype)
-        return get_kernel(self.source, name, device_index=dev, names=names if name in names else (name,))
-
-
-_resident: dict[tuple, int] = {}
-
-
-def resident_blocks(kernel, block: int, cluster: int, dev: int, shmem: int = 0) -> int:
-    """CTAs of ``kernel`` that fit on the device at once (a whole number of clusters): the grid of a
-    persistent launch. Asked of the driver's occupancy calculator once per (kernel, shape)."""
-    key = (id(kernel), block, cluster, dev, shmem)
-    got = _resident.get(key)
-    if got is None:
-        from ._common import sm_count
-
-        occ = kernel.occupancy
-        try:
-            per_sm = int(occ.max_active_blocks_per_multiprocessor(block, shmem))
-        except Exception:  # an older cuda.core: one CTA per SM is always resident
-            per_sm = 1
-        got = max(1, per_sm) * sm_count(dev)
-        if cluster > 1:  # clusters must fit inside one GPC: fewer than blocks / cluster may be resident
-            from cuda.core import LaunchConfig
-
-            cfg = LaunchConfig(grid=1, cluster=cluster, block=block, shmem_size=shmem)
-            try:
-                clusters = int(occ.max_active_clusters(cfg, stream=current_stream(dev)))
-            except TypeError:
-                clusters = int(occ.max_active_clusters(cfg))
-            except Exception:
-                clusters = got // cluster // 2
-            got = max(1, clusters) * cluster
-        _resident[key] = got
-    return got
-
-
-_cluster_configs: dict[tuple, object] = {}
-
-
-def allow_shared(kernel, nbytes: int, dev: int) -> None:
-    """Let ``kernel`` take ``nbytes`` of dynamic shared memory. Opted in for any amount: the default
-    48 KB limit counts the kernel's static shared memory too (exactly 48 KB of ring with a few hundred
-    static bytes failed to launch), and the attribute is set once per kernel and size."""
-    if nbytes <= 0:
-        return
-    key = ("smem", id(kernel), dev)
-    if _resident.get(key, 0) >= nbytes:
-        return
-    from cuda.bindings import driver
-
-    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    (err,) = driver.cuKernelSetAttribute(attr, nbytes, kernel.handle, driver.CUdevice(dev))
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise KernelLaunchError(f"cannot give a kernel {nbytes} bytes of shared memory: {err}")
-    _resident[key] = nbytes
+        return get_kernel(self.source, name, device_index=dev)
 
 
 def launch_cluster(kernel, blocks: int, block: int, cluster: int, *args, dev: int, shmem: int = 0) -> None:
     """Launch with 1-D thread-block clusters of ``cluster`` CTAs (``blocks`` counts CTAs)."""
-    from cuda.core import LaunchConfig, launch
-
-    key = (blocks, block, cluster, shmem)
-    cfg = _cluster_configs.get(key)
-    if cfg is None:  # cuda.core counts the grid in clusters when a cluster shape is given
-        cfg = _cluster_configs[key] = LaunchConfig(grid=blocks // cluster, cluster=cluster, block=block,
-                                                   shmem_size=shmem)
-    try:
-        launch(current_stream(dev), cfg, kernel, *args)
-    except Exception as exc:
-        raise KernelLaunchError(f"cluster launch (grid={blocks}, block={block}, cluster={cluster}) failed: {exc}") from exc
+    launch(kernel, blocks, block, *args, shmem=shmem, cluster=cluster, name="row cluster kernel", device_index=dev)
 
 
 # ---- rows kept whole in shared memory (csrc/smemrows.cuh: softmax_smem, norm_smem), sm_90 --------
@@ -272,7 +206,7 @@ def handout_counters(dev: int) -> int:
     csrc/reduce.cuh) uses on torch's current stream of ``dev``: zero before each launch, because the
     cluster that took the previous launch's last number set it back. One buffer a stream, so launches on
     different streams never share one (keyed by device too: every device's default stream is handle 0)."""
-    key = (dev, _raw_stream(dev))
+    key = (dev, stream_handle(dev))
     got = _handout.get(key)
     if got is None:
         buf = torch.zeros(1, dtype=torch.int32, device=f"cuda:{dev}")

@@ -5,14 +5,18 @@ from typing import Optional
 
 import torch
 
-from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
-from ..runtime import launch
-from ._common import CXX_TYPE, check_tensor, dtype_name, grid_for, output_for, pick_variant
-from ._launch_util import cdiv, check_no_partial_overlap, i32, load, occupancy_limiter
+from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
+from ...runtime import launch
+from .._shared.checks import check_tensor, dtype_name, output_for, pick_variant
+from .._shared.cxx import CXX_TYPE
+from .._shared.launch_rules import grid_for
+from .._shared.checks import check_no_partial_overlap
+from .._shared.launch_rules import cdiv, i32, occupancy_limiter
+from .._shared.plans import load_rung as load
 
 __all__ = ["add"]
 
-SRC = "binary.cu"
+SRC = "elementwise/add.cu"
 BLOCK = 256
 RUNG_BLOCKS_PER_SM = 32  # grid cap of the teaching grid-stride rung (as the unary ladder)
 # The fast rung's launch shape (sweep on an H100, benchmarks/results/elementwise-tuning.json): one

@@ -13,10 +13,11 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import torch
 
-from ..ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
-from ..runtime import launch
-from ._common import CXX_TYPE, check_tensor, output_for, pick_variant
-from ._rowwise import (SourceNames, allow_shared, grid_for_rows, handout_counters, has_clusters, launch_cluster,
+from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
+from ...runtime import launch
+from .._shared.checks import check_tensor, output_for, pick_variant
+from .._shared.cxx import CXX_TYPE
+from ._rows import (SourceNames, allow_shared, grid_for_rows, handout_counters, has_clusters, launch_cluster,
                        launch_persistent, launch_smem_rows, per_vec, pick, resident_blocks, row_kernels, row_name,
                        smem_rows_configs, smem_rows_kernels, smem_rows_name, smem_rows_pick, vec_ok)
 from .norm_tables import (  # noqa: F401  (tables read as norm's globals; scripts read norm.<name>)
@@ -28,7 +29,7 @@ from .norm_tables import (  # noqa: F401  (tables read as norm's globals; script
 
 __all__ = ["layer_norm", "rms_norm"]
 
-SRC = "norm.cu"
+SRC = "reduction/norm.cu"
 LOOP_BLOCK = 512
 NAMES = SourceNames(SRC, ("layer_norm", "rms_norm"))
 PERSISTENT = True  # cluster rows: a grid of resident CTAs looping over rows (False: one cluster per row)

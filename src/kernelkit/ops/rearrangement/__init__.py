@@ -1,0 +1,1 @@
+"""Rearrangements: ops that move elements without changing them (transpose, permute)."""

@@ -122,6 +122,37 @@ def cmd_cache(args) -> int:
     return 0
 
 
+def cmd_warmup(args) -> int:
+    from .ladder import get_op
+    from .warmup import planned_builds, warmup
+
+    if args.arch:
+        arch = args.arch
+    elif torch.cuda.is_available():
+        from .runtime import device_arch
+
+        arch = device_arch(torch.cuda.current_device())
+    else:
+        print("No CUDA GPU here: name the GPU's architecture with --arch (e.g. --arch sm_90).")
+        return 2
+    names = args.ops or None
+    for n in names or ():
+        get_op(n)  # an unknown op fails here, with the list of ops
+    total = len(planned_builds(arch, names))
+    print(f"building {total} kernels for {arch} ...", flush=True)
+
+    def progress(done, n):
+        if done % 50 == 0 or done == n:
+            print(f"  {done}/{n}", flush=True)
+
+    res = warmup(arch, names, jobs=args.jobs, progress=progress)
+    print(f"{res['compiled']} compiled, {res['already_cached']} already cached, {len(res['errors'])} failed, "
+          f"{res['seconds']} s on {res['jobs']} processes")
+    for e in res["errors"]:
+        print(e)
+    return 1 if res["errors"] else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="kernelkit", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -157,6 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     ca = sub.add_parser("cache", help="the compiled-kernel cache")
     ca.add_argument("action", choices=["info", "clear"])
     ca.set_defaults(fn=cmd_cache)
+
+    wu = sub.add_parser("warmup", help="compile every kernel for this GPU ahead of time (later calls never compile)")
+    wu.add_argument("ops", nargs="*", help="ops to build (default: every op)")
+    wu.add_argument("--arch", help="e.g. sm_90 (default: the current GPU's)")
+    wu.add_argument("--jobs", type=int, help="parallel compiler processes (default: one a CPU core)")
+    wu.set_defaults(fn=cmd_warmup)
 
     args = p.parse_args(argv)
     return args.fn(args)

@@ -37,20 +37,15 @@ def _safe(fn: Callable[[], Any]) -> Any:
 
 
 def _nvrtc_version() -> str | None:
-    from cuda.bindings import nvrtc
+    from ..runtime import nvrtc_version
 
-    err, major, minor = nvrtc.nvrtcVersion()
-    return f"{major}.{minor}" if err == nvrtc.nvrtcResult.NVRTC_SUCCESS else None
+    return "{}.{}".format(*nvrtc_version())
 
 
 def _driver_cuda_version() -> str | None:
-    """CUDA version the installed driver supports (cuDriverGetVersion, e.g. 13.0)."""
-    from cuda.bindings import driver
+    from ..runtime import driver_cuda_version
 
-    err, ver = driver.cuDriverGetVersion()
-    if err != driver.CUresult.CUDA_SUCCESS:
-        return None
-    return f"{ver // 1000}.{(ver % 1000) // 10}"
+    return driver_cuda_version()
 
 
 def _driver_version() -> str | None:

@@ -26,6 +26,16 @@ def nvrtc_version() -> tuple[int, int]:
     return int(major), int(minor)
 
 
+def driver_cuda_version() -> str | None:
+    """The CUDA version the installed driver supports (e.g. "13.0"), or None without a driver."""
+    from cuda.bindings import driver
+
+    err, ver = driver.cuDriverGetVersion()
+    if int(err) != 0:
+        return None
+    return f"{ver // 1000}.{(ver % 1000) // 10}"
+
+
 def _candidate_include_dirs() -> list[tuple[str, Path]]:
     """(where it came from, directory) in search order; may name directories that do not exist."""
     found: list[tuple[str, Path]] = []

@@ -42,6 +42,10 @@ def serial_requested() -> bool:
     return os.environ.get("KERNELKIT_SERIAL", "0") not in ("", "0", "false", "no")
 
 
+# Shared memory per SM by compute capability, for torch builds whose device properties lack it.
+_SMEM_PER_SM = {(8, 0): 167936, (8, 6): 102400, (8, 7): 167936, (8, 9): 102400, (9, 0): 233472}
+
+
 @functools.cache
 def occupancy_limiter(dev: int, blocks_per_sm: int) -> int:
     """Bytes of dynamic shared memory (never touched) that let ``blocks_per_sm`` blocks share an SM, not one more.
@@ -51,7 +55,7 @@ def occupancy_limiter(dev: int, blocks_per_sm: int) -> int:
     the 48 KB default limit does it.
     """
     props = torch.cuda.get_device_properties(dev)
-    per_sm = props.shared_memory_per_multiprocessor
+    per_sm = getattr(props, "shared_memory_per_multiprocessor", 0) or _SMEM_PER_SM.get((props.major, props.minor), 0)
     reserved = 1024  # the runtime's per-block reservation
     lo = per_sm // (blocks_per_sm + 1) - reserved + 1  # one block more must not fit
     hi = per_sm // blocks_per_sm - reserved  # blocks_per_sm must fit

@@ -69,7 +69,7 @@ def _launch(v: Variant, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> 
     """out = a + b; all three contiguous, same dtype and numel (> 0)."""
     n, dev, es = a.numel(), a.get_device(), a.element_size()
     kind = v.params["kind"]
-    ks = load("add", v, a.dtype, dev)
+    ks = load(v, a.dtype, dev)
     ap, bp, op = a.data_ptr(), b.data_ptr(), out.data_ptr()
     if kind == "2d":
         cols = a.shape[-1] if a.dim() else 1

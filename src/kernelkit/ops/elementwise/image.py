@@ -70,7 +70,7 @@ def _launch(opname: str, v: Variant, src: torch.Tensor, out: torch.Tensor, param
     """out = f(src) for contiguous uint8 tensors of n > 0 bytes."""
     n, dev = src.numel(), src.get_device()
     kind = v.params["kind"]
-    ks = load(opname, v, torch.uint8, dev)
+    ks = load(v, torch.uint8, dev)
     ip, op, p = src.data_ptr(), out.data_ptr(), np.uint32(param)
     if kind == "fast":
         head = min(n, (-op) % 16)

@@ -112,7 +112,7 @@ def _launch(v: Variant, img: torch.Tensor, out: torch.Tensor, coef: tuple, layou
     hw, dev, total = h * w, img.get_device(), img.numel()
     npix = total // c
     kind = v.params["kind"]
-    ks = load("normalize_image", v, torch.uint8, dev, dtype=out.dtype, layout=layout)
+    ks = load(v, torch.uint8, dev, dtype=out.dtype, layout=layout)
     ip, op = img.data_ptr(), out.data_ptr()
     if kind == "element":
         launch(ks[0], cdiv(total, BLOCK), BLOCK, op, ip, total, hw, i32(c), *coef, name="norm_element",

@@ -64,7 +64,7 @@ def _launch(v: Optional[Variant], alpha: float, x: torch.Tensor, y: torch.Tensor
     """y = alpha x + y; both contiguous, same dtype and numel (> 0). v None: the serial variant."""
     n, dev, es = x.numel(), x.get_device(), x.element_size()
     kind = v.params["kind"] if v is not None else "grid_stride"
-    ks = load("saxpy", v if v is not None else OP.variant("grid_stride"), x.dtype, dev)
+    ks = load(v if v is not None else OP.variant("grid_stride"), x.dtype, dev)
     xp, yp, a = x.data_ptr(), y.data_ptr(), f32(alpha)
     if kind == "vectorized":
         head = min(n, ((-yp) % 16) // es)

@@ -17,7 +17,7 @@ def test_bad_launch_config_names_the_kernel():
     k = get_kernel("elementwise/gelu.cu", NAME, device_index=torch.cuda.current_device())
     x = torch.randn(10, device="cuda")
     with pytest.raises(KernelLaunchError, match="unary_scalar"):
-        launch(k, 1, 4096, x.data_ptr(), x.data_ptr(), 10, name=NAME)  # 4096 threads > 1024 per block
+        launch(k, 1, 4096, x.data_ptr(), x.data_ptr(), 10, name=NAME, device_index=x.get_device())  # 4096 threads > 1024 per block
 
 
 def test_kernel_fault_surfaces_with_sync_env():
@@ -27,7 +27,7 @@ def test_kernel_fault_surfaces_with_sync_env():
         from kernelkit.runtime import get_kernel, launch, KernelLaunchError
         k = get_kernel("elementwise/gelu.cu", "{NAME}", device_index=0)
         try:
-            launch(k, 1, 32, 16, 16, 1 << 20, name="{NAME}")  # address 16: not device memory
+            launch(k, 1, 32, 16, 16, 1 << 20, name="{NAME}", device_index=0)  # address 16: not device memory
         except KernelLaunchError as e:
             print("CAUGHT", e)
     """)
@@ -56,3 +56,22 @@ def test_hot_call_does_not_compile_or_load_again(monkeypatch):
     for _ in range(3):
         kernelkit.gelu(x)
     torch.cuda.synchronize()
+
+
+def test_packed_arguments_reach_the_kernel(tmp_path):
+    """The plain launch packs its arguments as the kernel's parameter struct: mixed widths and
+    alignments arrive intact, on the current device and on another."""
+    import numpy as np
+
+    src = tmp_path / "echo_args.cu"
+    src.write_text("__global__ void echo_args(long long* out, int a, float b, long long c, unsigned char d, double e,\n"
+                   "                          unsigned int f) {\n"
+                   "  out[0] = a; out[1] = (long long)(b * 4.0f); out[2] = c; out[3] = d; out[4] = (long long)(e * 8.0);\n"
+                   "  out[5] = f;\n"
+                   "}\n")
+    for dev in range(torch.cuda.device_count()):
+        k = get_kernel(str(src), "echo_args", device_index=dev)
+        out = torch.zeros(6, dtype=torch.int64, device=f"cuda:{dev}")
+        launch(k, 1, 1, out.data_ptr(), np.int32(-7), np.float32(2.25), -(1 << 40), np.uint8(200), 1.125,
+               np.uint32(4000000000), name="echo_args", device_index=dev)
+        assert out.tolist() == [-7, 9, -(1 << 40), 200, 9, 4000000000]

@@ -1,4 +1,4 @@
-"""Issue 4 measurements on one GPU: the reduction ladders at 2^28 elements, softmax / layer_norm /
+"""The reduction family measured on one GPU: the reduction ladders at 2^28 elements, softmax / layer_norm /
 rms_norm on the five benchmark shapes, torch and the device copy beside each, and tuning sweeps.
 
     python benchmarks/reduction_tuning.py --warm            # compile every kernel (parallel, no GPU)

@@ -1,8 +1,8 @@
-"""Issue 3 measurements on one GPU: every rung of the element-wise family at 2^28 elements, torch
+"""The element-wise family measured on one GPU: every rung of the element-wise family at 2^28 elements, torch
 beside it, launch-shape sweeps for the fast rungs, and the misaligned cases.
 
     python benchmarks/elementwise_tuning.py --warm          # compile every kernel (parallel, no GPU timing)
-    python benchmarks/elementwise_tuning.py --out DIR [--quick] [--only add,saxpy]
+    python benchmarks/elementwise_tuning.py --out DIR [--seconds 0.25] [--only add,saxpy]
 
 Timing: kernelkit.bench.time_cuda (CUDA events around each call, warm-up first, median); buffers of
 2^28 elements are far larger than L2, so no flush is needed. Rates count the op's bytes_moved

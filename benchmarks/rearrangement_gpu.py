@@ -1,4 +1,4 @@
-"""Issue 5 on one GPU: the transpose / permute ladders timed, the wide-tile sweep, and small cases for
+"""The rearrangement family on one GPU: the transpose / permute ladders timed, the wide-tile sweep, and small cases for
 compute-sanitizer and Nsight Compute.
 
     python benchmarks/rearrangement_gpu.py bench OUT.json   # rungs + torch + copy ceiling + tile sweep

@@ -1,6 +1,6 @@
 """Record ladders on the GPU: JSON + roofline PNG per op, and a markdown summary for the README.
 
-    python benchmarks/record.py gelu [more ops...] [--out benchmarks/results] [--quick]
+    python benchmarks/record.py gelu [more ops...] [--out benchmarks/results] [--no-compile]
 
 Every rung of every op at the op's bench shapes and dtypes (Op.bench_shapes / bench_dtypes), checked
 against the float64 reference before it is timed, with torch eager and torch.compile beside it.

@@ -1,4 +1,4 @@
-"""Issue 4 measurements on one GPU: the reduction ladders at 2^28 elements, softmax / layer_norm /
+"""The reduction family measured on one GPU: the reduction ladders at 2^28 elements, softmax / layer_norm /
 rms_norm on the five benchmark shapes, torch and the device copy beside each, and tuning sweeps.
 
     python benchmarks/reduction_tuning.py --warm            # compile every kernel (parallel, no GPU)
@@ -27,16 +27,14 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 SWEEP = ((512, 4, 4), (256, 4, 8), (1024, 4, 2), (512, 2, 4), (512, 8, 4), (256, 8, 8), (512, 4, 8), (1024, 2, 2))
 # alternative (group, vecs, cluster) per (family, elements per vector, row length)
 ALTS = {
-    # run 7: softmax's 64K rows as clusters of 2 or 4 measured (the fp32 default is now 4 x 512)
+    # softmax's 64K rows: clusters of 2 or 4 were measured; the fp32 default is 4 x 512
     ("softmax", 4): {},
     ("softmax", 8): {},
-    # runs 7-8: 64K rows by bulk copies into a ring of stages, (threads, vecs, cluster, stages, weight and
-    # bias staged, copies a slice) (norm.BULK, BULK_SPARES), against the register-tile persistent clusters
-    # (3 numbers);
-    # runs 5-6 measured the alternatives at 4K and 8K rows (results/reduction-run6.json)
+    # 64K rows by bulk copies into a ring of stages, (threads, vecs, cluster, stages, weight and bias staged,
+    # copies a slice) (norm.BULK, BULK_SPARES), against the register-tile persistent clusters (3 numbers)
     ("norm", 4): {65536: [(1024, 8, 2, 6, False, 4), (512, 4, 8, 4, True, 1)]},
     ("norm", 8): {65536: [(1024, 4, 2, 3, True, 2), (1024, 4, 2, 4, False, 2), (512, 2, 8, 3, True, 1)],
-                  # session 9: 32K rows by bulk copies against one 1024-thread CTA a row
+                  # 32K rows by bulk copies against one 1024-thread CTA a row
                   32768: [(512, 4, 2, 3, True, 1), (1024, 4, 1, 2, True, 2), (1024, 4, 1, 3, True, 4)]},
 }
 

@@ -4,9 +4,8 @@ lengths, interleaved with a same-bytes copy.
 
     python scripts/ln_cluster_lengths.py [--lens 16400,20000,24576,28672,32768] [--bytes 1073741824] [--reps 60]
 
-Each length gets rows enough for --bytes of input. Session 20 ran it while the clusters took every row of 16K-32K
-(results/session20/ln-cluster-lengths*.txt): they won only above 31744 elements, where the second CTA of a cluster
-holds nearly a full slice, and the table has given them only those rows since (CLUSTER_ROWS_LN_FROM).
+Each length gets rows enough for --bytes of input. Its result is norm.CLUSTER_ROWS_LN_FROM: the clusters win only
+where the second CTA of a cluster holds nearly a full slice (docs/design/row-reductions.md).
 """
 from __future__ import annotations
 

@@ -6,9 +6,8 @@ clusters (and so rows a cluster) set the rate?
         [--dynamic] [--no-weight] [--shmem 0,16384] [--macros "NAME=VALUE;..."] [--shape 1984x65536]
 
 --clusters: 0 every resident cluster, -1 one cluster a row. --dynamic: rows handed out at run time
-(norm_rows_dyn, with the host's counter buffer for the stream). Session 16 (results/session16/): 62
-clusters of 8 x 256 are resident on an H100; the grid size, a start stagger, the shared memory asked for
-and one-pass statistics changed little; handing rows out did.
+(norm_rows_dyn, with the host's counter buffer for the stream). Used to choose norm.CLUSTER_ROWS_RMS and
+CLUSTER_ROWS_LN (docs/design/row-reductions.md).
 """
 from __future__ import annotations
 
@@ -34,7 +33,7 @@ def main() -> None:
     shape_args(ap, shape="1024x65536", dtype="float16", cfg="256x4x8")
     ap.add_argument("--clusters", default="0,64,62,60,56,52,48")  # 0: every resident cluster, -1: one a row
     ap.add_argument("--macros", default="", help="builds to add, each with these macros defined (';' between "
-                    "builds, '+' between macros of one), e.g. KK_ONE_PASS=true;KK_STAGGER_NS=1500")
+                    "builds, '+' between macros of one), e.g. KK_STAGE_ASYNC=0")
     ap.add_argument("--no-weight", action="store_true", help="weight and bias None (no staged reads)")
     ap.add_argument("--no-bias", action="store_true", help="layer_norm's bias None (the weight kept)")
     ap.add_argument("--shmem", default="", help="dynamic shared memory sizes (bytes) to launch with besides the "

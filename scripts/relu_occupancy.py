@@ -1,12 +1,10 @@
-"""ReLU (or GELU) at 2^28 with the blocks an SM capped (unused dynamic shared memory, _launch_util.occupancy_limiter):
-torch's fp16 clamp kernel takes 33 registers, so only 12 of its 128-thread blocks fit an SM (75%
-occupancy), where its 32-register bf16 kernel fits 16 and runs slower. The fast rung's kernel at several
-block sizes and caps, and kernelkit's own call, beside torch, in one interleaved run.
+"""The fast unary rung's launch for large tensors: ReLU (or GELU) at 2^28 with the blocks an SM capped (unused
+dynamic shared memory, _launch_util.occupancy_limiter). The fast rung's kernel at several block sizes and caps,
+and kernelkit's own call, beside torch, in one interleaved run. Its result is _unary.FAST_BLOCK_LARGE and
+FAST_BLOCKS_PER_SM_LARGE (docs/design/elementwise.md).
 
     KK_OP=relu KK_DTYPES=float16,bfloat16 KK_TRIES=2 KK_CANDIDATES=512:0,128:12,128:13 \
         python scripts/relu_occupancy.py
-
-(Session 15's runs also timed a `lean` form, unary_lean, whose kernel and candidates are at commit d05382a.)
 """
 import os
 

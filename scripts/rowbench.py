@@ -1,5 +1,5 @@
-"""What the row-op experiment scripts (ab_csrc, norm_forms, smem_rows_tune, norm_hints) share: their
-common arguments, the provenance line, the inputs of each rows x length case, and the timing report."""
+"""What the row-op tuners (smem_rows_tune, persistent_grid, ln_cluster_lengths) share: their common
+arguments, the provenance line, the inputs of each rows x length case, and the timing report."""
 from __future__ import annotations
 
 import datetime
@@ -40,8 +40,8 @@ class Rotation:
     """`count` random (rows, length) inputs, an output each (placement near the L2 size moves a kernel's
     time by a few percent). each(fn) is a function of the rep index i (as time_interleaved calls it) calling
     fn(x, out) on pair i % count: every function sees every pair, and the functions of one rep the same one.
-    (Until session 18's review the pairs came from one counter shared by all functions, so with as many
-    functions as pairs, or a common factor, each function kept to some of the pairs.)"""
+    (Pairs taken from one counter shared by all functions would leave each function only some of the pairs
+    whenever the number of functions and of pairs share a factor.)"""
 
     def __init__(self, rows: int, len_: int, dtype: torch.dtype, count: int):
         self.xs = [torch.randn(rows, len_, device="cuda", dtype=dtype) for _ in range(count)]
@@ -56,30 +56,6 @@ class Rotation:
         def run(i):
             fn(self.xs[i % len(self.xs)], self.outs[i % len(self.xs)])
         return run
-
-
-@dataclass
-class RowInputs:
-    """One random (rows, length) input of --shape and --dtype, weight and bias, an output, the bytes a call moves."""
-    rows: int
-    len_: int
-    dtype: torch.dtype
-    x: torch.Tensor
-    w: torch.Tensor
-    b: torch.Tensor
-    out: torch.Tensor
-
-    @property
-    def nbytes(self) -> int:
-        return 2 * self.x.numel() * self.x.element_size()
-
-
-def row_inputs(a) -> RowInputs:
-    """The inputs of a row script's --shape and --dtype (row_dims)."""
-    rows, len_, dtype = row_dims(a)
-    x = torch.randn(rows, len_, device="cuda", dtype=dtype)
-    w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
-    return RowInputs(rows, len_, dtype, x, w, b, torch.empty_like(x))
 
 
 def norm_call(op: str, len_: int, w, b):
@@ -180,7 +156,7 @@ def report(title: str, labels, times, nbytes: int, against: str = "copy", *, wid
 def prefer_shared_carveout(kernel, percent: int, dev: int) -> None:
     """Ask the driver to split an SM's unified L1 / shared memory so that `percent` of the most shared
     memory an SM can have is shared (the rest stays L1). A hint, which the driver follows even where it
-    costs occupancy: at 43% a 97 KB-a-CTA kernel that fits twice an SM ran once an SM (session 14)."""
+    costs occupancy: at 43% a 97 KB-a-CTA kernel that fits twice an SM ran once an SM."""
     from cuda.bindings import driver
 
     from kernelkit.runtime import KernelLaunchError

@@ -14,8 +14,8 @@ import shutil
 import subprocess
 import sys
 
-# What the ladders are argued with: DRAM traffic and throughput, sectors per request (source 000:
-# 4 for 32-bit accesses, 16 for 128-bit), shared-memory bank conflicts, achieved occupancy.
+# What the ladders are argued with: DRAM traffic and throughput, sectors per request
+# (4 for 32-bit accesses, 16 for 128-bit), shared-memory bank conflicts, achieved occupancy.
 DEFAULT_METRICS = (
     "gpu__time_duration.sum",
     "dram__bytes_read.sum",

@@ -25,8 +25,8 @@ from .timing import time_cuda
 __all__ = ["cache_dir", "cache_path", "copy_bandwidth", "matmul_rate", "device_ceilings",
            "measure_all", "MATMUL_KINDS"]
 
-# 2: the timing's L2 flush became a read of a clean buffer, for working sets up to 8x L2 (session 12):
-# copies measured under the old rule (a write flush, up to 2x L2) are stale
+# 2: the timing's L2 flush is a read of a clean buffer, for working sets up to 8x L2; copies measured
+# under schema 1 (a write flush, up to 2x L2) are stale
 SCHEMA = 2
 MAX_SIZED_ENTRIES = 64
 LARGE_BUFFER_BYTES = 1 << 30
@@ -114,8 +114,7 @@ def _large_buffer_bytes() -> int:
 
 
 # Where dst sits relative to src changes a copy's rate: on an H100 the same 2^29-byte copy measured
-# 2545 GB/s in one process and 2964 in another (benchmarks/results/reduction-run6.json against
-# softmax.json), the kind of loss DRAM channel conflicts give when two streams sit a large power of
+# 2545 GB/s in one process and 2964 in another (docs/design/timing.md), the kind of loss DRAM channel conflicts give when two streams sit a large power of
 # two apart. A ceiling is the best the device does, so the copy is timed in two placements (separate
 # allocations, and one buffer with dst an odd number of 4 KiB pages past src) and the faster counts.
 _PLACEMENT_GAP = (1 << 20) + 3 * 4096

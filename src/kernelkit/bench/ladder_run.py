@@ -83,7 +83,7 @@ def _same_bytes_copy(copies: list, nbytes: int):
     row ops: within 1% of nbytes), that argument of rotation i itself is cloned, so the copy reads the rung's own
     input buffers; else a uint8 source of nbytes / 2 a rotation. Why: where a buffer lands moves a copy's rate,
     and a source of its own measured 2975 GB/s in one process where the op's input cloned runs 3060 (H100,
-    1024 x 65536 fp32, session 20; results/session20/copy-forms.txt)."""
+    1024 x 65536 fp32; docs/design/timing.md)."""
     k = len(copies)
     inputs = [next((a for a in args if isinstance(a, torch.Tensor)), None) for args, _ in copies]
     if inputs[0] is not None and abs(2 * inputs[0].numel() * inputs[0].element_size() - nbytes) <= 0.01 * nbytes:

@@ -12,8 +12,8 @@ Why it is built this way:
   network.  Reading a buffer of twice the L2 size before each rep (outside the timed
   region) evicts it and leaves L2 clean.  Not writing one: a write flush leaves L2
   full of dirty lines whose write-back then lands inside the next timed call (~50 MB
-  of DRAM writes the kernel never made).  Measured on an H100 (scripts/flush_check.py,
-  benchmarks/NOTES.md session 12): GELU fp16 2^24 elements, ours / torch, 2362 / 2359
+  of DRAM writes the kernel never made).  Measured on an H100
+  (docs/design/timing.md): GELU fp16 2^24 elements, ours / torch, 2362 / 2359
   GB/s after a write flush, 2979 / 2834 after a read flush.
 * The median is reported: it is robust to the occasional preempted or clock-ramping
   rep, while min/p20/p80 show the spread.
@@ -23,7 +23,7 @@ Why it is built this way:
   untimed), so that the host has issued the timed call before the GPU reaches its start
   event: otherwise a call whose host path outlasts the flush before it (a kernelkit norm at
   4096 x 4096: 24.7 us of host on one lent H100 against a ~23 us kernel) is timed with the
-  GPU waiting for it. Measured there (benchmarks/NOTES.md, session 16): the same kernel
+  GPU waiting for it. Measured there (docs/design/timing.md): the same kernel
   launched bare 95.1% of a same-bytes copy, through kernelkit.layer_norm 93.6%. Host cost
   per call is a separate figure (benchmarks/overhead.py).
 """
@@ -108,8 +108,7 @@ def should_flush_l2(flush_l2: bool | None, working_set_bytes: int | None, l2_byt
     the L2 size: up to there what the previous repetition left in L2 (its output, the
     end of its input; up to a fifth of a 2-4x-L2 working set, with the output block
     reused by the allocator) measurably moves a memory-bound kernel, while past it the
-    flush costs only wall time.  (Until session 12 the bound was 2x: 128 MiB working
-    sets then ran warm and were timed against rotating input copies alone.)  An unknown
+    flush costs only wall time.  An unknown
     working set is flushed too.
     """
     if flush_l2 is not None:
@@ -206,9 +205,10 @@ def time_interleaved(
     placement and the same moment. ``max_seconds`` bounds the whole loop.
 
     ``shuffle`` draws each round's order anew (a fixed seed, so every run the same orders), so that no
-    function keeps one place in the round. Measured on an H100 (scripts/position_check.py, session 19):
-    identical calls timed in a fixed order differed by 0.03-0.11 us, shuffled the same, so the place alone
-    biases nothing; the A/B scripts shuffle anyway, as differing functions beside each other might.
+    function keeps one place in the round. Measured on an H100
+    (docs/design/timing.md): identical calls timed in a fixed order differed by 0.03-0.11 us, shuffled the
+    same, so the place alone biases nothing; comparisons shuffle anyway, as differing functions beside each
+    other might.
     """
     if not torch.cuda.is_available():
         raise RuntimeError("time_cuda needs a CUDA device (torch.cuda.is_available() is False)")

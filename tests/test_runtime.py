@@ -128,3 +128,30 @@ def test_missing_headers_error_lists_search(monkeypatch, tmp_path):
         headers.header_options()
     assert "$CUDA_HOME/include" in str(ei.value) and str(tmp_path / "no2") in str(ei.value)
     headers.include_dirs.cache_clear()
+
+
+def test_fast_launch_packs_arguments_as_the_parameter_struct():
+    """The C launch shim (built at install wherever a C compiler is found) lays each argument at its
+    natural alignment: 64-bit Python ints and floats, numpy scalars at their width, bools as a byte."""
+    import shutil
+    import struct
+
+    import numpy as np
+
+    try:
+        from kernelkit.runtime._fastlaunch import pack
+    except ImportError:
+        if shutil.which("cc") or shutil.which("gcc"):
+            raise AssertionError("a C compiler is here but the launch shim was not built: pip install -e .")
+        pytest.skip("no C compiler: launches go through cuda.core")
+    data, offsets = pack((1, np.int32(-7), np.float32(2.25), -(1 << 40), np.uint8(200), 1.125,
+                          np.uint32(4000000000), True, 2**64 - 1))
+    assert offsets == (0, 8, 12, 16, 24, 32, 40, 44, 48) and len(data) == 56
+    assert struct.unpack_from("<qif", data, 0) == (1, -7, 2.25)
+    assert struct.unpack_from("<q", data, 16) == (-(1 << 40),) and data[24] == 200
+    assert struct.unpack_from("<dI", data, 32) == (1.125, 4000000000) and data[44] == 1
+    assert struct.unpack_from("<Q", data, 48) == (2**64 - 1,)
+    with pytest.raises(TypeError, match="numpy scalar"):
+        pack(("text",))
+    with pytest.raises(ValueError, match="at most"):
+        pack(tuple(range(65)))

@@ -75,3 +75,15 @@ def test_packed_arguments_reach_the_kernel(tmp_path):
         launch(k, 1, 1, out.data_ptr(), np.int32(-7), np.float32(2.25), -(1 << 40), np.uint8(200), 1.125,
                np.uint32(4000000000), name="echo_args", device_index=dev)
         assert out.tolist() == [-7, 9, -(1 << 40), 200, 9, 4000000000]
+
+
+def test_fast_launch_is_in_use_where_built():
+    """Where the C shim was built, plain launches take it (the host-cost figures assume it)."""
+    import importlib
+
+    launch_mod = importlib.import_module("kernelkit.runtime.launch")
+    try:
+        import kernelkit.runtime._fastlaunch  # noqa: F401
+    except ImportError:
+        pytest.skip("the C launch shim is not built here")
+    assert launch_mod._fast_launch is not None

@@ -10,6 +10,8 @@ set -u
 OUT=${OUT:-/tmp/kk-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src:$PWD/tests PYTHONUNBUFFERED=1 KERNELKIT_CACHE_DIR=${KERNELKIT_CACHE_DIR:-/tmp/kk-cache}
 RES=$(mktemp -d)
+# the C launch shim (kernelkit.runtime._fastlaunch), as `pip install` builds it
+python3 setup.py -q build_ext --inplace > "$OUT/build.log" 2>&1 || echo "launch shim not built (see build.log)"
 if [ "${KK_TESTS:-1}" = 1 ]; then
   python3 -m pytest -q -m gpu -p no:cacheprovider ${KK_PYTEST:-} tests 2>&1 | tee "$OUT/gpu-tests.log" | tail -15
 fi

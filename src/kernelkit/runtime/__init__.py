@@ -7,11 +7,11 @@ from .compiler import Build, clear_memory_cache, compile_source, lineinfo_enable
 from .errors import CompileError, HeadersNotFoundError, KernelLaunchError, KernelkitError
 from .headers import driver_cuda_version, header_options, include_dirs, nvrtc_version
 from .launch import (allow_shared, clear_loaded, current_stream, device_arch, get_kernel, launch, on_device,
-                     resident_blocks, stream_handle)
+                     plain_launcher, resident_blocks, stream_handle)
 
 __all__ = [
     "Build", "CompileError", "HeadersNotFoundError", "KernelLaunchError", "KernelkitError",
     "allow_shared", "cache_dir", "clear_loaded", "clear_memory_cache", "compile_source", "current_stream",
     "device_arch", "driver_cuda_version", "get_kernel", "header_options", "include_dirs", "launch", "lineinfo_enabled",
-    "nvrtc_version", "on_device", "resident_blocks", "stream_handle",
+    "nvrtc_version", "on_device", "plain_launcher", "resident_blocks", "stream_handle",
 ]

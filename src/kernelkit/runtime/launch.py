@@ -162,6 +162,29 @@ def launch(kernel, grid, block, *args, shmem: int = 0, cluster: int = 1, coopera
             raise KernelLaunchError(f"kernel {name} on cuda:{device_index} failed: {exc}") from exc
 
 
+def plain_launcher(kernel, device_index: int, name: str = "kernel"):
+    """``run(blocks, threads, shmem, args)``: a 1-D plain launch of ``kernel`` on torch's current stream
+    of ``device_index``, with everything but the arguments resolved now. The hot path of the small ops:
+    one check of the current device and one C call where the shim is built; ``launch`` otherwise."""
+    if _fast_launch is None or _SYNC:
+        def run(blocks: int, threads: int, shmem: int, args: tuple) -> None:
+            launch(kernel, blocks, threads, *args, shmem=shmem, name=name, device_index=device_index)
+        return run
+    handle = _handles.get(id(kernel)) or _handle(kernel)
+    fast, raw, current, dev = _fast_launch, _raw_stream, _get_device, device_index
+
+    def run(blocks: int, threads: int, shmem: int, args: tuple) -> None:
+        if current() == dev:
+            err = fast(handle, blocks, 1, 1, threads, 1, 1, shmem, raw(dev), args)
+        else:  # the kernel runs in the current context: make the tensors' device current for the launch
+            with on_device(dev):
+                err = fast(handle, blocks, 1, 1, threads, 1, 1, shmem, raw(dev), args)
+        if err:
+            raise KernelLaunchError(f"launching {name} (grid={blocks}, block={threads}, shmem={shmem}) on "
+                                    f"cuda:{dev} failed: {_error_string(err)}")
+    return run
+
+
 _handles: dict[int, int] = {}
 
 

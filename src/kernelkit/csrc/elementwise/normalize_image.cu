@@ -13,7 +13,7 @@
 //   norm_hwc_vec   one 16-byte output vector per thread from 4 or 8 input bytes, tail element by element
 // Grid-stride loops carry `#pragma unroll 1`: unrolled, the compiler computes their trip count with a
 // 64-bit division (a CALL to a ~100-instruction routine) per thread and loop, which the one-vector-
-// per-thread launches would pay on every 16 bytes (measured: invert 2858 GB/s before).
+// per-thread launches would pay on every 16 bytes (docs/design/elementwise.md).
 #include "common.cuh"
 
 namespace kk {
@@ -134,33 +134,25 @@ __device__ __forceinline__ u8 byte_at(const unsigned (&w)[NW], int b) {  // b co
 // A thread makes one 16-byte vector of every output plane: E = 16 / sizeof(TO) pixels, read as
 // E * C contiguous bytes. Consecutive threads take consecutive pixel groups, so each store
 // instruction of a warp writes 512 contiguous bytes of one plane and each load instruction reads
-// within one contiguous E * C * 32-byte span (an earlier form gave each thread 16 pixels: its
-// stores strode 32-64 bytes across the warp and ran at 39-79% of the copy rate).
-// units = N * hw / E groups; hw % E == 0, so a group never straddles two images. U: groups per
-// thread and iteration (a grid-stride apart, all loads issued first), a tuning option.
-template <typename TO, int C, int U = 1>
+// within one contiguous E * C * 32-byte span (more pixels a thread would make the lanes' stores
+// stride 32-64 bytes apart and half-fill every sector: docs/design/elementwise.md).
+// units = N * hw / E groups; hw % E == 0, so a group never straddles two images.
+template <typename TO, int C>
 __global__ void norm_chw_vec(TO* __restrict__ out, const u8* __restrict__ in, i64 units, i64 hw, KK_COEF_PARAMS) {
   constexpr int E = 16 / sizeof(TO);
   const Coef k = KK_COEF;
   const i64 per_image = hw / E, stride = grid_threads();
 #pragma unroll 1
-  for (i64 base = global_thread(); base < units; base += stride * U) {
-    unsigned w[U][E * C / 4];
+  for (i64 u = global_thread(); u < units; u += stride) {
+    unsigned w[E * C / 4];
+    load_bytes<E * C>(w, in + u * (E * C));
+    const i64 n = div_u(u, per_image), q = (u - n * per_image) * E;
 #pragma unroll
-    for (int j = 0; j < U; ++j)
-      if (base + j * stride < units) load_bytes<E * C>(w[j], in + (base + j * stride) * (E * C));
+    for (int c = 0; c < C; ++c) {
+      float v[E];
 #pragma unroll
-    for (int j = 0; j < U; ++j) {
-      const i64 u = base + j * stride;
-      if (u >= units) break;
-      const i64 n = div_u(u, per_image), q = (u - n * per_image) * E;
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        float v[E];
-#pragma unroll
-        for (int p = 0; p < E; ++p) v[p] = k.apply(byte_at(w[j], p * C + c), c);
-        store_row16(out + (n * C + c) * hw + q, v);
-      }
+      for (int p = 0; p < E; ++p) v[p] = k.apply(byte_at(w, p * C + c), c);
+      store_row16(out + (n * C + c) * hw + q, v);
     }
   }
 }

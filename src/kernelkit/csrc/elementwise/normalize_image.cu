@@ -1,7 +1,8 @@
 // Vision pre-processing in one pass: uint8 pixels (P, C) channels-last to float
 //   out = x * scale[c] + bias[c]     (scale = 1 / (255 std), bias = -mean / std, fp32 fma)
 // either planar (N, C, H*W) ("CHW") or in the input's order (N, H*W, C) ("HWC"). C <= 4; the
-// per-channel constants travel as eight float kernel parameters (no device buffer, no copy).
+// per-channel constants travel as eight float kernel parameters s0..s3, b0..b3 (no device buffer, no
+// copy), gathered into a Coef in each kernel.
 // Rungs:
 //   norm_element   one output element per thread: index arithmetic (divisions) per element, a byte
 //                  load per element
@@ -35,14 +36,12 @@ __device__ __forceinline__ i64 div_u(i64 a, i64 b) {
   return a / b;
 }
 
-#define KK_COEF_PARAMS float s0, float s1, float s2, float s3, float b0, float b1, float b2, float b3
-#define KK_COEF Coef { s0, s1, s2, s3, b0, b1, b2, b3 }
 
 // total = N * C * hw output elements; kCHW: out is (N, C, hw), else (N, hw, C) like the input.
 template <typename TO, bool kCHW>
 __global__ void norm_element(TO* __restrict__ out, const u8* __restrict__ in, i64 total, i64 hw, int C,
-                             KK_COEF_PARAMS) {
-  const Coef k = KK_COEF;
+                             float s0, float s1, float s2, float s3, float b0, float b1, float b2, float b3) {
+  const Coef k{s0, s1, s2, s3, b0, b1, b2, b3};
 #pragma unroll 1
   for (i64 o = global_thread(); o < total; o += grid_threads()) {
     i64 src;
@@ -63,8 +62,8 @@ __global__ void norm_element(TO* __restrict__ out, const u8* __restrict__ in, i6
 // npix = N * hw pixels, one per thread.
 template <typename TO, bool kCHW>
 __global__ void norm_pixel(TO* __restrict__ out, const u8* __restrict__ in, i64 npix, i64 hw, int C,
-                           KK_COEF_PARAMS) {
-  const Coef k = KK_COEF;
+                           float s0, float s1, float s2, float s3, float b0, float b1, float b2, float b3) {
+  const Coef k{s0, s1, s2, s3, b0, b1, b2, b3};
 #pragma unroll 1
   for (i64 p = global_thread(); p < npix; p += grid_threads()) {
     const i64 n = div_u(p, hw), q = p - n * hw;
@@ -138,9 +137,10 @@ __device__ __forceinline__ u8 byte_at(const unsigned (&w)[NW], int b) {  // b co
 // stride 32-64 bytes apart and half-fill every sector: docs/design/elementwise.md).
 // units = N * hw / E groups; hw % E == 0, so a group never straddles two images.
 template <typename TO, int C>
-__global__ void norm_chw_vec(TO* __restrict__ out, const u8* __restrict__ in, i64 units, i64 hw, KK_COEF_PARAMS) {
+__global__ void norm_chw_vec(TO* __restrict__ out, const u8* __restrict__ in, i64 units, i64 hw,
+                             float s0, float s1, float s2, float s3, float b0, float b1, float b2, float b3) {
   constexpr int E = 16 / sizeof(TO);
-  const Coef k = KK_COEF;
+  const Coef k{s0, s1, s2, s3, b0, b1, b2, b3};
   const i64 per_image = hw / E, stride = grid_threads();
 #pragma unroll 1
   for (i64 u = global_thread(); u < units; u += stride) {
@@ -161,9 +161,10 @@ __global__ void norm_chw_vec(TO* __restrict__ out, const u8* __restrict__ in, i6
 // input bytes. For C == 3 the channel of the thread's first element varies with the thread, so the
 // three coefficients are rotated once per thread and element j takes rotation slot j % 3.
 template <typename TO, int C>
-__global__ void norm_hwc_vec(TO* __restrict__ out, const u8* __restrict__ in, i64 total, KK_COEF_PARAMS) {
+__global__ void norm_hwc_vec(TO* __restrict__ out, const u8* __restrict__ in, i64 total,
+                             float s0, float s1, float s2, float s3, float b0, float b1, float b2, float b3) {
   constexpr int E = 16 / sizeof(TO);
-  const Coef k = KK_COEF;
+  const Coef k{s0, s1, s2, s3, b0, b1, b2, b3};
   const i64 units = total / E;
 #pragma unroll 1
   for (i64 u = global_thread(); u < units; u += grid_threads()) {
@@ -186,8 +187,5 @@ __global__ void norm_hwc_vec(TO* __restrict__ out, const u8* __restrict__ in, i6
   for (i64 e = units * E + global_thread(); e < total; e += grid_threads())
     out[e] = from_float<TO>(k.apply(in[e], (int)(e % C)));
 }
-
-#undef KK_COEF_PARAMS
-#undef KK_COEF
 
 }  // namespace kk

@@ -12,16 +12,15 @@ import torch
 from ...ladder import Kernel, Op, Variant
 from ...runtime import launch
 from .._shared.checks import pick_variant
-from .._shared.launch_rules import cdiv, i32
+from .._shared.launch_rules import cdiv
 from .._shared.plans import load, plan_cache, remember
-from ._launch import ElementwiseLaunch, launch_shape
+from ._launch import SMALL_I32, ElementwiseLaunch, launch_shape
 
 U8 = (torch.uint8,)
 BLOCK = 256
 # fast rungs: one 16-byte vector a thread over a grid covering the image; the block size barely
 # matters (within 0.5% from 128 to 1024 threads, docs/design/elementwise.md)
 FAST = ElementwiseLaunch(block=512)
-I32 = tuple(i32(v) for v in range(16))  # the kernels' int offsets (< 16), made once
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,7 @@ def _launch(spec: ByteMap, op: Op, variant: Optional[str], src: torch.Tensor, ou
     if kind == "fast":
         head = min(n, (-op_) & 15)  # bytes before out's first 16-byte boundary
         blocks = ((n - head) // 16 + p.block - 1) // p.block or 1
-        launch(ks[0] if (ip - op_) & 15 == 0 else ks[1], blocks, p.block, op_, ip, n, I32[head], prm,
+        launch(ks[0] if (ip - op_) & 15 == 0 else ks[1], blocks, p.block, op_, ip, n, SMALL_I32[head], prm,
                shmem=p.shmem, name=f"{spec.name}_fast", device_index=dev)
         return
     aligned4 = ip % 4 == 0 and op_ % 4 == 0

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .._shared.launch_rules import occupancy_limiter
+from .._shared.launch_rules import i32, occupancy_limiter
+
+SMALL_I32 = tuple(i32(v) for v in range(16))  # int kernel parameters below 16 (alignment offsets), made once
 
 
 @dataclass(frozen=True)

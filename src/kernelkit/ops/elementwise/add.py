@@ -12,9 +12,9 @@ from .._shared.checks import (check_no_partial_overlap, check_same_device, check
                               pick_variant)
 from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
-from .._shared.launch_rules import cdiv, grid_for, i32, occupancy_limiter
+from .._shared.launch_rules import cdiv, grid_for, occupancy_limiter
 from .._shared.plans import load, plan_cache, remember
-from ._launch import ElementwiseLaunch, check_config, launch_shape
+from ._launch import SMALL_I32, ElementwiseLaunch, check_config, launch_shape
 
 __all__ = ["add"]
 
@@ -26,7 +26,6 @@ RUNG_BLOCKS_PER_SM = 32  # grid cap of the teaching grid-stride rung (as the una
 # (docs/design/elementwise.md).
 FAST = ElementwiseLaunch(block=256, blocks_per_sm=6)
 SHUFFLE_BLOCK = 512  # add_shuffle's __launch_bounds__(512, 3): 75% occupancy through its register cap
-I32 = tuple(i32(v) for v in range(16))  # the kernels' int offsets (< 16), made once
 
 
 def _kernels(kind: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
@@ -116,7 +115,7 @@ def _launch(variant: Optional[str], a: torch.Tensor, b: torch.Tensor, out: torch
                 blocks = (nvec + block - 1) // block or 1
             else:
                 blocks = grid_for(max(nvec, 1), block, dev, RUNG_BLOCKS_PER_SM)
-            launch(ks[0], blocks, block, op, ap, bp, n, I32[head], shmem=shmem, name="add_aligned",
+            launch(ks[0], blocks, block, op, ap, bp, n, SMALL_I32[head], shmem=shmem, name="add_aligned",
                    device_index=dev)
         elif kind == "prologue":
             launch(ks[1], cdiv(n, BLOCK), BLOCK, op, ap, bp, n, name="add_1d", device_index=dev)
@@ -127,7 +126,7 @@ def _launch(variant: Optional[str], a: torch.Tensor, b: torch.Tensor, out: torch
             block, shmem = p.shuffle
             da, db = (ap + head * es) & 15, (bp + head * es) & 15
             launch(ks[0] if kind == "shuffle" else ks[1], (nvec + block - 1) // block or 1, block, op, ap, bp, n,
-                   I32[head], I32[da], I32[db], shmem=shmem, name="add_shuffle", device_index=dev)
+                   SMALL_I32[head], SMALL_I32[da], SMALL_I32[db], shmem=shmem, name="add_shuffle", device_index=dev)
         return
     if kind == "2d":
         cols = a.shape[-1] if a.dim() else 1

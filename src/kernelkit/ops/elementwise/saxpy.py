@@ -21,9 +21,9 @@ from ...runtime import launch
 from .._shared.checks import check_no_partial_overlap, check_same_device, check_tensor, dtype_name, pick_variant
 from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
-from .._shared.launch_rules import cdiv, f32, i32, occupancy_limiter, serial_requested, sm_count
+from .._shared.launch_rules import cdiv, f32, occupancy_limiter, serial_requested, sm_count
 from .._shared.plans import load, plan_cache, remember
-from ._launch import ElementwiseLaunch, check_config, launch_shape
+from ._launch import SMALL_I32, ElementwiseLaunch, check_config, launch_shape
 
 __all__ = ["saxpy"]
 
@@ -35,7 +35,6 @@ GRID_STRIDE_BLOCKS_PER_SM = 32  # the grid-stride rung's grid: 32 blocks of 256 
 # (docs/design/elementwise.md)
 FAST = ElementwiseLaunch(block=256, blocks_per_sm=6)
 SERIAL = "serial"
-I32 = tuple(i32(v) for v in range(16))  # the kernels' int offsets (< 16), made once
 
 
 def _kernels(kind: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
@@ -105,10 +104,10 @@ def _launch(variant: Optional[str], alpha: float, x: torch.Tensor, y: torch.Tens
         head = min(n, ((-yp) & 15) // es)  # elements before y's first 16-byte boundary
         k = p.kernels[0] if (xp - yp) & 15 == 0 else p.kernels[1]
         if serial:
-            launch(k, 1, 1, yp, xp, n, a, I32[head], name="saxpy_vec", device_index=dev)
+            launch(k, 1, 1, yp, xp, n, a, SMALL_I32[head], name="saxpy_vec", device_index=dev)
         else:
             blocks = ((n - head) // (16 // es) + p.block - 1) // p.block or 1
-            launch(k, blocks, p.block, yp, xp, n, a, I32[head], shmem=p.shmem, name="saxpy_vec", device_index=dev)
+            launch(k, blocks, p.block, yp, xp, n, a, SMALL_I32[head], shmem=p.shmem, name="saxpy_vec", device_index=dev)
     elif p.kind == "monolithic" and not serial:
         launch(p.kernels[0], cdiv(n, BLOCK), BLOCK, yp, xp, n, a, name="saxpy_monolithic", device_index=dev)
     else:  # the grid-stride kernel (monolithic's serial launch included)

@@ -1,5 +1,5 @@
-"""The element-wise family measured on one GPU: every rung of the element-wise family at 2^28 elements, torch
-beside it, launch-shape sweeps for the fast rungs, and the misaligned cases.
+"""The element-wise family on one GPU: every rung at 2^28 elements with torch beside it, the fast
+rungs' launch shapes (through each op's ``config=``, an ``ElementwiseLaunch``), and the misaligned cases.
 
     python benchmarks/elementwise_tuning.py --warm          # compile every kernel (parallel, no GPU timing)
     python benchmarks/elementwise_tuning.py --out DIR [--seconds 0.25] [--only add,saxpy]
@@ -7,6 +7,7 @@ beside it, launch-shape sweeps for the fast rungs, and the misaligned cases.
 Timing: kernelkit.bench.time_cuda (CUDA events around each call, warm-up first, median); buffers of
 2^28 elements are far larger than L2, so no flush is needed. Rates count the op's bytes_moved
 (read + write) and are compared with the measured device copy of the same number of bytes.
+Findings: docs/design/elementwise.md.
 """
 from __future__ import annotations
 
@@ -20,7 +21,13 @@ from pathlib import Path
 
 import torch
 
+from kernelkit.ops.elementwise import ElementwiseLaunch
+
 N = 1 << 28
+
+
+def _label(cfg: ElementwiseLaunch) -> str:
+    return f"block={cfg.block} {f'{cfg.blocks_per_sm} an SM' if cfg.blocks_per_sm else 'no limit'}"
 
 
 def _compile(job):
@@ -35,7 +42,7 @@ def _compile(job):
 
 
 def warm(arch: str = "sm_90") -> None:
-    """Compile every rung's build (the same name tuples the ops load) so tests and timing never wait."""
+    """Compile every rung's kernels (one build each, as the ops load them) so tests and timing never wait."""
     import kernelkit
 
     jobs = set()
@@ -46,10 +53,8 @@ def warm(arch: str = "sm_90") -> None:
         for v in op.variants:
             for dt in v.dtypes:
                 for p in op.param_combinations():
-                    ks = v.kernels(dt, **p)
-                    names = tuple(k.name for k in ks)
-                    for src in {k.source for k in ks}:
-                        jobs.add((src, names, arch + ks[0].arch_suffix))
+                    for k in v.kernels(dt, **p):
+                        jobs.add((k.source, (k.name,), arch + k.arch_suffix))
     with ProcessPoolExecutor(max_workers=min(16, os.cpu_count() or 4)) as pool:
         errors = [e for e in pool.map(_compile, sorted(jobs)) if e]
     print(f"warmed {len(jobs)} element-wise builds for {arch}" + "".join(f"\n  {e}" for e in errors))
@@ -120,55 +125,32 @@ def main(argv=None) -> int:
             for r in ("1d", "shuffle", "fast"):
                 rec("add", case, r, lambda r=r: kernelkit.add(xa, xb, out=out, variant=r), nbytes, tus)
             del buf_a, buf_b, out
-        # the fast rung's launch shape: unroll x block x grid cap x cache policy (aligned)
-        from kernelkit.ops._shared.launch_rules import sm_count
-        from kernelkit.runtime import get_kernel, launch
-        import numpy as np
-
-        # occupancy: dynamic shared memory of 36 KB caps 256-thread blocks at 6 per SM (75%), the
-        # occupancy the shuffle kernel runs at (its __launch_bounds__ register cap gives 3 x 512)
-        for dt, ct in ((torch.float32, "float"), (torch.float16, "__half")):
+        # the fast rungs' launch shapes (aligned): block x blocks an SM; 256 x 6 is add's and saxpy's rule
+        shapes = (ElementwiseLaunch(512), ElementwiseLaunch(256), ElementwiseLaunch(256, 6), ElementwiseLaunch(1024))
+        for dt in (torch.float32, torch.float16):
             x = torch.randn(N, device="cuda", dtype=dt)
             y, out = torch.randn_like(x), torch.empty_like(x)
-            nvec = N * x.element_size() // 16
-            for u, block, cap, cs, shm in ((1, 512, 0, 0, 0), (1, 256, 0, 0, 0), (1, 256, 0, 0, 36 << 10),
-                                           (1, 1024, 0, 0, 0), (1, 512, 0, 1, 0), (2, 256, 0, 0, 0), (1, 256, 32, 0, 0)):
-                k = get_kernel("binary.cu", f"kk::add_aligned<{ct}, {u}, {'true' if cs else 'false'}>", device_index=0)
-                blocks = -(-nvec // (block * u))
-                if cap:
-                    blocks = min(blocks, cap * sm_count(0))
-                rec("add", f"2^28 {str(dt)[6:]} tune",
-                    f"U={u} block={block} cap={cap or 'none'}{' .cs' if cs else ''}{' smem36K' if shm else ''}",
-                    lambda k=k, b=blocks, bl=block, sh=shm: launch(k, b, bl, out.data_ptr(), x.data_ptr(), y.data_ptr(),
-                                                                   N, np.int32(0), shmem=sh), 3 * N * x.element_size())
-            ks = get_kernel("binary.cu", f"kk::add_shuffle<{ct}>", device_index=0)
-            rec("add", f"2^28 {str(dt)[6:]} tune", "shuffle kernel, aligned, block=512",
-                lambda: launch(ks, -(-nvec // 512), 512, out.data_ptr(), x.data_ptr(), y.data_ptr(), N, np.int32(0),
-                               np.int32(0), np.int32(0)), 3 * N * x.element_size())
-            kv = get_kernel("saxpy.cu", f"kk::saxpy_vec<{ct}, true>", device_index=0)
-            for block, shm in ((256, 0), (512, 0), (1024, 0), (256, 36 << 10)):
-                rec("saxpy", f"2^28 {str(dt)[6:]} tune", f"block={block}{' smem36K' if shm else ''}",
-                    lambda b=block, sh=shm: launch(kv, -(-nvec // b), b, y.data_ptr(), x.data_ptr(), N, np.float32(1e-4),
-                                                   np.int32(0), shmem=sh), 3 * N * x.element_size())
+            nb = 3 * N * x.element_size()
+            for cfg in shapes:
+                rec("add", f"2^28 {str(dt)[6:]} tune", _label(cfg),
+                    lambda c=cfg: kernelkit.add(x, y, out=out, config=c), nb)
+            rec("add", f"2^28 {str(dt)[6:]} tune", "shuffle rung, aligned (block 512, 3 an SM by registers)",
+                lambda: kernelkit.add(x, y, out=out, variant="shuffle"), nb)
+            for cfg in shapes:
+                rec("saxpy", f"2^28 {str(dt)[6:]} tune", _label(cfg),
+                    lambda c=cfg: kernelkit.saxpy(1e-4, x, y, config=c), nb)
             del x, y, out
 
     if want("relu"):
-        from kernelkit.ops._shared.launch_rules import occupancy_limiter
-        from kernelkit.runtime import get_kernel, launch
-        import numpy as np
-
-        for dt, ct in ((torch.float32, "float"), (torch.float16, "__half"), (torch.bfloat16, "__nv_bfloat16")):
+        for dt in (torch.float32, torch.float16, torch.bfloat16):
             x = torch.randn(N, device="cuda", dtype=dt)
             ladder("relu", (N,), dt, (x,), {})
-            # the shared unary fast kernel's launch (GELU's choice: 256 threads, 100% occupancy) vs others
+            # the unary fast rung's launch: its rule at 2^28 is 128 x 13 an SM, against the others
             out = torch.empty_like(x)
-            k = get_kernel("relu.cu", f"kk::unary_fast<{ct}, kk::Relu, 1, true, false>", device_index=0)
-            nvec = N * x.element_size() // 16
-            for block, lim in ((256, 0), (512, 0), (1024, 0), (256, 6)):
-                sh = occupancy_limiter(0, lim) if lim else 0
-                rec("relu", f"2^28 {str(dt)[6:]} fast tune", f"block={block}{f' limit {lim}/SM' if lim else ''}",
-                    lambda b=block, sh=sh: launch(k, -(-(nvec + 1) // b), b, out.data_ptr(), x.data_ptr(), N,
-                                                  0, shmem=sh), 2 * N * x.element_size())
+            for cfg in (ElementwiseLaunch(256), ElementwiseLaunch(512), ElementwiseLaunch(1024),
+                        ElementwiseLaunch(256, 6), ElementwiseLaunch(128, 13)):
+                rec("relu", f"2^28 {str(dt)[6:]} fast tune", _label(cfg),
+                    lambda c=cfg: kernelkit.relu(x, out=out, config=c), 2 * N * x.element_size())
             del x, out
 
     if want("saxpy"):
@@ -185,21 +167,21 @@ def main(argv=None) -> int:
         for r in ("coarsen_x16", "fast"):
             rec("invert_colors", "16384x16384x4 in place", r,
                 lambda r=r: kernelkit.invert_colors(img, inplace=True, variant=r), nb)
-        # the coarsening factor on this GPU, beyond the source's 1, 8, 16
+        # the coarsening factor beyond the rungs' 1, 8 and 16: the rung's kernel template instantiated
+        # for each candidate factor through the runtime (the launch is the coarsened rung's)
         from kernelkit.runtime import get_kernel, launch
-        import numpy as np
 
         out = torch.empty_like(img)
         for bk in (1, 2, 4, 8, 16, 32):
-            k = get_kernel("image.cu", f"kk::invert_coarsened<{bk}>", device_index=0)
+            k = get_kernel("elementwise/invert_colors.cu", f"kk::invert_coarsened<{bk}>", device_index=0)
             grid = (-(-16384 // (32 * bk)), 2048)
             rec("invert_colors", "16384x16384x4 coarsening", f"BK={bk}",
-                lambda k=k, g=grid: launch(k, g, (32, 8), out.data_ptr(), img.data_ptr(), 16384, 16384), nb)
-        k = get_kernel("image.cu", "kk::bytes_fast<kk::Invert, true>", device_index=0)
+                lambda k=k, g=grid, b=bk: launch(k, g, (32, 8), out.data_ptr(), img.data_ptr(), 16384, 16384,
+                                                 name=f"invert_coarsened<{b}>", device_index=0), nb)
         for block in (128, 256, 512, 1024):
-            rec("invert_colors", "16384x16384x4 fast block", f"block={block}",
-                lambda b=block: launch(k, -(-(nb // 32) // b), b, out.data_ptr(), img.data_ptr(), nb // 2,
-                                       np.int32(0), np.uint32(0)), nb)
+            cfg = ElementwiseLaunch(block)
+            rec("invert_colors", "16384x16384x4 fast block", _label(cfg),
+                lambda c=cfg: kernelkit.invert_colors(img, config=c), nb)
         del img, out
 
     if want("binarize"):
@@ -225,24 +207,12 @@ def main(argv=None) -> int:
                 for v in op.variants:
                     rec("normalize_image", case, v.name,
                         lambda v=v: kernelkit.normalize_image(img, mean, std, variant=v.name, **kw), nbytes, tus)
-            if len(shape) == 3:  # the CHW vector kernel's launch: block, occupancy limiter, groups per thread
-                from kernelkit.ops._shared.launch_rules import occupancy_limiter
-                from kernelkit.runtime import get_kernel, launch
-                import numpy as np
-
-                hw, coef = shape[0] * shape[1], [np.float32(0.01)] * 8
-                for dt, ct in ((torch.float32, "float"), (torch.float16, "__half")):
-                    out = torch.empty((3, shape[0], shape[1]), dtype=dt, device="cuda")
-                    units = hw // (16 // out.element_size())
-                    nb = img.numel() * (1 + out.element_size())
-                    for u, block, lim in ((1, 256, 0), (1, 1024, 0), (1, 256, 6), (2, 256, 0), (2, 256, 6)):
-                        k = get_kernel("normalize.cu", f"kk::norm_chw_vec<{ct}, 3, {u}>", device_index=0)
-                        sh = occupancy_limiter(0, lim) if lim else 0
-                        rec("normalize_image", f"16384x16384x3 {str(dt)[6:]} CHW tune",
-                            f"U={u} block={block}{f' limit {lim}/SM' if lim else ''}",
-                            lambda k=k, b=block, u=u, sh=sh: launch(k, -(-units // (b * u)), b, out.data_ptr(),
-                                                                    img.data_ptr(), units, hw, *coef, shmem=sh), nb)
-                    del out
+            if len(shape) == 3:  # the CHW vector kernels' launch: block x blocks an SM
+                for dt in (torch.float32, torch.float16):
+                    nb = img.numel() * (1 + torch.finfo(dt).bits // 8)
+                    for cfg in (ElementwiseLaunch(256), ElementwiseLaunch(1024), ElementwiseLaunch(256, 6)):
+                        rec("normalize_image", f"{'x'.join(map(str, shape))} {str(dt)[6:]} CHW tune", _label(cfg),
+                            lambda c=cfg, d=dt: kernelkit.normalize_image(img, mean, std, dtype=d, config=c), nb)
             del img
 
     props = torch.cuda.get_device_properties(0)

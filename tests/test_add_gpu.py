@@ -4,6 +4,7 @@ import torch
 
 import kernelkit
 from kernelkit import reference
+from kernelkit.ops.elementwise import ElementwiseLaunch
 from gpu_helpers import SIZES, assert_close, poisoned_like, random_input
 
 pytestmark = pytest.mark.gpu
@@ -44,6 +45,34 @@ def test_shapes(variant, shape):
     a = torch.randn(shape, device="cuda")
     b = torch.randn(shape, device="cuda")
     assert_close(kernelkit.add(a, b, variant=variant), reference.add(a, b), torch.float32, f"{variant} {shape}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("config", [ElementwiseLaunch(32), ElementwiseLaunch(128, 13), ElementwiseLaunch(512),
+                                    ElementwiseLaunch(64, 16)], ids=str)
+def test_config_launches_match_float64(config, dtype):
+    """Launch shapes other than the rule's (config=) for both kernels of the fast rung."""
+    for n in (1, 17, 4097, 2**20 + 3):
+        for offsets in OFFSETS:
+            a, b = random_input(n, dtype, offsets[0]), random_input(n, dtype, offsets[1])
+            out = poisoned_like(a, offsets[2])
+            assert kernelkit.add(a, b, out=out, config=config) is out
+            assert_close(out, reference.add(a, b), dtype, f"{config} n={n} offsets={offsets}")
+
+
+def test_config_errors():
+    """1024-thread blocks run the aligned kernel, not the shuffle kernel (launch bound 512)."""
+    big = ElementwiseLaunch(1024)
+    a, b = random_input(4097, torch.float32, 1), random_input(4097, torch.float32, 1)
+    out = poisoned_like(a, 1)
+    kernelkit.add(a, b, out=out, config=big)
+    assert_close(out, reference.add(a, b), torch.float32, "1024 threads, misaligned alike")
+    with pytest.raises(ValueError, match="shuffle kernel"):
+        kernelkit.add(a, random_input(4097, torch.float32, 2), config=big)
+    with pytest.raises(ValueError, match="'fast' rung"):
+        kernelkit.add(a, b, variant="1d", config=ElementwiseLaunch(256))
+    with pytest.raises(ValueError, match="threads an SM"):
+        kernelkit.add(a, b, config=ElementwiseLaunch(1024, 3))
 
 
 def test_noncontiguous_inplace_and_empty():

@@ -4,6 +4,7 @@ import torch
 
 import kernelkit
 from kernelkit import reference
+from kernelkit.ops.elementwise import ElementwiseLaunch
 
 pytestmark = pytest.mark.gpu
 
@@ -37,6 +38,18 @@ def test_small_every_rung(variant):
         for offset in (0, 3, 8):
             img = _gray(n, offset)
             _exact(kernelkit.binarize(img, 100, variant=variant), img, 100, f"{variant} n={n} +{offset}")
+
+
+@pytest.mark.parametrize("config", [ElementwiseLaunch(32), ElementwiseLaunch(1024), ElementwiseLaunch(128, 13)],
+                         ids=str)
+def test_config_launches_are_exact(config):
+    """Launch shapes other than the rule's (config=), at byte offsets."""
+    for n in (1, 17, 4097, 2**20 + 3):
+        for offset in (0, 1, 13):
+            img = _gray(n, offset)
+            _exact(kernelkit.binarize(img, 99, config=config), img, 99, f"{config} n={n} +{offset}")
+    with pytest.raises(ValueError, match="'fast' rung"):
+        kernelkit.binarize(img, 99, variant="byte", config=config)
 
 
 @pytest.mark.parametrize("t", [-5, -0.5, 0, 0.5, 127.5, 200, 254.9, 255, 300])

@@ -4,11 +4,13 @@ import torch
 
 import kernelkit
 from kernelkit import reference
+from kernelkit.ops.elementwise import ElementwiseLaunch
 from gpu_helpers import SIZES, assert_close, poisoned_like, random_input
 
 pytestmark = pytest.mark.gpu
 
 CASES = [(v.name, d) for v in kernelkit.ladder("gelu") for d in v.dtypes]
+CONFIGS = (ElementwiseLaunch(32), ElementwiseLaunch(128, 13), ElementwiseLaunch(1024), ElementwiseLaunch(64, 16))
 
 
 @pytest.mark.parametrize("approximate", ["tanh", "none"])
@@ -36,6 +38,29 @@ def test_default_handles_input_and_output_misaligned_differently(dtype):
         out = poisoned_like(x, out_offset)
         kernelkit.gelu(x, out=out)
         assert_close(out, reference.gelu(x), dtype, f"out offset {out_offset}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
+def test_config_launches_match_float64(config, dtype):
+    """Launch shapes other than the rule's (config=), on odd sizes, offsets and both forms."""
+    for n in (1, 3, 4097, 2**20 + 3):
+        for offset, out_offset in ((0, 0), (1, 1), (1, 0), (0, 3)):
+            x = random_input(n, dtype, offset)
+            out = poisoned_like(x, out_offset)
+            for approximate in ("tanh", "none"):
+                kernelkit.gelu(x, approximate=approximate, out=out, config=config)
+                assert_close(out, reference.gelu(x, approximate), dtype, f"{config} n={n} offsets={offset},{out_offset}")
+
+
+def test_config_errors():
+    x = torch.randn(100, device="cuda")
+    with pytest.raises(ValueError, match="'fast' rung"):
+        kernelkit.gelu(x, variant="scalar", config=ElementwiseLaunch(256))
+    with pytest.raises(ValueError, match="threads an SM"):
+        kernelkit.gelu(x, config=ElementwiseLaunch(1024, 3))
+    with pytest.raises(TypeError, match="ElementwiseLaunch"):
+        kernelkit.gelu(x, config={"block": 256})
 
 
 def test_shapes_noncontiguous_and_inplace():

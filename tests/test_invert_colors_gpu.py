@@ -4,6 +4,7 @@ import torch
 
 import kernelkit
 from kernelkit import reference
+from kernelkit.ops.elementwise import ElementwiseLaunch
 
 pytestmark = pytest.mark.gpu
 
@@ -46,6 +47,21 @@ def test_small_every_rung(variant):
         for offset in (0, 1, 4, 12):
             img = _image(shape, offset)
             _exact(kernelkit.invert_colors(img, variant=variant), img, f"{variant} {shape} +{offset}")
+
+
+@pytest.mark.parametrize("config", [ElementwiseLaunch(32), ElementwiseLaunch(1024), ElementwiseLaunch(128, 13)],
+                         ids=str)
+def test_config_launches_are_exact(config):
+    """Launch shapes other than the rule's (config=), out of place and in place, at byte offsets."""
+    for shape in ((1, 1, 4), (9, 31, 4), (513, 1031, 4)):
+        for offset in (0, 1, 4, 7):
+            img = _image(shape, offset)
+            keep = img.clone()
+            _exact(kernelkit.invert_colors(img, config=config), keep, f"{config} {shape} +{offset}")
+            assert kernelkit.invert_colors(img, inplace=True, config=config) is img
+            _exact(img, keep, f"{config} {shape} +{offset} in place")
+    with pytest.raises(ValueError, match="'fast' rung"):
+        kernelkit.invert_colors(img, variant="uchar4", config=config)
 
 
 def test_alpha_unchanged_and_involution():

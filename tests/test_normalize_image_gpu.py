@@ -4,6 +4,7 @@ import torch
 
 import kernelkit
 from kernelkit import reference
+from kernelkit.ops.elementwise import ElementwiseLaunch
 from gpu_helpers import assert_close
 
 pytestmark = pytest.mark.gpu
@@ -50,6 +51,22 @@ def test_small_every_rung(variant):
             for c in (1, 3, 4):
                 _check(variant, dtype, layout, c, (2, 4, 8))
                 _check(variant, dtype, layout, c, (None, 3, 5), offset=3)
+
+
+@pytest.mark.parametrize("config", [ElementwiseLaunch(32), ElementwiseLaunch(1024), ElementwiseLaunch(64, 16)],
+                         ids=str)
+def test_config_launches_match_float64(config):
+    """Launch shapes other than the rule's (config=) for the vector kernels, every layout and C."""
+    for dtype in DTYPES:
+        for layout in ("CHW", "HWC"):
+            for c in (1, 2, 3, 4):
+                for shape in ((2, 16, 24, c), (3, 40, 56, c), (1, 7, 9, c)):
+                    img = _image(shape)
+                    out = kernelkit.normalize_image(img, MEAN[:c], STD[:c], dtype=dtype, layout=layout, config=config)
+                    want = reference.normalize_image(img, MEAN[:c], STD[:c], layout=layout)
+                    assert_close(out, want, dtype, f"{config} {dtype} {layout} {shape}")
+    with pytest.raises(ValueError, match="'fast' rung"):
+        kernelkit.normalize_image(img, 0.5, 0.25, variant="pixel", config=config)
 
 
 def test_matches_the_torch_expression():

@@ -4,12 +4,14 @@ import torch
 
 import kernelkit
 from kernelkit import reference
+from kernelkit.ops.elementwise import ElementwiseLaunch
 from gpu_helpers import SIZES, assert_close, poisoned_like, random_input
 
 pytestmark = pytest.mark.gpu
 
 CASES = [(v.name, d) for v in kernelkit.ladder("relu") for d in v.dtypes]
 IDS = [f"{v}-{str(d)[6:]}" for v, d in CASES]
+CONFIGS = (ElementwiseLaunch(32), ElementwiseLaunch(128, 13), ElementwiseLaunch(1024), ElementwiseLaunch(64, 16))
 
 
 def _check(variant, dtype, n, offset, out_offset):
@@ -47,6 +49,20 @@ def test_nan_inf_and_signed_zero(variant, dtype):
     assert torch.equal(torch.isnan(got), torch.isnan(want))
     ok = ~torch.isnan(want)
     assert torch.equal(got[ok], want[ok])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
+def test_config_launches_match_float64(config, dtype):
+    """Launch shapes other than the rule's (config=), on odd sizes and offsets."""
+    for n in (1, 3, 4097, 2**20 + 3):
+        for offset, out_offset in ((0, 0), (1, 1), (3, 0), (0, 2)):
+            x = random_input(n, dtype, offset)
+            out = poisoned_like(x, out_offset)
+            assert kernelkit.relu(x, out=out, config=config) is out
+            assert_close(out, reference.relu(x), dtype, f"{config} n={n} offsets={offset},{out_offset}")
+    with pytest.raises(ValueError, match="'fast' rung"):
+        kernelkit.relu(x, variant="scalar", config=config)
 
 
 def test_shapes_noncontiguous_inplace_empty():

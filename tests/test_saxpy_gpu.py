@@ -4,6 +4,7 @@ import torch
 
 import kernelkit
 from kernelkit import reference
+from kernelkit.ops.elementwise import ElementwiseLaunch
 from gpu_helpers import SIZES, assert_close, random_input
 
 pytestmark = pytest.mark.gpu
@@ -54,21 +55,57 @@ def test_small_env_serial_every_rung(variant, monkeypatch):
         _check(variant, torch.float16, 1003, ox, oy, alpha=3.0)
 
 
-def test_serial_launch_is_one_thread(monkeypatch):
-    """The serial launch really is one block of one thread (checked at the launch call)."""
-    import importlib
+def _saxpy_launches(fn, tmp_path):
+    """(grid, block) of every saxpy kernel ``fn`` launches, as the CUDA profiler recorded them."""
+    import json
 
-    mod = importlib.import_module("kernelkit.ops.elementwise.saxpy")  # the module (kernelkit.ops.saxpy is also the function)
+    from torch.profiler import ProfilerActivity, profile
 
-    seen = []
-    real = mod.launch
-    monkeypatch.setattr(mod, "launch", lambda k, grid, block, *a, **kw: (seen.append((grid, block)),
-                                                                          real(k, grid, block, *a, **kw)))
+    fn()  # compile and load outside the profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    trace = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(trace))
+    events = json.loads(trace.read_text())["traceEvents"]
+    return [(tuple(e["args"]["grid"]), tuple(e["args"]["block"])) for e in events
+            if e.get("cat") == "kernel" and "saxpy" in e.get("name", "")]
+
+
+def test_serial_launch_is_one_thread(monkeypatch, tmp_path):
+    """The serial launch really is one block of one thread (the grid and block the profiler saw)."""
     x, y = torch.randn(100, device="cuda"), torch.randn(100, device="cuda")
-    kernelkit.saxpy(2.0, x, y, variant="serial")
+    one = [((1, 1, 1), (1, 1, 1))]
+    assert _saxpy_launches(lambda: kernelkit.saxpy(2.0, x, y, variant="serial"), tmp_path) == one
+    assert _saxpy_launches(lambda: kernelkit.saxpy(2.0, x, y, variant="vectorized"), tmp_path) != one
     monkeypatch.setenv("KERNELKIT_SERIAL", "1")
-    kernelkit.saxpy(2.0, x, y, variant="vectorized")
-    assert seen == [(1, 1), (1, 1)]  # (grid, block) of both launches
+    assert _saxpy_launches(lambda: kernelkit.saxpy(2.0, x, y, variant="vectorized"), tmp_path) == one
+    assert _saxpy_launches(lambda: kernelkit.saxpy(2.0, x, y, variant="monolithic"), tmp_path) == one
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_config_launches_match_float64(dtype):
+    """Launch shapes other than the rule's (config=), on odd sizes and every alignment case."""
+    for cfg in (ElementwiseLaunch(32), ElementwiseLaunch(128, 13), ElementwiseLaunch(1024), ElementwiseLaunch(64, 16)):
+        for n in (1, 4097, 2**20 + 3):
+            for ox, oy in OFFSETS:
+                x, y = random_input(n, dtype, ox), random_input(n, dtype, oy)
+                want = reference.saxpy(0.75, x, y)
+                assert kernelkit.saxpy(0.75, x, y, config=cfg) is y
+                assert_close(y, want, dtype, f"{cfg} n={n} offsets={ox},{oy}")
+
+
+def test_config_errors():
+    x, y = torch.randn(100, device="cuda"), torch.randn(100, device="cuda")
+    with pytest.raises(ValueError, match="vectorized"):
+        kernelkit.saxpy(1.0, x, y, variant="grid_stride", config=ElementwiseLaunch(256))
+    with pytest.raises(ValueError, match="threads an SM"):
+        kernelkit.saxpy(1.0, x, y, config=ElementwiseLaunch(1024, 3))
+    with pytest.raises(ValueError, match="no shared-memory size"):  # 2 an SM would need over 48 KB a block
+        kernelkit.saxpy(1.0, x, y, config=ElementwiseLaunch(512, 2))
+    with pytest.raises(TypeError, match="ElementwiseLaunch"):
+        kernelkit.saxpy(1.0, x, y, config=(256, 6))
 
 
 def test_layouts_aliasing_and_alpha_forms():

@@ -1,19 +1,19 @@
-// out = a + b, source 001's matrix addition, one template per rung of the `add` ladder:
+// out = a + b, one template per rung of the `add` ladder:
 //   add_2d       2D grid of 32x8 blocks over (rows, cols), a thread per element, idle threads where
-//                cols is not a multiple of 32 (the source's slower "matrix model")
-//   add_1d       1D grid, a thread per element (the source's faster linear model)
+//                cols is not a multiple of 32 (the matrix-shaped launch)
+//   add_1d       1D grid, a thread per element (the linear launch)
 //   add_vec      16-byte vectors (float4 / 8 halves), a thread per vector; launched only when all
-//                three pointers are 16-byte aligned (the source's alignment check), tail in-kernel
+//                three pointers are 16-byte aligned (the host's alignment check), tail in-kernel
 //   add_aligned  prologue / main / epilogue: scalar head until `out` is 16-byte aligned, vectors,
 //                scalar tail; needs a and b misaligned by the same amount as out
 //   add_shuffle  any misalignments: out is written in aligned vectors; each input is read in aligned
 //                16-byte chunks and every lane takes the neighbouring chunk from lane+1 with
-//                __shfl_down_sync, then shifts the 32 bytes into place (source 001 weighs this against
-//                padding; padding would need aligned copies of the inputs, i.e. twice the traffic)
+//                __shfl_down_sync, then shifts the 32 bytes into place (padding instead would need
+//                aligned copies of the inputs, i.e. twice the traffic)
 // fp32 math for every dtype; 64-bit indices everywhere.
 // Grid-stride loops carry `#pragma unroll 1`: unrolled, the compiler computes their trip count with a
 // 64-bit division (a CALL to a ~100-instruction routine) per thread and loop, which the one-vector-
-// per-thread launches would pay on every 16 bytes (measured: invert 2858 GB/s before).
+// per-thread launches would pay on every 16 bytes (docs/design/elementwise.md).
 #include "common.cuh"
 
 namespace kk {
@@ -77,10 +77,10 @@ __device__ __forceinline__ void add_range(T* out, const T* a, const T* b, i64 lo
   for (i64 i = lo + global_thread(); i < hi; i += grid_threads()) out[i] = add1(a[i], b[i]);
 }
 
-// kStreaming: evict-first (.cs) loads and stores, a tuning option (common.cuh's load16 / store16).
-template <typename T, int U, bool kStreaming = false>
-__global__ void add_aligned(T* __restrict__ out, const T* __restrict__ a, const T* __restrict__ b, i64 n,
-                            int head) {
+// The grid-stride loop carries one 16-byte vector of each input per iteration; the fast rung's grid
+// covers the tensor, so each thread runs it once.
+template <typename T>
+__global__ void add_aligned(T* __restrict__ out, const T* __restrict__ a, const T* __restrict__ b, i64 n, int head) {
   constexpr int N = 16 / sizeof(T);
   const i64 nvec = (n - head) / N, stride = grid_threads();
   add_range(out, a, b, 0, head);
@@ -88,18 +88,9 @@ __global__ void add_aligned(T* __restrict__ out, const T* __restrict__ a, const 
   const uint4* vb = reinterpret_cast<const uint4*>(b + head);
   uint4* vo = reinterpret_cast<uint4*>(out + head);
 #pragma unroll 1
-  for (i64 base = global_thread(); base < nvec; base += stride * U) {
-    uint4 x[U], y[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {  // all loads first: 2U x 16 bytes in flight per thread
-      const i64 i = base + u * stride;
-      if (i < nvec) x[u] = load16<kStreaming>(va + i), y[u] = load16<kStreaming>(vb + i);
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const i64 i = base + u * stride;
-      if (i < nvec) store16<kStreaming>(vo + i, add16<T>(x[u], y[u]));
-    }
+  for (i64 i = global_thread(); i < nvec; i += stride) {
+    const uint4 x = load_vec(va + i), y = load_vec(vb + i);  // both loads before the math
+    store_vec(vo + i, add16<T>(x, y));
   }
   add_range(out, a, b, head + nvec * N, n);
 }
@@ -138,8 +129,8 @@ __device__ __forceinline__ uint4 load_chunk(const T* in, const uint4* p0, i64 k,
 // Output vector i needs, from an input misaligned by d bytes against the output, chunk i shifted
 // with chunk i + 1. Each lane loads its own chunk i; chunk i + 1 comes from the next lane by
 // shuffle, except on lane 31, which loads it too. Both loads are issued before any shuffle, so a
-// warp waits for one memory latency, not two (measured: 2830 GB/s fp32 with the second load
-// after the shuffle). All 32 lanes of a warp call these with consecutive i.
+// warp waits for one memory latency, not two (with the second load after the shuffle: 2829 against
+// 3087 GB/s fp32, docs/design/elementwise.md). All 32 lanes of a warp call these with consecutive i.
 struct Chunks {
   uint4 cur, extra;
 };

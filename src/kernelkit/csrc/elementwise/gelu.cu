@@ -1,5 +1,5 @@
-// GELU, the model element-wise op (source 000): every rung is a template of elementwise.cuh
-// instantiated with one of the functors below.
+// GELU: every rung is a template of unary.cuh (the unary ladder) instantiated with one of the
+// functors below.
 #include "unary.cuh"
 
 namespace kk {
@@ -8,8 +8,8 @@ namespace kk {
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kCubic = 0.044715f;
 
-// Accurate fp32 math (tanhf); pair() is source 000's half2 SIMD form: the polynomial and the final
-// products in packed 16-bit arithmetic, the tanh itself per lane in fp32.
+// Accurate fp32 math (tanhf); pair() is the half2 SIMD form: the polynomial and the final products
+// in packed 16-bit arithmetic, the tanh itself per lane in fp32.
 struct GeluTanh {
   __device__ __forceinline__ float operator()(float x) const {
     const float inner = kSqrt2OverPi * fmaf(kCubic * x, x * x, x);

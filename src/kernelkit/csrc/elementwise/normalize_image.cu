@@ -1,7 +1,8 @@
 // Vision pre-processing in one pass: uint8 pixels (P, C) channels-last to float
 //   out = x * scale[c] + bias[c]     (scale = 1 / (255 std), bias = -mean / std, fp32 fma)
 // either planar (N, C, H*W) ("CHW") or in the input's order (N, H*W, C) ("HWC"). C <= 4; the
-// per-channel constants travel as eight float kernel parameters (no device buffer, no copy).
+// per-channel constants travel as eight float kernel parameters s0..s3, b0..b3 (no device buffer, no
+// copy), gathered into a Coef in each kernel.
 // Rungs:
 //   norm_element   one output element per thread: index arithmetic (divisions) per element, a byte
 //                  load per element
@@ -13,7 +14,7 @@
 //   norm_hwc_vec   one 16-byte output vector per thread from 4 or 8 input bytes, tail element by element
 // Grid-stride loops carry `#pragma unroll 1`: unrolled, the compiler computes their trip count with a
 // 64-bit division (a CALL to a ~100-instruction routine) per thread and loop, which the one-vector-
-// per-thread launches would pay on every 16 bytes (measured: invert 2858 GB/s before).
+// per-thread launches would pay on every 16 bytes (docs/design/elementwise.md).
 #include "common.cuh"
 
 namespace kk {
@@ -35,14 +36,12 @@ __device__ __forceinline__ i64 div_u(i64 a, i64 b) {
   return a / b;
 }
 
-#define KK_COEF_PARAMS float s0, float s1, float s2, float s3, float b0, float b1, float b2, float b3
-#define KK_COEF Coef { s0, s1, s2, s3, b0, b1, b2, b3 }
 
 // total = N * C * hw output elements; kCHW: out is (N, C, hw), else (N, hw, C) like the input.
 template <typename TO, bool kCHW>
 __global__ void norm_element(TO* __restrict__ out, const u8* __restrict__ in, i64 total, i64 hw, int C,
-                             KK_COEF_PARAMS) {
-  const Coef k = KK_COEF;
+                             float s0, float s1, float s2, float s3, float b0, float b1, float b2, float b3) {
+  const Coef k{s0, s1, s2, s3, b0, b1, b2, b3};
 #pragma unroll 1
   for (i64 o = global_thread(); o < total; o += grid_threads()) {
     i64 src;
@@ -63,8 +62,8 @@ __global__ void norm_element(TO* __restrict__ out, const u8* __restrict__ in, i6
 // npix = N * hw pixels, one per thread.
 template <typename TO, bool kCHW>
 __global__ void norm_pixel(TO* __restrict__ out, const u8* __restrict__ in, i64 npix, i64 hw, int C,
-                           KK_COEF_PARAMS) {
-  const Coef k = KK_COEF;
+                           float s0, float s1, float s2, float s3, float b0, float b1, float b2, float b3) {
+  const Coef k{s0, s1, s2, s3, b0, b1, b2, b3};
 #pragma unroll 1
   for (i64 p = global_thread(); p < npix; p += grid_threads()) {
     const i64 n = div_u(p, hw), q = p - n * hw;
@@ -134,33 +133,26 @@ __device__ __forceinline__ u8 byte_at(const unsigned (&w)[NW], int b) {  // b co
 // A thread makes one 16-byte vector of every output plane: E = 16 / sizeof(TO) pixels, read as
 // E * C contiguous bytes. Consecutive threads take consecutive pixel groups, so each store
 // instruction of a warp writes 512 contiguous bytes of one plane and each load instruction reads
-// within one contiguous E * C * 32-byte span (an earlier form gave each thread 16 pixels: its
-// stores strode 32-64 bytes across the warp and ran at 39-79% of the copy rate).
-// units = N * hw / E groups; hw % E == 0, so a group never straddles two images. U: groups per
-// thread and iteration (a grid-stride apart, all loads issued first), a tuning option.
-template <typename TO, int C, int U = 1>
-__global__ void norm_chw_vec(TO* __restrict__ out, const u8* __restrict__ in, i64 units, i64 hw, KK_COEF_PARAMS) {
+// within one contiguous E * C * 32-byte span (more pixels a thread would make the lanes' stores
+// stride 32-64 bytes apart and half-fill every sector: docs/design/elementwise.md).
+// units = N * hw / E groups; hw % E == 0, so a group never straddles two images.
+template <typename TO, int C>
+__global__ void norm_chw_vec(TO* __restrict__ out, const u8* __restrict__ in, i64 units, i64 hw,
+                             float s0, float s1, float s2, float s3, float b0, float b1, float b2, float b3) {
   constexpr int E = 16 / sizeof(TO);
-  const Coef k = KK_COEF;
+  const Coef k{s0, s1, s2, s3, b0, b1, b2, b3};
   const i64 per_image = hw / E, stride = grid_threads();
 #pragma unroll 1
-  for (i64 base = global_thread(); base < units; base += stride * U) {
-    unsigned w[U][E * C / 4];
+  for (i64 u = global_thread(); u < units; u += stride) {
+    unsigned w[E * C / 4];
+    load_bytes<E * C>(w, in + u * (E * C));
+    const i64 n = div_u(u, per_image), q = (u - n * per_image) * E;
 #pragma unroll
-    for (int j = 0; j < U; ++j)
-      if (base + j * stride < units) load_bytes<E * C>(w[j], in + (base + j * stride) * (E * C));
+    for (int c = 0; c < C; ++c) {
+      float v[E];
 #pragma unroll
-    for (int j = 0; j < U; ++j) {
-      const i64 u = base + j * stride;
-      if (u >= units) break;
-      const i64 n = div_u(u, per_image), q = (u - n * per_image) * E;
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        float v[E];
-#pragma unroll
-        for (int p = 0; p < E; ++p) v[p] = k.apply(byte_at(w[j], p * C + c), c);
-        store_row16(out + (n * C + c) * hw + q, v);
-      }
+      for (int p = 0; p < E; ++p) v[p] = k.apply(byte_at(w, p * C + c), c);
+      store_row16(out + (n * C + c) * hw + q, v);
     }
   }
 }
@@ -169,9 +161,10 @@ __global__ void norm_chw_vec(TO* __restrict__ out, const u8* __restrict__ in, i6
 // input bytes. For C == 3 the channel of the thread's first element varies with the thread, so the
 // three coefficients are rotated once per thread and element j takes rotation slot j % 3.
 template <typename TO, int C>
-__global__ void norm_hwc_vec(TO* __restrict__ out, const u8* __restrict__ in, i64 total, KK_COEF_PARAMS) {
+__global__ void norm_hwc_vec(TO* __restrict__ out, const u8* __restrict__ in, i64 total,
+                             float s0, float s1, float s2, float s3, float b0, float b1, float b2, float b3) {
   constexpr int E = 16 / sizeof(TO);
-  const Coef k = KK_COEF;
+  const Coef k{s0, s1, s2, s3, b0, b1, b2, b3};
   const i64 units = total / E;
 #pragma unroll 1
   for (i64 u = global_thread(); u < units; u += grid_threads()) {
@@ -194,8 +187,5 @@ __global__ void norm_hwc_vec(TO* __restrict__ out, const u8* __restrict__ in, i6
   for (i64 e = units * E + global_thread(); e < total; e += grid_threads())
     out[e] = from_float<TO>(k.apply(in[e], (int)(e % C)));
 }
-
-#undef KK_COEF_PARAMS
-#undef KK_COEF
 
 }  // namespace kk

@@ -1,4 +1,4 @@
-// ReLU: every rung is a template of elementwise.cuh (the unary ladder) instantiated with kk::Relu.
+// ReLU: every rung is a template of unary.cuh (the unary ladder) instantiated with kk::Relu.
 #include "unary.cuh"
 
 namespace kk {

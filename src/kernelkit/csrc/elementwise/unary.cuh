@@ -1,4 +1,4 @@
-// Element-wise kernel templates shared by the unary ops (GELU, ReLU, ...).
+// Kernel templates of the unary ladder (out = f(x)), shared by gelu.cu and relu.cu.
 //
 // An op is a functor type `Op` with
 //   __device__ float operator()(float x) const;          // the math, in fp32
@@ -9,7 +9,8 @@
 //   unary_scalar  grid-stride loop, one element per iteration (the baseline)
 //   unary_vector  grid-stride over N-element vectors (float2/float4, 8-/16-byte), scalar tail
 //   unary_pairs   P packed pairs per access (half2 math; 32-, 64- or 128-bit accesses), scalar tail
-//   unary_fast    16-byte vectors, U of them in flight per thread, prologue/main/epilogue so that any
+//   unary_fast    16-byte vectors, launched one per thread over a grid covering the tensor (the loop
+//                 strides by the grid, so any grid is correct); prologue/main/epilogue so that any
 //                 output alignment works; the input is read as vectors when it shares the output's
 //                 misalignment, element by element (still coalesced) when it does not.
 #pragma once
@@ -58,7 +59,7 @@ __global__ void unary_pairs(T2* __restrict__ out, const T2* __restrict__ in, i64
   if (t < n - done) outs[done + t] = from_float<T>(op(to_float(ins[done + t])));
 }
 
-template <typename T, typename Op, int U, bool kInAligned, bool kStreaming = false>
+template <typename T, typename Op, bool kInAligned>
 __global__ void unary_fast(T* __restrict__ out, const T* __restrict__ in, i64 n, i64 head) {
   constexpr int N = 16 / sizeof(T);
   using V = Vec<T, N>;
@@ -72,34 +73,21 @@ __global__ void unary_fast(T* __restrict__ out, const T* __restrict__ in, i64 n,
   // not unrolled: an unrolled grid-stride loop computes its trip count with a 64-bit division (a
   // CALL to a ~100-instruction routine) in every thread, paid on each 16 bytes by a full-grid launch
 #pragma unroll 1
-  for (i64 base = t; base < nvec; base += stride * U) {
-    V v[U];
+  for (i64 i = t; i < nvec; i += stride) {
+    V v;
+    if constexpr (kInAligned) {
+      v = load_vec(reinterpret_cast<const V*>(x) + i);
+    } else {
 #pragma unroll
-    for (int u = 0; u < U; ++u) {  // issue all U loads before any math: U x 16 bytes in flight
-      const i64 i = base + u * stride;
-      if (i < nvec) {
-        if constexpr (kInAligned) {
-          v[u] = load16<kStreaming>(reinterpret_cast<const V*>(x) + i);
-        } else {
-#pragma unroll
-          for (int j = 0; j < N; ++j) v[u].v[j] = x[i * N + j];
-        }
-      }
+      for (int j = 0; j < N; ++j) v.v[j] = x[i * N + j];
     }
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const i64 i = base + u * stride;
-      if (i < nvec) {
-#pragma unroll
-        for (int j = 0; j < N; ++j) v[u].v[j] = from_float<T>(op(to_float(v[u].v[j])));
-        store16<kStreaming>(ov + i, v[u]);
-      }
-    }
+    for (int j = 0; j < N; ++j) v.v[j] = from_float<T>(op(to_float(v.v[j])));
+    store_vec(ov + i, v);
   }
   // epilogue: what is left after the last whole vector
   const i64 done = head + nvec * N;
   if (t < n - done) out[done + t] = from_float<T>(op(to_float(in[done + t])));
 }
-
 
 }  // namespace kk

@@ -1,4 +1,4 @@
-"""GELU: the model element-wise op (source 000), its ladder, dispatch and torch.library op."""
+"""GELU (tanh or erf form) on the shared unary ladder: its functors, torch.library op and public function."""
 from __future__ import annotations
 
 from typing import Optional
@@ -7,6 +7,8 @@ import torch
 
 from ...ladder import FLOAT_DTYPES, Op, register
 from .._shared.checks import check_tensor, output_for
+from .._shared.custom_op import out_op
+from ._launch import ElementwiseLaunch, check_config
 from ._unary import UnarySpec, unary_into, unary_ladder
 
 __all__ = ["gelu"]
@@ -14,14 +16,20 @@ __all__ = ["gelu"]
 APPROXIMATIONS = ("tanh", "none")
 
 
+def _bad_approximate(approximate) -> ValueError:
+    return ValueError(f"gelu: approximate must be 'tanh' or 'none', got {approximate!r}")
+
+
 def _functor(dtype: torch.dtype, fast: bool, approximate: str = "tanh") -> str:
     if approximate == "none":
         return "kk::GeluErf"
+    if approximate != "tanh":  # reachable through torch.ops.kernelkit.gelu_out, which gelu() does not guard
+        raise _bad_approximate(approximate)
     # the hardware tanh is below a 16-bit result's rounding; fp32 keeps the accurate tanhf
     return "kk::GeluTanhFast" if fast and dtype != torch.float32 else "kk::GeluTanh"
 
 
-SPEC = UnarySpec(source="elementwise/gelu.cu", functor=_functor)
+SPEC = UnarySpec(source="elementwise/gelu.cu", functor=_functor, param="approximate")
 
 
 def _flops(x: torch.Tensor, approximate: str = "tanh") -> int:
@@ -33,25 +41,12 @@ def _bytes(x: torch.Tensor, approximate: str = "tanh") -> int:
     return 2 * x.numel() * x.element_size()  # read x once, write out once
 
 
-_PARAMS = {a: {"approximate": a} for a in APPROXIMATIONS}  # built once: run_unary's plan key reads them
-
-
 def _gelu_into(x: torch.Tensor, out: torch.Tensor, approximate: str, variant: Optional[str]) -> None:
     """out <- gelu(x) for any x and out layout (non-contiguous ones go through a contiguous copy)."""
-    params = _PARAMS.get(approximate)
-    if params is None:  # reachable through torch.ops.kernelkit.gelu_out, which gelu() does not guard
-        raise ValueError(f"gelu: approximate must be 'tanh' or 'none', got {approximate!r}")
-    unary_into(SPEC, OP, x, out, variant, params)
+    unary_into(SPEC, OP, x, out, variant, approximate)
 
 
-@torch.library.custom_op("kernelkit::gelu_out", mutates_args=("out",))
-def _gelu_out_op(x: torch.Tensor, out: torch.Tensor, approximate: str, variant: Optional[str]) -> None:
-    _gelu_into(x, out, approximate, variant)
-
-
-@_gelu_out_op.register_fake
-def _(x, out, approximate, variant):
-    return None
+_gelu_out = out_op("gelu_out", _gelu_into)
 
 
 def gelu(
@@ -60,23 +55,28 @@ def gelu(
     approximate: str = "tanh",
     out: Optional[torch.Tensor] = None,
     variant: Optional[str] = None,
+    config: Optional[ElementwiseLaunch] = None,
 ) -> torch.Tensor:
     """GELU of ``x`` as torch.nn.functional.gelu (approximate "tanh", kernelkit's default, or "none").
 
     ``x``: float32, float16 or bfloat16 CUDA tensor of any shape and layout. ``out``: optional result
     tensor of the same shape and dtype (may be ``x`` itself). ``variant``: a rung of
-    ``kernelkit.ladder("gelu")``; None picks the fastest rung valid for the input.
+    ``kernelkit.ladder("gelu")``; None picks the fastest rung valid for the input. ``config``: for
+    tuning and tests; the configuration to launch instead of the rule's choice (an
+    ``ElementwiseLaunch`` for the ``fast`` rung, eager calls only); raises ValueError if it cannot
+    run this input.
     """
     check_tensor(x, "x", FLOAT_DTYPES, "gelu")
     if approximate not in APPROXIMATIONS:
-        raise ValueError(f"gelu: approximate must be 'tanh' or 'none', got {approximate!r}")
+        raise _bad_approximate(approximate)
     out = output_for(out, x, "gelu")
     if variant is not None:
         OP.variant(variant)  # unknown names fail here, before any tracing
-    if torch.compiler.is_compiling():
-        torch.ops.kernelkit.gelu_out(x, out, approximate, variant)
-    else:  # eager: skip the dispatcher, the launch is the only work left
-        _gelu_into(x, out, approximate, variant)
+    if config is None:
+        _gelu_out(x, out, approximate, variant)
+    else:
+        check_config("gelu", config, variant)
+        unary_into(SPEC, OP, x, out, variant, approximate, config)
     return out
 
 

@@ -4,25 +4,28 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from typing import Optional, Sequence
+from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
 from ...runtime import launch
-from .._shared.checks import check_tensor, dtype_name, pick_variant
+from .._shared.checks import check_tensor, pick_variant
+from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
 from .._shared.launch_rules import cdiv, i32
-from .._shared.plans import load_rung as load
+from .._shared.plans import load, plan_cache, remember
+from ._launch import ElementwiseLaunch, check_config, launch_shape
 
 __all__ = ["normalize_image"]
 
 SRC = "elementwise/normalize_image.cu"
 BLOCK = 256
-# fast rung: 256 threads; 1024 threads or 75% occupancy moved 16384x16384x3 by <= 0.4% on an H100
-# (benchmarks/results/elementwise-tuning.json), two groups per thread lost 1.5% (fp32)
-FAST_BLOCK = 256
+# fast rung: 256 threads; 1024 threads, 75% occupancy or two pixel groups a thread moved none of the
+# tuned cases by more than 0.4% (docs/design/elementwise.md)
+FAST = ElementwiseLaunch(block=256)
 VEC_CHANNELS = (1, 2, 3, 4)  # a vector kernel per channel count (compile-time C keeps bytes in registers)
 LAYOUTS = ("CHW", "HWC")
 _DTYPE_ALIASES = {"float16": torch.float16, "half": torch.float16, "fp16": torch.float16,
@@ -59,9 +62,9 @@ def _kernels(kind: str, dtype=torch.float16, layout: str = "CHW") -> tuple[Kerne
     vec = []
     for c in VEC_CHANNELS:
         nbytes = e * c if lay == "CHW" else e
-        load = 128 if nbytes % 16 == 0 else 64 if nbytes % 8 == 0 else 32
+        load_bits = 128 if nbytes % 16 == 0 else 64 if nbytes % 8 == 0 else 32
         name = f"kk::norm_{'chw' if lay == 'CHW' else 'hwc'}_vec<{ct}, {c}>"
-        vec.append(Kernel(SRC, name, load, 128, block=FAST_BLOCK))
+        vec.append(Kernel(SRC, name, load_bits, 128, block=FAST.block))
     return (*vec, pixel)
 
 
@@ -81,11 +84,18 @@ VARIANTS = (
 
 
 @functools.lru_cache(maxsize=256)
-def _coefficients(mean: tuple, std: tuple) -> tuple:
-    """Eight fp32 kernel parameters: scale[0..3] = 1 / (255 std), bias[0..3] = -mean / std (padded)."""
+def _coefficients(mean: tuple, std: tuple) -> tuple[float, ...]:
+    """The eight kernel parameters, rounded to fp32: scale[0..3] = 1 / (255 std), bias[0..3] = -mean / std
+    (padded with zeros)."""
     scale = [1.0 / (255.0 * s) for s in std] + [0.0] * (4 - len(std))
     bias = [-m / s for m, s in zip(mean, std)] + [0.0] * (4 - len(std))
-    return tuple(np.float32(v) for v in scale + bias)
+    return tuple(float(np.float32(v)) for v in scale + bias)
+
+
+@functools.lru_cache(maxsize=256)
+def _as_f32(coef: tuple) -> tuple:
+    """The coefficients as the fp32 scalars the launch passes."""
+    return tuple(np.float32(v) for v in coef)
 
 
 def _per_channel(values, name: str, c: int) -> tuple:
@@ -106,62 +116,86 @@ def _per_channel(values, name: str, c: int) -> tuple:
     return tuple(vals)
 
 
-def _launch(v: Variant, img: torch.Tensor, out: torch.Tensor, coef: tuple, layout: str) -> None:
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What a launch needs beyond its pointers, resolved once per (rung, out dtype, layout, device, config)."""
+
+    kind: str
+    kernels: tuple  # loaded kernels: the vector kernel of each channel count (fast), then the per-pixel one
+    block: int  # the fast rung's launch
+    shmem: int
+
+
+_plans = plan_cache()
+
+
+def _plan(key: tuple) -> _Plan:
+    variant, dtype, layout, dev, config = key
+    v = pick_variant(OP, variant, torch.uint8)
+    block, shmem = (FAST.block, 0) if config is None else launch_shape("normalize_image", config, dev)
+    plan = _Plan(v.params["kind"], load(v.kernels(torch.uint8, dtype=dtype, layout=layout), dev), block, shmem)
+    return remember(_plans, key, plan)
+
+
+def _launch(variant: Optional[str], img: torch.Tensor, out: torch.Tensor, coef: tuple, layout: str,
+            config: Optional[ElementwiseLaunch]) -> None:
     """img contiguous (N, H, W, C) uint8 with N*H*W*C > 0; out contiguous in the output layout."""
     *_, h, w, c = img.shape
     hw, dev, total = h * w, img.get_device(), img.numel()
     npix = total // c
-    kind = v.params["kind"]
-    ks = load(v, torch.uint8, dev, dtype=out.dtype, layout=layout)
+    key = (variant, out.dtype, layout, dev, config)
+    p = _plans.get(key)
+    if p is None:
+        p = _plan(key)
+    ks = p.kernels
     ip, op = img.data_ptr(), out.data_ptr()
-    if kind == "element":
+    if p.kind == "element":
         launch(ks[0], cdiv(total, BLOCK), BLOCK, op, ip, total, hw, i32(c), *coef, name="norm_element",
                device_index=dev)
         return
-    if kind == "fast" and c in VEC_CHANNELS and ip % 16 == 0 and op % 16 == 0:
+    if p.kind == "fast" and c in VEC_CHANNELS and ip % 16 == 0 and op % 16 == 0:
         k = ks[VEC_CHANNELS.index(c)]
         e = 16 // out.element_size()  # pixels per thread (CHW) / elements per thread (HWC)
         if layout == "CHW" and hw % e == 0:
             units = npix // e
-            launch(k, max(1, cdiv(units, FAST_BLOCK)), FAST_BLOCK, op, ip, units, hw, *coef,
+            launch(k, max(1, cdiv(units, p.block)), p.block, op, ip, units, hw, *coef, shmem=p.shmem,
                    name="norm_chw_vec", device_index=dev)
             return
         if layout == "HWC":
             units = total // e
-            launch(k, max(1, cdiv(units, FAST_BLOCK)), FAST_BLOCK, op, ip, total, *coef,
+            launch(k, max(1, cdiv(units, p.block)), p.block, op, ip, total, *coef, shmem=p.shmem,
                    name="norm_hwc_vec", device_index=dev)
             return
     launch(ks[-1], cdiv(npix, BLOCK), BLOCK, op, ip, npix, hw, i32(c), *coef, name="norm_pixel", device_index=dev)
 
 
-def _normalize_into(image: torch.Tensor, out: torch.Tensor, coef: Sequence[float], layout: str,
-                    variant: Optional[str]) -> None:
+def _normalize(image: torch.Tensor, out: torch.Tensor, coef: tuple, layout: str, variant: Optional[str],
+               config: Optional[ElementwiseLaunch]) -> None:
+    """out <- the normalized image; coef: the eight kernel parameters as fp32 scalars."""
     if image.numel() == 0:
         return
-    v = pick_variant(OP, variant, torch.uint8)
-    img = image.contiguous()
-    _launch(v, img, out, tuple(np.float32(x) for x in coef), layout)
+    _launch(variant, image.contiguous(), out, coef, layout, config)
 
 
-@torch.library.custom_op("kernelkit::normalize_image_out", mutates_args=("out",))
-def _normalize_out_op(image: torch.Tensor, out: torch.Tensor, coef: list[float], layout: str,
-                      variant: Optional[str]) -> None:
-    _normalize_into(image, out, coef, layout, variant)
+def _normalize_into(image: torch.Tensor, out: torch.Tensor, coef: list[float], layout: str,
+                    variant: Optional[str]) -> None:
+    _normalize(image, out, _as_f32(tuple(coef)), layout, variant, None)
 
 
-@_normalize_out_op.register_fake
-def _(image, out, coef, layout, variant):
-    return None
+_normalize_out = out_op("normalize_image_out", _normalize_into)
 
 
 def normalize_image(image: torch.Tensor, mean, std, *, dtype=torch.float16, layout: str = "CHW",
-                    variant: Optional[str] = None) -> torch.Tensor:
+                    variant: Optional[str] = None, config: Optional[ElementwiseLaunch] = None) -> torch.Tensor:
     """(image / 255 - mean[c]) / std[c] for uint8 channels-last images, in one pass.
 
     ``image``: uint8 CUDA tensor (N, H, W, C) or (H, W, C), C <= 4, any layout. ``mean``, ``std``: a
     number or C numbers (a list, or a CPU tensor). ``dtype``: float16 (default), float32 or
     bfloat16. ``layout``: "CHW" gives (N, C, H, W) / (C, H, W) contiguous (what a vision model
     takes), "HWC" keeps the input's shape. ``variant``: a rung of ``kernelkit.ladder("normalize_image")``.
+    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (an
+    ``ElementwiseLaunch`` for the ``fast`` rung's vector kernels, eager calls only); raises
+    ValueError if it cannot run this input.
     """
     check_tensor(image, "image", (torch.uint8,), "normalize_image")
     if image.dim() not in (3, 4) or not 1 <= image.shape[-1] <= 4:
@@ -172,20 +206,21 @@ def normalize_image(image: torch.Tensor, mean, std, *, dtype=torch.float16, layo
     if any(x == 0 for x in s):
         raise ValueError(f"normalize_image: std must be non-zero, got {list(s)}")
     if variant is not None:
-        OP.variant(variant)
+        OP.variant(variant)  # unknown names fail here, before any tracing
     shape = tuple(image.shape)
     if lay == "CHW":
         shape = shape[:-3] + (c,) + shape[-3:-1]
     out = torch.empty(shape, dtype=dt, device=image.device)
     coef = _coefficients(m, s)
-    if torch.compiler.is_compiling():
-        torch.ops.kernelkit.normalize_image_out(image, out, [float(x) for x in coef], lay, variant)
+    if config is None:
+        _normalize_out(image, out, list(coef), lay, variant)
     else:
-        _normalize_into(image, out, coef, lay, variant)
+        check_config("normalize_image", config, variant)
+        _normalize(image, out, _as_f32(coef), lay, variant, config)
     return out
 
 
-_CONSTANTS: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+_CONSTANTS = plan_cache()  # (mean, std, device, layout) -> the torch baseline's mean and std tensors
 
 
 def _torch_normalize(image, mean, std, dtype=torch.float16, layout="CHW"):

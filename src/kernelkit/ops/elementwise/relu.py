@@ -1,4 +1,4 @@
-"""ReLU on the shared unary ladder (ops/_unary.py, csrc/elementwise.cuh): dispatch and torch.library op."""
+"""ReLU on the shared unary ladder (_unary.py, csrc/elementwise/unary.cuh): torch.library op and public function."""
 from __future__ import annotations
 
 from typing import Optional
@@ -7,42 +7,43 @@ import torch
 
 from ...ladder import FLOAT_DTYPES, Op, register
 from .._shared.checks import check_tensor, output_for
+from .._shared.custom_op import out_op
+from ._launch import ElementwiseLaunch, check_config
 from ._unary import UnarySpec, unary_into, unary_ladder
 
 __all__ = ["relu"]
 
-SPEC = UnarySpec(source="elementwise/relu.cu", functor=lambda dtype, fast, **params: "kk::Relu")
+SPEC = UnarySpec(source="elementwise/relu.cu", functor=lambda dtype, fast: "kk::Relu")
 
 
 def _relu_into(x: torch.Tensor, out: torch.Tensor, variant: Optional[str]) -> None:
+    """out <- relu(x) for any x and out layout (non-contiguous ones go through a contiguous copy)."""
     unary_into(SPEC, OP, x, out, variant)
 
 
-@torch.library.custom_op("kernelkit::relu_out", mutates_args=("out",))
-def _relu_out_op(x: torch.Tensor, out: torch.Tensor, variant: Optional[str]) -> None:
-    _relu_into(x, out, variant)
+_relu_out = out_op("relu_out", _relu_into)
 
 
-@_relu_out_op.register_fake
-def _(x, out, variant):
-    return None
-
-
-def relu(x: torch.Tensor, *, out: Optional[torch.Tensor] = None, variant: Optional[str] = None) -> torch.Tensor:
+def relu(x: torch.Tensor, *, out: Optional[torch.Tensor] = None, variant: Optional[str] = None,
+         config: Optional[ElementwiseLaunch] = None) -> torch.Tensor:
     """max(x, 0) as torch.relu (NaN stays NaN), for float32, float16 or bfloat16 CUDA tensors.
 
     Any shape and layout. ``out``: optional result of the same shape and dtype (may be ``x`` itself).
     ``variant``: a rung of ``kernelkit.ladder("relu")``; None picks the fastest. Rungs that need
     aligned data (float2, float4, the pair rungs) raise for offset views; the default takes any.
+    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (an
+    ``ElementwiseLaunch`` for the ``fast`` rung, eager calls only); raises ValueError if it cannot
+    run this input.
     """
     check_tensor(x, "x", FLOAT_DTYPES, "relu")
     out = output_for(out, x, "relu")
     if variant is not None:
-        OP.variant(variant)
-    if torch.compiler.is_compiling():
-        torch.ops.kernelkit.relu_out(x, out, variant)
+        OP.variant(variant)  # unknown names fail here, before any tracing
+    if config is None:
+        _relu_out(x, out, variant)
     else:
-        _relu_into(x, out, variant)
+        check_config("relu", config, variant)
+        unary_into(SPEC, OP, x, out, variant, None, config)
     return out
 
 

@@ -1,40 +1,39 @@
-"""saxpy: y = alpha * x + y in place (source 003), its ladder, the serial debug launch, torch.library op.
+"""saxpy: y = alpha * x + y in place, its ladder, the serial debug launch, torch.library op and public function.
 
-Serial debugging (source 003): a grid-stride loop covers any n with any grid, so the same kernel
-launched as one block of one thread runs the loop in index order. ``saxpy(..., variant="serial")``
-does that with the grid-stride kernel; ``KERNELKIT_SERIAL=1`` in the environment makes every saxpy
-launch serial (the grid-stride and vectorized rungs run their own kernel as <<<1, 1>>>, the
-monolithic rung, which has no loop, runs the grid-stride kernel). A ``printf`` added to
-csrc/saxpy.cu (recompiled on the next call: the cache key covers the source) then prints in index
-order, and the result is bit-identical to the parallel launch. It is slow (one thread): use it on
-small inputs.
+Serial debugging: a grid-stride loop covers any n with any grid, so the same kernel launched as one
+block of one thread runs the loop in index order. ``saxpy(..., variant="serial")`` does that with the
+grid-stride kernel; ``KERNELKIT_SERIAL=1`` in the environment makes every saxpy launch serial (the
+grid-stride and vectorized rungs run their own kernel as <<<1, 1>>>, the monolithic rung, which has no
+loop, runs the grid-stride kernel). A ``printf`` added to csrc/elementwise/saxpy.cu (recompiled on the
+next call: the cache key covers the source) then prints in index order, and the result is
+bit-identical to the parallel launch. It is slow (one thread): use it on small inputs.
 """
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
 
-from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
+from ...ladder import FLOAT_DTYPES, Kernel, Op, kind_variants, register
 from ...runtime import launch
-from .._shared.checks import check_tensor, dtype_name, pick_variant
+from .._shared.checks import check_no_partial_overlap, check_same_device, check_tensor, dtype_name, pick_variant
+from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
-from .._shared.launch_rules import sm_count
-from .._shared.checks import check_no_partial_overlap
-from .._shared.launch_rules import cdiv, f32, i32, occupancy_limiter, serial_requested
-from .._shared.plans import load_rung as load
+from .._shared.launch_rules import cdiv, f32, occupancy_limiter, serial_requested, sm_count
+from .._shared.plans import load, plan_cache, remember
+from ._launch import SMALL_I32, ElementwiseLaunch, check_config, launch_shape
 
 __all__ = ["saxpy"]
 
 SRC = "elementwise/saxpy.cu"
 BLOCK = 256
-GRID_STRIDE_BLOCKS_PER_SM = 32  # source 003: saxpy<<<32 * numSMs, 256>>>
-# vectorized rung: one vector per thread over a grid covering the tensor, 256-thread blocks held to
-# 6 per SM (75% occupancy) by the occupancy limiter: 3084 GB/s fp32 / 3064 fp16 on an H100 against
-# 3057 / 3047 with 512-thread blocks at 100% (benchmarks/results/elementwise-tuning.json)
-FAST_BLOCK = 256
-FAST_BLOCKS_PER_SM = 6
+GRID_STRIDE_BLOCKS_PER_SM = 32  # the grid-stride rung's grid: 32 blocks of 256 threads per SM
+# vectorized rung: one vector a thread over a grid covering the tensor, 256-thread blocks held to 6 an
+# SM (75% occupancy), about 1% faster than at full occupancy for this three-stream kernel
+# (docs/design/elementwise.md)
+FAST = ElementwiseLaunch(block=256, blocks_per_sm=6)
 SERIAL = "serial"
 
 
@@ -46,13 +45,13 @@ def _kernels(kind: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
     if kind == "grid_stride":
         return (stride,)
     return (  # vectorized: x aligned like y (16-byte loads of both), or not (element loads of x)
-        Kernel(SRC, f"kk::saxpy_vec<{ct}, true>", 128, 128, block=FAST_BLOCK),
-        Kernel(SRC, f"kk::saxpy_vec<{ct}, false>", 128, 128, block=FAST_BLOCK),
+        Kernel(SRC, f"kk::saxpy_vec<{ct}, true>", 128, 128, block=FAST.block),
+        Kernel(SRC, f"kk::saxpy_vec<{ct}, false>", 128, 128, block=FAST.block),
     )
 
 
 RUNGS = (
-    ("monolithic", "one thread per element, `if (i < n)`, a grid covering the array (source 003)"),
+    ("monolithic", "one thread per element, `if (i < n)`, a grid covering the array"),
     ("grid_stride", "grid-stride loop, grid sized from the SM count (32 blocks of 256 per SM)"),
     ("vectorized", "grid-stride loop over 16-byte vectors of y, one per thread over a full grid at 75% "
                    "occupancy; prologue/epilogue for any alignment, x as vectors when aligned like y"),
@@ -60,53 +59,81 @@ RUNGS = (
 VARIANTS = kind_variants(RUNGS, _kernels, default="vectorized")
 
 
-def _launch(v: Optional[Variant], alpha: float, x: torch.Tensor, y: torch.Tensor, serial: bool) -> None:
-    """y = alpha x + y; both contiguous, same dtype and numel (> 0). v None: the serial variant."""
-    n, dev, es = x.numel(), x.get_device(), x.element_size()
-    kind = v.params["kind"] if v is not None else "grid_stride"
-    ks = load(v if v is not None else OP.variant("grid_stride"), x.dtype, dev)
-    xp, yp, a = x.data_ptr(), y.data_ptr(), f32(alpha)
-    if kind == "vectorized":
-        head = min(n, ((-yp) % 16) // es)
-        k = ks[0] if (xp - yp) % 16 == 0 else ks[1]
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What a launch needs beyond its pointers, resolved once per (rung, dtype, device, config)."""
+
+    kind: str  # the rung's kind; "serial" for variant="serial"
+    kernels: tuple  # loaded kernels, in the order of the rung's Kernel records
+    esize: int
+    block: int  # the vectorized rung's launch
+    shmem: int
+    grid_stride_blocks: int  # the grid-stride rung's grid cap
+
+
+_plans = plan_cache()
+
+
+def _plan(key: tuple) -> _Plan:
+    variant, dtype, dev, config = key
+    v = OP.variant("grid_stride") if variant == SERIAL else pick_variant(OP, variant, dtype)
+    kind = SERIAL if variant == SERIAL else v.params["kind"]
+    if config is not None:  # vectorized only (the public function checks)
+        block, shmem = launch_shape("saxpy", config, dev)
+    else:
+        block, shmem = FAST.block, occupancy_limiter(dev, FAST.blocks_per_sm) if kind == "vectorized" else 0
+    plan = _Plan(kind, load(v.kernels(dtype), dev), torch.finfo(dtype).bits // 8, block, shmem,
+                 GRID_STRIDE_BLOCKS_PER_SM * sm_count(dev))
+    return remember(_plans, key, plan)
+
+
+def _launch(variant: Optional[str], alpha: float, x: torch.Tensor, y: torch.Tensor,
+            config: Optional[ElementwiseLaunch]) -> None:
+    """y = alpha x + y; both contiguous, same dtype and numel (> 0), on one device."""
+    n, dev = x.numel(), x.get_device()
+    key = (variant, x.dtype, dev, config)
+    p = _plans.get(key)
+    if p is None:
+        p = _plan(key)
+    xp, yp, a, es = x.data_ptr(), y.data_ptr(), f32(alpha), p.esize
+    nb = n * es
+    if xp != yp and xp < yp + nb and yp < xp + nb:
+        check_no_partial_overlap("saxpy", y, x=x)  # raises
+    serial = p.kind == SERIAL or serial_requested()
+    if p.kind == "vectorized":
+        head = min(n, ((-yp) & 15) // es)  # elements before y's first 16-byte boundary
+        k = p.kernels[0] if (xp - yp) & 15 == 0 else p.kernels[1]
         if serial:
-            launch(k, 1, 1, yp, xp, n, a, i32(head), name="saxpy_vec", device_index=dev)
-            return
-        grid = max(1, cdiv((n - head) // (16 // es), FAST_BLOCK))
-        launch(k, grid, FAST_BLOCK, yp, xp, n, a, i32(head), shmem=occupancy_limiter(dev, FAST_BLOCKS_PER_SM),
-               name="saxpy_vec", device_index=dev)
-        return
-    if kind == "monolithic" and not serial:
-        launch(ks[0], cdiv(n, BLOCK), BLOCK, yp, xp, n, a, name="saxpy_monolithic", device_index=dev)
-        return
-    k = ks[-1]  # the grid-stride kernel (monolithic's serial launch included)
-    grid, block = (1, 1) if serial else (min(cdiv(n, BLOCK), GRID_STRIDE_BLOCKS_PER_SM * sm_count(dev)), BLOCK)
-    launch(k, grid, block, yp, xp, n, a, name="saxpy_grid_stride", device_index=dev)
+            launch(k, 1, 1, yp, xp, n, a, SMALL_I32[head], name="saxpy_vec", device_index=dev)
+        else:
+            blocks = ((n - head) // (16 // es) + p.block - 1) // p.block or 1
+            launch(k, blocks, p.block, yp, xp, n, a, SMALL_I32[head], shmem=p.shmem, name="saxpy_vec", device_index=dev)
+    elif p.kind == "monolithic" and not serial:
+        launch(p.kernels[0], cdiv(n, BLOCK), BLOCK, yp, xp, n, a, name="saxpy_monolithic", device_index=dev)
+    else:  # the grid-stride kernel (monolithic's serial launch included)
+        grid, block = (1, 1) if serial else (min(cdiv(n, BLOCK), p.grid_stride_blocks), BLOCK)
+        launch(p.kernels[-1], grid, block, yp, xp, n, a, name="saxpy_grid_stride", device_index=dev)
 
 
-def _saxpy_into(alpha: float, x: torch.Tensor, y: torch.Tensor, variant: Optional[str]) -> None:
+def _saxpy(alpha: float, x: torch.Tensor, y: torch.Tensor, variant: Optional[str],
+           config: Optional[ElementwiseLaunch]) -> None:
+    """y <- alpha x + y for any layouts (non-contiguous ones go through contiguous copies)."""
     if x.numel() == 0:
         return
-    serial = variant == SERIAL or serial_requested()
-    v = None if variant == SERIAL else pick_variant(OP, variant, x.dtype)
     xc = x.contiguous()
     if y.is_contiguous():
-        check_no_partial_overlap("saxpy", y, x=xc)
-        _launch(v, alpha, xc, y, serial)
+        _launch(variant, alpha, xc, y, config)
     else:
         tmp = y.contiguous()
-        _launch(v, alpha, xc, tmp, serial)
+        _launch(variant, alpha, xc, tmp, config)
         y.copy_(tmp)
 
 
-@torch.library.custom_op("kernelkit::saxpy_", mutates_args=("y",))
-def _saxpy_op(alpha: float, x: torch.Tensor, y: torch.Tensor, variant: Optional[str]) -> None:
-    _saxpy_into(alpha, x, y, variant)
+def _saxpy_into(alpha: float, x: torch.Tensor, y: torch.Tensor, variant: Optional[str]) -> None:
+    _saxpy(alpha, x, y, variant, None)
 
 
-@_saxpy_op.register_fake
-def _(alpha, x, y, variant):
-    return None
+_saxpy_ = out_op("saxpy_", _saxpy_into, mutates=("y",))
 
 
 def _alpha(alpha) -> float:
@@ -120,14 +147,17 @@ def _alpha(alpha) -> float:
     return float(alpha)
 
 
-def saxpy(alpha, x: torch.Tensor, y: torch.Tensor, *, variant: Optional[str] = None) -> torch.Tensor:
+def saxpy(alpha, x: torch.Tensor, y: torch.Tensor, *, variant: Optional[str] = None,
+          config: Optional[ElementwiseLaunch] = None) -> torch.Tensor:
     """y = alpha * x + y in place (fp32 math); returns y. As ``y.add_(x, alpha=alpha)``.
 
-    ``x``, ``y``: CUDA tensors of the same shape and dtype (float32, float16 or bfloat16), any
+    ``x``, ``y``: CUDA tensors of the same shape, dtype and device (float32, float16 or bfloat16), any
     layout; ``x`` may be ``y`` itself. ``alpha``: a real number. ``variant``: a rung of
     ``kernelkit.ladder("saxpy")``, None for the fastest, or ``"serial"`` for the grid-stride kernel
     launched as one block of one thread (deterministic printf debugging; ``KERNELKIT_SERIAL=1``
-    makes every launch serial). See the module docstring.
+    makes every launch serial). See the module docstring. ``config``: for tuning and tests; the
+    configuration to launch instead of the rule's choice (an ``ElementwiseLaunch`` for the
+    ``vectorized`` rung, eager calls only); raises ValueError if it cannot run this input.
     """
     alpha = _alpha(alpha)
     check_tensor(x, "x", FLOAT_DTYPES, "saxpy")
@@ -136,14 +166,15 @@ def saxpy(alpha, x: torch.Tensor, y: torch.Tensor, *, variant: Optional[str] = N
         raise TypeError(f"saxpy: y has dtype {dtype_name(y.dtype)} but x has {dtype_name(x.dtype)}")
     if y.shape != x.shape:
         raise ValueError(f"saxpy: x has shape {tuple(x.shape)} but y has {tuple(y.shape)}; they must be equal")
-    if y.device != x.device:
-        raise ValueError(f"saxpy: x is on {x.device} but y is on {y.device}")
+    if y.get_device() != x.get_device():
+        check_same_device("saxpy", ("x", x), ("y", y))
     if variant is not None and variant != SERIAL:
-        OP.variant(variant)
-    if torch.compiler.is_compiling():
-        torch.ops.kernelkit.saxpy_(alpha, x, y, variant)
+        OP.variant(variant)  # unknown names fail here, before any tracing
+    if config is None:
+        _saxpy_(alpha, x, y, variant)
     else:
-        _saxpy_into(alpha, x, y, variant)
+        check_config("saxpy", config, variant, fast="vectorized")
+        _saxpy(alpha, x, y, variant, config)
     return y
 
 
@@ -163,7 +194,7 @@ OP = register(
         call=saxpy,
         torch_fn=lambda alpha, x, y: y.add_(x, alpha=alpha),
         example=_example,
-        doc="y = alpha x + y in place (source 003's SAXPY; variant='serial' for debugging)",
+        doc="y = alpha x + y in place (variant='serial' for debugging)",
         bench_shapes=((1 << 24,), (1 << 28,)),
     )
 )

@@ -1,0 +1,107 @@
+"""invert_colors: RGBA colour inversion (alpha kept), its ladder, torch.library ops and public function."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ...ladder import Kernel, Op, Variant, register
+from .._shared.checks import check_tensor
+from .._shared.custom_op import out_op
+from .._shared.plans import plan_cache
+from ._bytes import U8, ByteMap, map_into
+from ._launch import ElementwiseLaunch, check_config
+
+__all__ = ["invert_colors"]
+
+SPEC = ByteMap(name="invert_colors", source="elementwise/invert_colors.cu", functor="kk::Invert")
+COARSEN_FACTORS = (1, 8, 16)  # no coarsening, and two factors on the flat part of its curve
+
+
+def _coarsened(k: int) -> Variant:
+    kernels = (Kernel(SPEC.source, f"kk::invert_coarsened<{k}>", 32, 32), SPEC.kernels("byte")[0])
+    return Variant(name=f"coarsen_x{k}", dtypes=U8, kernels=lambda dtype, **_: kernels,
+                   params={"kind": "coarsened", "coarsen": k},
+                   technique=f"32x8 blocks over (row, pixel), {k} uchar4 pixel(s) per thread 32 apart "
+                             "(thread coarsening, factor BK); unaligned images fall back to the byte kernel")
+
+
+VARIANTS = (
+    SPEC.rung("byte", "one byte per thread (8-bit accesses), alpha by index"),
+    SPEC.rung("uchar4", "one RGBA pixel per thread as uchar4 (32-bit accesses), inverted by one xor; "
+              "unaligned images fall back to the byte kernel"),
+    *(_coarsened(k) for k in COARSEN_FACTORS),
+    SPEC.rung("fast", "16-byte accesses (4 pixels, 4 xors) one vector per thread over a grid covering the "
+              "image, prologue/main/epilogue for any alignment", default=True),
+)
+
+
+def _invert_into(image: torch.Tensor, out: torch.Tensor, variant: Optional[str]) -> None:
+    map_into(SPEC, OP, image, out, 0, variant)
+
+
+def _invert_inplace_into(image: torch.Tensor, variant: Optional[str]) -> None:
+    map_into(SPEC, OP, image, image, 0, variant)
+
+
+_invert_out = out_op("invert_colors_out", _invert_into)
+_invert_inplace = out_op("invert_colors_", _invert_inplace_into, mutates=("image",))
+
+
+def invert_colors(image: torch.Tensor, *, inplace: bool = False, variant: Optional[str] = None,
+                  config: Optional[ElementwiseLaunch] = None) -> torch.Tensor:
+    """Invert the colours of RGBA images: R, G, B -> 255 - value, alpha unchanged.
+
+    ``image``: uint8 CUDA tensor of shape (..., H, W, 4), any layout or alignment. ``inplace``: write
+    the result into ``image`` (and return it) instead of a new tensor. ``variant``: a rung of
+    ``kernelkit.ladder("invert_colors")``; None picks the fastest. ``config``: for tuning and tests;
+    the configuration to launch instead of the rule's choice (an ``ElementwiseLaunch`` for the
+    ``fast`` rung, eager calls only); raises ValueError if it cannot run this input.
+    """
+    check_tensor(image, "image", U8, "invert_colors")
+    if image.dim() < 3 or image.shape[-1] != 4:
+        raise ValueError(f"invert_colors: image must have shape (..., H, W, 4) (RGBA, channels last), "
+                         f"got {tuple(image.shape)}")
+    if variant is not None:
+        OP.variant(variant)  # unknown names fail here, before any tracing
+    out = image if inplace else torch.empty_like(image, memory_format=torch.contiguous_format)
+    if config is not None:
+        check_config("invert_colors", config, variant)
+        map_into(SPEC, OP, image, out, 0, variant, config)
+    elif inplace:
+        _invert_inplace(image, variant)
+    else:
+        _invert_out(image, out, variant)
+    return out
+
+
+_XOR_MASKS = plan_cache()  # device -> the (255, 255, 255, 0) mask of the torch baseline
+
+
+def _torch_invert(image: torch.Tensor, inplace: bool = False) -> torch.Tensor:
+    """What users write today: an xor with (255, 255, 255, 0) broadcast over the pixels."""
+    mask = _XOR_MASKS.get(image.device)
+    if mask is None:
+        mask = _XOR_MASKS[image.device] = torch.tensor([255, 255, 255, 0], dtype=torch.uint8, device=image.device)
+    return image.bitwise_xor_(mask) if inplace else image ^ mask
+
+
+def _example(shape: tuple[int, ...], dtype: torch.dtype = torch.uint8) -> tuple[tuple, dict]:
+    return (torch.randint(0, 256, shape, dtype=torch.uint8, device="cuda"),), {}
+
+
+OP = register(
+    Op(
+        name="invert_colors",
+        family="elementwise",
+        variants=VARIANTS,
+        bytes_moved=lambda image, **_: 2 * image.numel(),
+        flops=lambda image, **_: 3 * image.numel() // 4,  # three subtractions a pixel
+        call=invert_colors,
+        torch_fn=_torch_invert,
+        example=_example,
+        doc="RGBA colour inversion, alpha kept",
+        bench_shapes=((2048, 2048, 4), (16384, 16384, 4)),
+        bench_dtypes=U8,
+    )
+)

@@ -26,6 +26,7 @@ DTYPES = (
     torch.int32, torch.uint32, torch.float32, torch.complex32,
     torch.int64, torch.uint64, torch.float64, torch.complex64,
 )
+ACCEPTED = dict.fromkeys(DTYPES)  # for check_tensor: a hashed membership test, the order kept for its message
 MAX_GRID = 2**31 - 1
 GATHER_BLOCK = 256
 NAIVE_TILE = (8, 32)  # transpose_naive: a 32 x 8 block over 8 rows x 32 columns
@@ -145,7 +146,7 @@ def _nothing(in_ptr: int, out_ptr: int) -> None:
 def make_launch(op: Op, x: torch.Tensor, perm, align: int, variant: Optional[str],
                 config: Optional[TileConfig], dev: int) -> Callable[[int, int], None]:
     """The launch writing x.permute(perm) into a contiguous out, for x's shape, strides and dtype, on
-    device ``dev``, with ``align`` the low 4 bits of both pointers or-ed together (their common alignment)."""
+    device ``dev``; ``align``: the low 4 bits of both pointers or-ed together (their common alignment)."""
     v = pick_variant(op, variant, x.dtype)
     mode = v.params["tile"]
     if config is not None and mode not in ("wide", "best"):
@@ -160,13 +161,8 @@ def make_launch(op: Op, x: torch.Tensor, perm, align: int, variant: Optional[str
         raise ValueError(f"{op.name}: config sets a wide tile, but this {op.name} is no 2-d transpose once its dims "
                          "are merged (it is a copy or a gather)")
     n = p.args[0]
-    name = f"kk::gather<{CARRIER[p.esize]}, {idx_type(n)}>"
-    kernel, grid = get_kernel(SOURCE, name, device_index=dev), max(1, min(cdiv(n, GATHER_BLOCK), MAX_GRID))
-    args = (n, np.int32(p.args[1]), *p.args[2:])
-
-    def run(in_ptr: int, out_ptr: int) -> None:
-        launch(kernel, grid, GATHER_BLOCK, out_ptr, in_ptr, *args, name=name, device_index=dev)
-    return run
+    return _launch_of(f"kk::gather<{CARRIER[p.esize]}, {idx_type(n)}>", max(1, min(cdiv(n, GATHER_BLOCK), MAX_GRID)),
+                      GATHER_BLOCK, (n, np.int32(p.args[1]), *p.args[2:]), dev)
 
 
 def _tile_launch(op: Op, mode: str, p: Plan, config: Optional[TileConfig], dev: int) -> Callable[[int, int], None]:
@@ -202,6 +198,7 @@ def _wide_needs(p: Plan) -> str:
 
 
 def _launch_of(name: str, grid: int, block: int, args: tuple, dev: int) -> Callable[[int, int], None]:
+    """run(in_ptr, out_ptr): kernel ``name`` launched with the pointers, then ``args``."""
     kernel = get_kernel(SOURCE, name, device_index=dev)
 
     def run(in_ptr: int, out_ptr: int) -> None:
@@ -241,13 +238,16 @@ def check_result(out: torch.Tensor, x: torch.Tensor, shape: tuple, op: str) -> N
 
 def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether the memory spans of two tensors meet."""
-    def span(t):
-        lo = t.data_ptr()
-        hi = lo + (sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * t.element_size()
-        return lo, hi
-
-    (a0, a1), (b0, b1) = span(a), span(b)
+    (a0, a1), (b0, b1) = _span(a), _span(b)
     return a0 < b1 and b0 < a1
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    """[first byte, last byte + 1) of the memory a tensor can reach."""
+    lo = t.data_ptr()
+    if t.is_contiguous():
+        return lo, lo + t.numel() * t.element_size()
+    return lo, lo + (sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * t.element_size()
 
 
 def resolved(x: torch.Tensor) -> torch.Tensor:

@@ -17,7 +17,7 @@ from ...ladder import Op, register
 from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
 from .._shared.plans import plan_cache, remember
-from ._launch import (DTYPES, TileConfig, check_config, check_result, make_launch, nbytes, random_input, resolved,
+from ._launch import (ACCEPTED, TileConfig, check_config, check_result, make_launch, nbytes, random_input, resolved,
                       rung, wrap)
 
 __all__ = ["permute"]
@@ -46,11 +46,12 @@ def _permute_into(x: torch.Tensor, out: torch.Tensor, dims: list[int], variant: 
     if x.is_conj() or x.is_neg():
         x = resolved(x)
     xp, op, dev = x.data_ptr(), out.data_ptr(), x.get_device()
-    key = (x.shape, x.stride(), x.dtype, dev, (xp | op) & 15, variant, config and tuple(config), *dims)
+    align = (xp | op) & 15  # the low bits of both pointers: their common alignment
+    key = (x.shape, x.stride(), x.dtype, dev, align, variant, config and tuple(config), *dims)
     run = _plans.get(key)
     if run is None:
         cfg = None if config is None else TileConfig(*config)
-        run = remember(_plans, key, make_launch(OP, x, dims, key[4], variant, cfg, dev))
+        run = remember(_plans, key, make_launch(OP, x, dims, align, variant, cfg, dev))
     run(xp, op)
 
 
@@ -88,7 +89,7 @@ def permute(x: torch.Tensor, dims: Sequence[int], *, out: Optional[torch.Tensor]
     launch instead of the rule's choice (a TileConfig: the wide tile of the best rung, for a
     permutation that is a batched transpose); raises ValueError if it cannot run this input.
     """
-    check_tensor(x, "x", DTYPES, "permute")
+    check_tensor(x, "x", ACCEPTED, "permute")
     if type(dims) is list:
         dims = tuple(dims)  # hashable, for the cache key
     if torch.compiler.is_compiling():  # no cache lookups while tracing: shapes may be symbolic

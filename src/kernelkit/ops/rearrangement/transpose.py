@@ -15,7 +15,7 @@ from ...ladder import Op, register
 from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
 from .._shared.plans import plan_cache, remember
-from ._launch import (DTYPES, TileConfig, check_config, check_result, make_launch, nbytes, random_input, resolved,
+from ._launch import (ACCEPTED, TileConfig, check_config, check_result, make_launch, nbytes, random_input, resolved,
                       rung, wrap)
 
 __all__ = ["transpose"]
@@ -49,14 +49,15 @@ def _transpose_into(x: torch.Tensor, out: torch.Tensor, dim0: int, dim1: int, va
     if x.is_conj() or x.is_neg():
         x = resolved(x)
     xp, op, dev = x.data_ptr(), out.data_ptr(), x.get_device()
-    key = (x.shape, x.stride(), x.dtype, dev, (xp | op) & 15, dim0, dim1, variant, config and tuple(config))
+    align = (xp | op) & 15  # the low bits of both pointers: their common alignment
+    key = (x.shape, x.stride(), x.dtype, dev, align, dim0, dim1, variant, config and tuple(config))
     run = _plans.get(key)
     if run is None:
         perm = list(range(x.dim()))
         if perm:
             perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
         cfg = None if config is None else TileConfig(*config)
-        run = remember(_plans, key, make_launch(OP, x, perm, key[4], variant, cfg, dev))
+        run = remember(_plans, key, make_launch(OP, x, perm, align, variant, cfg, dev))
     run(xp, op)
 
 
@@ -87,7 +88,7 @@ def transpose(x: torch.Tensor, dim0: int = -2, dim1: int = -1, *, out: Optional[
     and tests; the configuration to launch instead of the rule's choice (a TileConfig: the wide tile of
     the wide and best rungs); raises ValueError if it cannot run this input.
     """
-    check_tensor(x, "x", DTYPES, "transpose")
+    check_tensor(x, "x", ACCEPTED, "transpose")
     if torch.compiler.is_compiling():  # no cache lookups while tracing: shapes may be symbolic
         call = _resolve_call(x.shape, dim0, dim1, variant, config)
     else:

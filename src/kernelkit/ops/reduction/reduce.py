@@ -124,8 +124,10 @@ def _kernels(op: str, kind: str, dtype) -> tuple[Kernel, ...]:
 
 # ---------------------------------------------------------------- workspace
 
+# Device memory, not plans: clear_plans() leaves it, since a captured CUDA graph may still point at it
+# (for the same reason, outgrown buffers stay alive in _keep).
 _workspaces: dict[tuple[int, int], tuple] = {}
-_keep: list[torch.Tensor] = []  # outgrown buffers stay alive: a captured CUDA graph may point at them
+_keep: list[torch.Tensor] = []
 
 
 def _workspace(dev: int, floats: int, counters: int) -> tuple[int, int]:
@@ -180,7 +182,6 @@ def _passes_plan(passes: tuple, dev: int):
             dst = part.data_ptr() if floats else out.data_ptr()
             launch(kernel, grid, block, src, dst, *args, device_index=dev)
             src, keep = dst, part  # keep: the partials stay allocated until the pass reading them is queued
-        del keep
     return run
 
 

@@ -4,7 +4,7 @@ import torch
 
 import kernelkit
 from kernelkit import reference
-from kernelkit.ops.reduction.reduce import ReduceConfig
+from kernelkit.ops.reduction.reduce import FULL, ROWS, ReduceConfig
 from kernelkit.reference.reduction import accumulation_magnitude, reduction_mismatches
 from gpu_helpers import random_input
 
@@ -194,8 +194,9 @@ def test_torch_compile_and_cuda_graph():
     check("sum", y, out, what="graph replay")
 
 
-CONFIGS = [ReduceConfig(1024, 2, 2), ReduceConfig(512, 4, 4), ReduceConfig(256, 4, 8), ReduceConfig(512, 8, 4),
-           ReduceConfig(32, 1, 1), ReduceConfig(128, 16, 3), ReduceConfig(64, 3, 32)]
+# the rule's two launches, a tuner's candidate, and extremes: one warp a block, 16 loads in flight, a long grid
+CONFIGS = [FULL, ROWS, ReduceConfig(256, 4, 8), ReduceConfig(32, 1, 1), ReduceConfig(128, 16, 3),
+           ReduceConfig(64, 3, 32)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -6,7 +6,8 @@ compute-sanitizer and Nsight Compute.
                                                             # (run under compute-sanitizer / ncu)
 
 Every rung is checked bit for bit against torch before it is timed. Timing: kernelkit.bench.time_cuda
-(CUDA events, warm-up, median, cold L2 where the working set would fit in it).
+(CUDA events, warm-up, median, cold L2 where the working set would fit in it). The sweep launches each
+candidate tile through transpose's ``config=``.
 """
 from __future__ import annotations
 
@@ -18,9 +19,7 @@ import torch
 
 import kernelkit
 from kernelkit.bench import copy_bandwidth, time_cuda
-from kernelkit.ops.rearrangement._rearrange import CARRIER
-from kernelkit.runtime import compile_source, get_kernel, launch
-from kernelkit.runtime.launch import device_arch
+from kernelkit.ops.rearrangement.transpose import TileConfig
 
 # (rows, cols, threads) candidates per element size: 4 to 64 KB of tile, 2 to 16 vectors a thread.
 SWEEP = {
@@ -69,21 +68,16 @@ def time_rungs(op: str, x: torch.Tensor, args: tuple, torch_fn, reps: int = 50) 
 def sweep(x: torch.Tensor) -> dict:
     """GB/s of transpose_wide at every candidate tile of x's element size, x (B, R, C) or (R, C)."""
     e = x.element_size()
-    B, R, C = (1, *x.shape) if x.dim() == 2 else x.shape
-    out = torch.empty(B, C, R, dtype=x.dtype, device="cuda")
+    out = torch.empty(*x.shape[:-2], x.shape[-1], x.shape[-2], dtype=x.dtype, device="cuda")
     ref = x.transpose(-2, -1)
-    names = [f"kk::transpose_wide<{CARRIER[e]}, {tr}, {tc}, {th}>" for tr, tc, th in SWEEP[e]]
-    compile_source("transpose.cu", tuple(names), device_arch(0))
     res = {}
-    for (tr, tc, th), name in zip(SWEEP[e], names):
-        k = get_kernel("transpose.cu", name, device_index=0, names=tuple(names))
-        grid = B * -(-R // tr) * -(-C // tc)
-        args = (out.data_ptr(), x.data_ptr(), B, R, C, R * C, C, R * C, R)
+    for tr, tc, th in SWEEP[e]:
+        cfg = TileConfig(tr, tc, th)
         out.zero_()
-        launch(k, grid, th, *args)
+        kernelkit.transpose(x, out=out, config=cfg)
         ok = _same(out, ref)
-        t = time_cuda(lambda: launch(k, grid, th, *args), working_set_bytes=2 * x.numel() * e, reps=40,
-                      max_seconds=0.6)
+        t = time_cuda(lambda: kernelkit.transpose(x, out=out, config=cfg), working_set_bytes=2 * x.numel() * e,
+                      reps=40, max_seconds=0.6)
         res[f"{tr}x{tc}x{th}"] = round(2 * x.numel() * e / t.seconds / 1e9, 1) if ok else "WRONG"
     return res
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import kernelkit
+from kernelkit.ops.rearrangement.permute import TileConfig
 from rearrange_helpers import BY_SIZE, EXTRA, assert_same_bits, poisoned, random_tensor
 
 pytestmark = pytest.mark.gpu
@@ -124,3 +125,33 @@ def test_torch_compile_and_graphs():
     g.replay()
     torch.cuda.synchronize()
     assert torch.equal(out, x.permute(0, 2, 3, 1))
+
+
+def test_config_tile_on_layout_changes():
+    """config= sets the wide tile of a permutation that merges to a batched transpose; a gather refuses it."""
+    x = random_tensor((4, 64, 16, 24), torch.float16)
+    for tile in ((64, 64, 256), (128, 64, 128), (64, 128, 256)):
+        for perm in ((0, 2, 3, 1), (0, 1, 3, 2)):
+            got = kernelkit.permute(x, perm, config=TileConfig(*tile))
+            assert_same_bits(got, x.permute(perm), f"{tile} {perm}")
+        y = x.permute(0, 2, 3, 1).contiguous()
+        assert_same_bits(kernelkit.permute(y, (0, 3, 1, 2), config=TileConfig(*tile)), x, f"{tile} NHWC->NCHW")
+    with pytest.raises(ValueError, match="copy or a gather"):
+        kernelkit.permute(x, (3, 1, 0, 2), config=TileConfig(64, 64, 256))
+    with pytest.raises(ValueError, match="no wide tile"):
+        kernelkit.permute(x, (0, 2, 3, 1), variant="tiled", config=TileConfig(64, 64, 256))
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_second_device_while_the_first_is_current():
+    from kernelkit.ops._shared.plans import clear_plans
+
+    clear_plans()
+    with torch.cuda.device(0):
+        for dtype in BY_SIZE:
+            x = random_tensor((2, 16, 7, 9), dtype, 1).to("cuda:1")
+            for variant in RUNGS:
+                for dims in ((0, 2, 3, 1), (3, 1, 0, 2), (1, 0, 2, 3)):
+                    got = kernelkit.permute(x, dims, variant=variant)
+                    assert got.device == x.device
+                    assert_same_bits(got, x.permute(dims), f"cuda:1 {variant} {dtype} {dims}")

@@ -1,7 +1,7 @@
 """Rearrangement on the CPU: the planner against torch, the kernels' index maths emulated in numpy
 (bank mapping of every shared-memory access included), and the SASS census of the shared accesses.
 
-The emulators mirror csrc/transpose.cu line by line (thread -> address formulas, the XOR swizzle, the
+The emulators mirror csrc/rearrangement/transpose.cu line by line (thread -> address formulas, the XOR swizzle, the
 byte permutes), so a wrong formula fails here, before any GPU time is spent.
 """
 import itertools
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from kernelkit.ops.rearrangement import _rearrange as R_
-from kernelkit.ops.rearrangement.rearrange import BEST_TILES, WIDE_TILE, _tile_kernel, best_tile
+from kernelkit.ops.rearrangement._launch import BEST_TILES, WIDE_TILE, TileConfig, best_tile, tile_kernel
 
 CARRIER_NP = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: None}
 
@@ -155,20 +155,21 @@ def tile_accesses(e: int, pad: int):
 @pytest.mark.parametrize("e", [1, 2, 4, 8])
 def test_padded_tile_is_conflict_free_and_unpadded_is_not(e):
     phases = 1 if e <= 4 else 2
-    pad = int(_tile_kernel("padded", e)[0].split(",")[1].strip(" >"))
+    pad = int(tile_kernel("padded", e)[0].split(",")[1].strip(" >"))
     assert pad * e % 4 == 0 and (32 + pad) * e // max(4, e) % 2 == 1  # an odd number of bank units a row
     for kind, addrs in tile_accesses(e, pad):
         assert wavefronts(addrs, e) == phases, (kind, e)
     worst = max(wavefronts(a, e) for k, a in tile_accesses(e, 0) if k == "ld")
-    assert worst == {1: 8, 2: 16, 4: 32, 8: 32}[e]  # the source's 32-way conflict, at 4 bytes
-    if e < 4:  # the source's one-element pad is not enough below 4 bytes
+    assert worst == {1: 8, 2: 16, 4: 32, 8: 32}[e]  # the unpadded tile's 32-way conflict, at 4 bytes
+    if e < 4:  # a one-element pad is not enough below 4 bytes
         assert max(wavefronts(a, e) for k, a in tile_accesses(e, 1) if k == "ld") == 2
 
 
 class Wide:
     """transpose_wide<T_e, TR, TC, THREADS>'s constants and per-thread address formulas."""
 
-    def __init__(self, e, tr, tc, threads):
+    def __init__(self, e, tile: TileConfig):
+        tr, tc, threads = tile.rows, tile.cols, tile.threads
         self.e, self.tr, self.tc, self.threads = e, tr, tc, threads
         self.V, self.U = 16 // e, max(4, e)
         self.P = self.U // e
@@ -197,7 +198,7 @@ CONFIGS = sorted(set(WIDE_TILE.items()) | {(e, c) for e, cs in BEST_TILES.items(
 
 @pytest.mark.parametrize("e,cfg", CONFIGS)
 def test_wide_tile_accesses_are_conflict_free(e, cfg):
-    w = Wide(e, *cfg)
+    w = Wide(e, cfg)
     for warp in range(w.WARPS):
         lanes = range(warp * 32, warp * 32 + 32)
         for i in range(w.LOADS):
@@ -231,7 +232,7 @@ def pack_column(e, w, p):
 
 def emulate_wide(e, cfg, x: np.ndarray) -> np.ndarray:
     """transpose_wide on one contiguous (R, C) matrix of e-byte elements, tile by tile, lane by lane."""
-    w = Wide(e, *cfg)
+    w = Wide(e, cfg)
     R, C = x.shape
     xb = x.view(np.uint8).reshape(R, C * e)
     out = np.zeros((C, R * e), dtype=np.uint8)
@@ -263,7 +264,7 @@ def test_wide_tile_emulation_transposes(e):
     v = 16 // e
     rng = np.random.default_rng(e)
     for cfg in cfgs:
-        for R, C in ((cfg[0], cfg[1]), (v * 3, v * 5), (cfg[0] + v, 2 * cfg[1] - v)):
+        for R, C in ((cfg.rows, cfg.cols), (v * 3, v * 5), (cfg.rows + v, 2 * cfg.cols - v)):
             x = rng.integers(0, 2**63, size=(R, C), dtype=np.uint64).astype(CARRIER_NP[e])
             np.testing.assert_array_equal(emulate_wide(e, cfg, x), x.T)
 
@@ -279,9 +280,9 @@ def test_shared_memory_instruction_census():
     names = {}
     for e in (1, 2, 4, 8):
         for mode in ("shared", "padded", "wide"):
-            names[(e, mode, None)] = _tile_kernel(mode, e)[0]
+            names[(e, mode, None)] = tile_kernel(mode, e)[0]
         for cfg in BEST_TILES[e]:
-            names[(e, "best", cfg)] = _tile_kernel("best", e, cfg=cfg)[0]
+            names[(e, "best", cfg)] = tile_kernel("best", e, cfg)[0]
     b = compile_source("rearrangement/transpose.cu", tuple(dict.fromkeys(names.values())), "sm_90")
     cens = kernel_census(b.cubin)
     for (e, mode, cfg), name in names.items():
@@ -289,17 +290,15 @@ def test_shared_memory_instruction_census():
         if mode in ("shared", "padded"):  # one element per access, 4 per thread each way
             assert c.shared_store_widths == {8 * e: 4} and c.shared_load_widths == {8 * e: 4}, (name, c)
         else:
-            w = Wide(e, *(cfg or WIDE_TILE[e]))
+            w = Wide(e, cfg or WIDE_TILE[e])
             assert c.shared_store_widths == {128: w.LOADS}, (name, c.shared_store_widths)
             assert c.shared_load_widths == {8 * w.U: w.ITEMS * w.V}, (name, c.shared_load_widths)
 
 
 def test_best_tile_fits_the_matrix():
     assert best_tile(2, 16384, 16384) == BEST_TILES[2][0] and best_tile(4, 16384, 16384) == BEST_TILES[4][0]
-    tr, tc, _ = best_tile(2, 64, 224 * 224)  # NCHW -> NHWC, 64 channels: no half-empty tiles
-    assert 64 % tr == 0
-    tr, tc, _ = best_tile(2, 224 * 224, 64)
-    assert 64 % tc == 0
+    assert 64 % best_tile(2, 64, 224 * 224).rows == 0  # NCHW -> NHWC, 64 channels: no half-empty tiles
+    assert 64 % best_tile(2, 224 * 224, 64).cols == 0
 
 
 # ----------------------------------------------------------------------------- skinny kernels
@@ -376,3 +375,42 @@ def test_rgb_images_take_the_skinny_path():
         assert R_.make_plan(y.shape, y.stride(), 2, 0, 0).skinny == (side, 3)
     z = torch.empty(64, 224, 224, 3, device="meta").permute(0, 3, 1, 2)
     assert R_.make_plan(z.shape, z.stride(), 2, 0, 0).skinny == ("cols", 3)
+
+
+# ----------------------------------------------------------------------------- tile configurations
+
+# Tiles a tuner may pass as config= (the rearrangement benchmark's sweep), beside the rungs' own.
+SWEPT = {4: [(32, 32, 128), (64, 128, 256), (128, 64, 256), (64, 64, 128), (32, 128, 256), (64, 128, 512)],
+         2: [(64, 64, 256), (64, 128, 256), (128, 64, 128), (64, 128, 128)],
+         1: [(128, 256, 512), (256, 128, 256), (128, 128, 128)],
+         8: [(16, 64, 128), (64, 32, 256), (32, 32, 128), (64, 64, 256), (16, 128, 256)]}
+
+
+def test_tile_config_check_accepts_the_rungs_tiles_and_refuses_broken_ones():
+    for e, t in WIDE_TILE.items():
+        assert t.check(e) is None, (e, t)
+    for e, ts in BEST_TILES.items():
+        for t in ts:
+            assert t.check(e) is None, (e, t)
+    assert "multiple of 32" in TileConfig(64, 64, 100).check(4)
+    assert "cols a multiple of 32" in TileConfig(64, 48, 256).check(4)  # rows of 192 bytes: not whole 128-byte groups
+    assert "rows a multiple of 32" in TileConfig(16, 64, 256).check(4)  # 16 rows: fewer than 8 groups of 4
+    assert "48 KB" in TileConfig(256, 256, 256).check(4)
+    assert "evenly" in TileConfig(32, 32, 1024).check(4)  # 256 vectors for 1024 threads
+
+
+@pytest.mark.parametrize("e", [1, 2, 4, 8])
+def test_tiles_the_check_accepts_transpose_without_conflicts(e):
+    """Every swept tile passes the check, and the kernel's formulas hold for it: conflict-free shared
+    accesses and a correct transpose (so config= cannot launch a tile the kernel gets wrong)."""
+    v = 16 // e
+    rng = np.random.default_rng(10 + e)
+    for cfg in map(lambda t: TileConfig(*t), SWEPT[e]):
+        assert cfg.check(e) is None, cfg
+        w = Wide(e, cfg)
+        for warp in range(w.WARPS):
+            lanes = range(warp * 32, warp * 32 + 32)
+            for i in range(w.LOADS):
+                assert wavefronts([w.store_slot(t, i)[2] * 16 for t in lanes], 16) == 4
+        x = rng.integers(0, 2**63, size=(cfg.rows + v, cfg.cols + 2 * v), dtype=np.uint64).astype(CARRIER_NP[e])
+        np.testing.assert_array_equal(emulate_wide(e, cfg, x), x.T)

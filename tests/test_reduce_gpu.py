@@ -4,6 +4,7 @@ import torch
 
 import kernelkit
 from kernelkit import reference
+from kernelkit.ops.reduction.reduce import FULL, ROWS, ReduceConfig
 from kernelkit.reference.reduction import accumulation_magnitude, reduction_mismatches
 from gpu_helpers import random_input
 
@@ -27,14 +28,14 @@ def check(op, x, got, dim=None, keepdim=False, what=""):
                              f"got {[float(got.flatten()[j]) for j in i]} ref {[float(ref.flatten()[j]) for j in i]}")
 
 
-def run(op, x, dim=None, keepdim=False, variant=None, poison=True):
+def run(op, x, dim=None, keepdim=False, variant=None, poison=True, config=None):
     """The op with a NaN-poisoned out= (an unwritten result fails the check)."""
     shape = torch.empty(x.shape, device="meta").sum(dim, keepdim).shape if dim is not None else \
         ((1,) * x.dim() if keepdim else ())
     if not poison:
-        return getattr(kernelkit, op)(x, dim, keepdim, variant=variant)
+        return getattr(kernelkit, op)(x, dim, keepdim, variant=variant, config=config)
     out = torch.full(shape, float("nan"), dtype=x.dtype, device=x.device)
-    got = getattr(kernelkit, op)(x, dim, keepdim, out=out, variant=variant)
+    got = getattr(kernelkit, op)(x, dim, keepdim, out=out, variant=variant, config=config)
     assert got is out
     return got
 
@@ -191,3 +192,64 @@ def test_torch_compile_and_cuda_graph():
     g.replay()
     torch.cuda.synchronize()
     check("sum", y, out, what="graph replay")
+
+
+# the rule's two launches, a tuner's candidate, and extremes: one warp a block, 16 loads in flight, a long grid
+CONFIGS = [FULL, ROWS, ReduceConfig(256, 4, 8), ReduceConfig(32, 1, 1), ReduceConfig(128, 16, 3),
+           ReduceConfig(64, 3, 32)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", OPS)
+def test_config_launches_reduce_fast_at_that_shape(op, dtype):
+    """config= runs reduce_fast with its block, loads in flight and grid: whole tensors (one row split
+    over many blocks, or one block), long rows, and short rows (which the rule gives a warp each)."""
+    for cfg in CONFIGS:
+        for shape, dim in (((2**20 + 3,), None), ((5,), None), ((3, 70001), 1), ((100, 33), 1), ((4, 6, 50), (1, 2)),
+                           ((7, 9, 11), (0, 2))):
+            n = torch.Size(shape).numel()
+            x = random_input(n + 1, dtype, 1)[:n].view(shape)
+            check(op, x, run(op, x, dim, config=cfg), dim, False, f"{cfg} {shape} dim={dim}")
+
+
+def test_config_refusals():
+    x = torch.randn(64, 33, device="cuda")
+    with pytest.raises(ValueError, match="no configuration"):
+        kernelkit.sum(x, variant="vector", config=ReduceConfig(256, 2, 8))
+    with pytest.raises(ValueError, match="reads columns"):
+        kernelkit.sum(x, 0, config=ReduceConfig(256, 2, 8))  # a leading dim: reduce_cols
+    with pytest.raises(TypeError, match="ReduceConfig"):
+        kernelkit.sum(x, config=(256, 2, 8))
+    with pytest.raises(ValueError, match="power of two"):
+        ReduceConfig(96, 2, 8)
+    with pytest.raises(ValueError, match="unroll"):
+        ReduceConfig(256, 0, 8)
+
+
+def test_torch_compile_with_config():
+    cfg = ReduceConfig(256, 4, 8)
+    f = torch.compile(lambda t: kernelkit.sum(t, 1, config=cfg) + 1, fullgraph=True)
+    x = torch.randn(33, 5000, device="cuda")
+    torch.testing.assert_close(f(x), x.sum(1) + 1, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_second_device_while_the_first_is_current():
+    """Kernels, partials and tickets on the input's device, whatever device is current."""
+    from kernelkit.ops._shared.plans import clear_plans
+
+    clear_plans()
+    with torch.cuda.device(0):
+        for dtype in DTYPES:
+            x = random_input(2**24 + 3, dtype, 1).to("cuda:1")  # split rows: partials and tickets on cuda:1
+            for op in OPS:
+                got = getattr(kernelkit, op)(x)
+                assert got.device == x.device
+                check(op, x, got, what=f"cuda:1 {op}")
+            m = x[: 4096 * 513].view(4096, 513)
+            for dim in (0, 1):
+                check("sum", m, kernelkit.sum(m, dim), dim, False, f"cuda:1 dim={dim}")
+            for variant in RUNGS:
+                check("mean", m, kernelkit.mean(m, 1, variant=variant), 1, False, f"cuda:1 {variant}")
+        with pytest.raises(ValueError, match="cuda:0"):
+            kernelkit.sum(x, out=torch.empty((), device="cuda:0", dtype=x.dtype))

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 import kernelkit
+from kernelkit.ops.rearrangement.transpose import TileConfig
 from rearrange_helpers import BY_SIZE, EXTRA, assert_same_bits, poisoned, random_tensor
 
 pytestmark = pytest.mark.gpu
@@ -157,3 +158,62 @@ def test_more_than_2_32_elements():
     got = kernelkit.transpose(x)
     for lo in range(0, 65544, 8192):
         assert_same_bits(got[lo:lo + 8192], x[:, lo:lo + 8192].t(), f"block {lo}")
+
+
+# Tiles a tuner passes (beside the rungs' own), by element size.
+TILES = {1: [(128, 128, 256), (128, 256, 512), (256, 128, 256), (128, 128, 128)],
+         2: [(128, 64, 256), (64, 64, 256), (128, 128, 512), (128, 64, 128)],
+         4: [(64, 64, 256), (32, 32, 128), (64, 128, 256), (64, 64, 512)],
+         8: [(32, 64, 256), (16, 64, 128), (64, 32, 256), (16, 128, 256)]}
+
+
+@pytest.mark.parametrize("dtype", BY_SIZE, ids=str)
+def test_config_tiles(dtype):
+    """config= launches transpose_wide with the given tile, on the wide and best rungs, bit for bit."""
+    v = 16 // dtype.itemsize
+    for tile in TILES[dtype.itemsize]:
+        cfg = TileConfig(*tile)
+        for shape in ((16 * v, 8 * v), (2, 24 * v, 40 * v), (1000 // v * v, 3 * v)):
+            for offset in (0, v):  # whole vectors in: still 16-byte aligned
+                x = random_tensor(shape, dtype, offset)
+                for variant in ("wide", "best"):
+                    out = poisoned((*shape[:-2], shape[-1], shape[-2]), dtype, offset)
+                    kernelkit.transpose(x, out=out, variant=variant, config=cfg)
+                    assert_same_bits(out, x.transpose(-2, -1), f"{cfg} {variant} {shape} offset {offset}")
+
+
+def test_config_refusals():
+    x = random_tensor((64, 128), torch.float32)
+    cfg = TileConfig(32, 32, 128)
+    with pytest.raises(ValueError, match="no wide tile"):
+        kernelkit.transpose(x, variant="padded", config=cfg)
+    with pytest.raises(ValueError, match="multiples of"):
+        kernelkit.transpose(random_tensor((37, 53), torch.float32), config=cfg)  # vectors do not fit
+    with pytest.raises(ValueError, match="cannot run"):
+        kernelkit.transpose(x, config=TileConfig(32, 48, 128))
+    with pytest.raises(ValueError, match="copy or a gather"):
+        kernelkit.transpose(x, 0, 0, config=cfg)
+    with pytest.raises(TypeError, match="TileConfig"):
+        kernelkit.transpose(x, config=(32, 32, 128))
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_second_device_while_the_first_is_current():
+    from kernelkit.ops._shared.plans import clear_plans
+
+    clear_plans()
+    with torch.cuda.device(0):
+        for dtype in BY_SIZE:
+            for shape in ((37, 53), (256, 512), (2, 3, 512), (3, 8, 16, 24)):
+                x = random_tensor(shape, dtype, 1).to("cuda:1")
+                for variant in RUNGS:
+                    try:
+                        got = kernelkit.transpose(x, variant=variant)
+                    except ValueError:
+                        assert variant == "wide"
+                        continue
+                    assert got.device == x.device
+                    assert_same_bits(got, x.transpose(-2, -1), f"cuda:1 {variant} {dtype} {shape}")
+        x = random_tensor((40, 24), torch.float32).to("cuda:1")
+        with pytest.raises(ValueError, match="cuda:0"):
+            kernelkit.transpose(x, out=torch.empty(24, 40, device="cuda:0"))

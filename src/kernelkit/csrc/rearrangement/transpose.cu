@@ -1,4 +1,4 @@
-// Rearrangement kernels (source 001): the batched-transpose ladder and a strided gather.
+// Rearrangement kernels (transpose and permute): the batched-transpose ladder and a strided gather.
 //
 // Nothing here looks at values: every dtype moves as the unsigned integer of its size (uint8 for
 // bool/int8/fp8, uint16 for fp16/bf16, ..., uint64 for fp64/complex64; uint4 for 16-byte runs in
@@ -34,9 +34,9 @@ struct TileGrid {
   }
 };
 
-// Rung 1, naive (the source's first kernel): one element per thread, read along the input row
-// (coalesced), written straight to its transposed place: consecutive lanes write addresses R
-// elements apart, so every warp's store touches 32 different sectors.
+// Rung naive: one element per thread, read along the input row (coalesced), written straight to its
+// transposed place: consecutive lanes write addresses R elements apart, so every warp's store touches
+// 32 different sectors.
 template <typename T>
 __global__ void __launch_bounds__(256) transpose_naive(T* __restrict__ out, const T* __restrict__ in, i64 B, i64 R,
                                                        i64 C, i64 in_sb, i64 in_sr, i64 out_sb, i64 out_sc) {
@@ -51,14 +51,14 @@ __global__ void __launch_bounds__(256) transpose_naive(T* __restrict__ out, cons
   }
 }
 
-// Rungs 2 and 3 (the source's shared-memory kernels): a 32 x 32 tile read along input rows into
-// shared memory, then read down its columns so that the global store runs along output rows; both
+// Rungs shared and padded (the classic shared-memory transpose): a 32 x 32 tile read along input rows
+// into shared memory, then read down its columns so that the global store runs along output rows; both
 // global accesses are coalesced. The column read of an unpadded tile (PAD = 0) conflicts: for 4-byte
 // elements the 32 lanes are 32 words apart, all in one bank (32-way). Padding skews each row by one
 // 4-byte bank word, an odd number of words per row, so the 32 lanes land in 32 banks: PAD = 1 element
 // for 4 and 8 bytes (8: a half-warp per wavefront), but 2 for 2-byte and 4 for 1-byte elements, where
-// the source's one-element pad leaves 2-way conflicts (tests/test_rearrange_cpu.py works the
-// mapping out). 256 threads, 4 elements each.
+// a one-element pad leaves 2-way conflicts (docs/design/rearrangement.md). 256 threads, 4 elements
+// each.
 template <typename T, int PAD>
 __global__ void __launch_bounds__(256) transpose_tile(T* __restrict__ out, const T* __restrict__ in, i64 B, i64 R,
                                                       i64 C, i64 in_sb, i64 in_sr, i64 out_sb, i64 out_sc) {
@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(256) transpose_tile(T* __restrict__ out, const
   }
 }
 
-// Rung 4, wide: 16-byte global accesses both ways and a swizzled shared tile.
+// Rung wide: 16-byte global accesses both ways and a swizzled shared tile.
 // Load: each thread reads 16-byte vectors (V = 16/E elements) along input rows and stores them whole
 // (STS.128). Chunk ch of tile row `row` sits at chunk position ch ^ ((row / V) & 7): an XOR inside
 // each aligned group of 8 chunks (128 bytes, all 32 banks), so a quarter-warp's 8 chunks of one row
@@ -101,8 +101,8 @@ __global__ void __launch_bounds__(256) transpose_tile(T* __restrict__ out, const
 template <int E> struct Unit { using type = unsigned int; };
 template <> struct Unit<8> { using type = unsigned long long; };
 
-// A plain 16-byte global store (STG.E.128). A uint4 assignment came out as four STG.E for 4-byte
-// elements (the SASS claim test caught it) and __stwb as STG.E.128.STRONG.SM. No "memory" clobber:
+// A plain 16-byte global store (STG.E.128). A uint4 assignment compiles to four STG.E for 4-byte
+// elements (the SASS claims check the width) and __stwb to STG.E.128.STRONG.SM. No "memory" clobber:
 // nothing in these kernels reads what they store, so later shared reads may move above it.
 __device__ __forceinline__ void store16(void* p, uint4 v) {
   asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
@@ -199,7 +199,7 @@ __global__ void __launch_bounds__(THREADS) transpose_wide(T* __restrict__ out, c
 // (N vectors) and stores V elements to each of the N output rows. The host checks alignment.
 // Bits of element m of a run of 16-byte vectors, and a vector built from element bits: word
 // selects and shifts with constant operands once unrolled (a byte-addressed view of the registers
-// sent one instantiation's array to local memory).
+// would put the array in local memory).
 template <int E>
 __device__ __forceinline__ unsigned long long elem_bits(const uint4* v, int m) {
   constexpr int V = 16 / E;

@@ -4,7 +4,7 @@
 // result type (the input's for the final pass, float for partials). Block b of a row-split launch
 // handles chunk b % bpr of row b / bpr ("bpr": blocks per row).
 //
-// The ladder (source 001's tree reduction, then the techniques that make it memory-bound):
+// The ladder (the classic shared-memory tree reduction, then the techniques that make it memory-bound):
 //   reduce_interleaved   one element per thread, shared-memory tree, interleaved addressing: the
 //                        active threads are every 2s-th (divergent warps), multi-pass
 //   reduce_sequential    sequential addressing: the active threads are the first s (whole warps
@@ -22,7 +22,7 @@
 
 namespace kk {
 
-// ---------------------------------------------------------------- rungs 1-4 (shared-memory trees)
+// ---------------------------------------------------------------- the tree rungs (shared memory)
 
 template <typename Tin, typename Tout, typename Op, int kBlock>
 __global__ void __launch_bounds__(kBlock)

@@ -1,8 +1,8 @@
-"""Planning and launching of the rearrangement family (transpose, permute): pure index arithmetic.
+"""Planning of the rearrangement family (transpose, permute): pure index arithmetic, no torch.
 
 Both ops compute ``out = y.contiguous()`` for a strided view ``y`` of ``x`` (``x.transpose(d0, d1)``
 or ``x.permute(dims)``; ``x`` itself may be any view). The planner reduces y's (shape, strides) to
-the fewest dims, then picks one of three kernels of csrc/transpose.cu:
+the fewest dims, then picks one of three kernels of csrc/rearrangement/transpose.cu:
 
 * a contiguous run on both sides (a plain copy, or row moves where the innermost dim is contiguous)
   goes through the gather kernel with the element widened to 16 (8, 4, 2) bytes;

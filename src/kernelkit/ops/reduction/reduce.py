@@ -1,53 +1,98 @@
-"""Reductions: sum, mean, amax, amin (torch semantics), their ladder and launchers.
+"""Reductions over a whole tensor or along dims: sum, mean, amax, amin (torch semantics).
 
-Every call becomes one of three shapes over a contiguous tensor: a full reduction (one row of numel
-elements), rows reduced along their last dim (a last-dim reduction, or several dims moved last), or an
-(outer, R, inner) volume reduced over R (a leading or middle dim, default rung only: coalesced
+The four ops share one kernel file (csrc/reduction/reduce.cu) and one dispatcher, so they share this
+module. Every call becomes one of three shapes over a contiguous tensor: a full reduction (one row of
+numel elements), rows reduced along their last dim (a last-dim reduction, or several dims moved last),
+or an (outer, R, inner) volume reduced over R (a leading or middle dim, default rung only: coalesced
 column reads; the teaching rungs move the dim last instead). Accumulation is fp32 everywhere; the
 result has the input's dtype, as torch gives it. The order of every combination depends only on the
 shape, the alignment and the device's SM count: the same input gives the same bits every time.
+
+A call is resolved once per (op, shape, strides, dtype, device, dims, rung, config) into a plan that
+holds the loaded kernels and launch shapes; a later call with that key reads pointers and launches.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Optional, Sequence, Union
 
 import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
-from ...runtime import launch
+from ...runtime import get_kernel, launch, stream_handle
 from .._shared.checks import check_out, check_tensor, pick_variant
+from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
-from .._shared.launch_rules import sm_count
-from .._shared.launch_rules import f32, i32
-from ._rows import SourceNames, per_vec
+from .._shared.launch_rules import cdiv, f32, i32, sm_count
+from .._shared.plans import plan_cache, remember
 
 __all__ = ["sum", "mean", "amax", "amin"]
 
 SRC = "reduction/reduce.cu"
 FUNCTOR = {"sum": "kk::SumOp", "mean": "kk::SumOp", "amax": "kk::MaxOp", "amin": "kk::MinOp"}
-TREE_BLOCK = 256  # rungs 1-4: one (or two) elements per thread, a 256-float tree in shared memory
-VEC_BLOCK, VEC_UNROLL, VEC_BLOCKS_PER_SM = 256, 2, 8  # rung 5: the plain vectorized two-pass rung
-# rung 6 (default): 1024 threads x 2 16-byte loads in flight, one wave of 2 blocks per SM (full
-# occupancy). Swept on an H100 (benchmarks/reduction_tuning.py, run 1: block 256-1024, 2-8 loads,
-# 2-8 blocks/SM): 1024 x 2 x 2 read 3091 GB/s fp32, 3033 fp16, 3036 bf16, where the first choice,
-# 512 x 4 x 4, read 3036 / 2923 / 2995. Unrolling further bought nothing: 2 x 16 B x 2048 threads is
-# already 64 KB in flight per SM.
-FAST_BLOCK, FAST_UNROLL, FAST_BLOCKS_PER_SM = 1024, 2, 2
-# Several rows (a last-dim reduction): 512 x 4 x 4. With the full-reduction shape a block per 8K
-# 16-bit row is 1024 threads of one vector each, and summing 16384 x 8192 fp16 over dim 1 fell from
-# 2805 GB/s (512 x 4, run 1) to 2017 (run 2).
-ROWS_BLOCK, ROWS_UNROLL, ROWS_BLOCKS_PER_SM = 512, 4, 4
+F32 = torch.float32
+TREE_RUNGS = ("interleaved", "sequential", "first_add", "warp_shuffle")
+TREE_BLOCK = 256  # the tree rungs: one (or two) elements a thread, a 256-float tree in shared memory
+VEC_BLOCK, VEC_UNROLL, VEC_BLOCKS_PER_SM = 256, 2, 8  # the two-pass vector rung
 WARP_ROWS_MAX = 2048  # rows up to this length: one warp each (a block per row would idle its warps)
+WARP_ROWS_BLOCK = 256
 COL_BLOCK_ROWS = 8  # reduce_cols' threadIdx.y extent (kColRows in reduce.cu)
 COL_MIN_ROWS = 64  # least rows per split of a column reduction
+COL_BLOCKS_PER_SM = 8  # a column reduction splits its rows until it has this many blocks an SM
 
-NAMES = SourceNames(SRC, ("sum", "mean", "amax", "amin"))
-F32 = torch.float32
+
+@dataclass(frozen=True)
+class ReduceConfig:
+    """A launch of reduce_fast, the fast rung's kernel for rows (a full reduction is one row).
+
+    ``block``: threads a block, a power of two from 32 to 1024. ``unroll``: 16-byte loads in flight a
+    thread (1 to 16). ``blocks_per_sm``: the grid's target over all rows, in blocks an SM; while rows
+    are fewer than that, each row is split over several blocks and the last of them to finish combines
+    their partials.
+    """
+
+    block: int
+    unroll: int
+    blocks_per_sm: int
+
+    def __post_init__(self):
+        if self.block not in (32, 64, 128, 256, 512, 1024):
+            raise ValueError(f"ReduceConfig: block must be a power of two from 32 to 1024, got {self.block}")
+        if not 1 <= self.unroll <= 16:
+            raise ValueError(f"ReduceConfig: unroll must be 1 to 16, got {self.unroll}")
+        if self.blocks_per_sm < 1:
+            raise ValueError(f"ReduceConfig: blocks_per_sm must be at least 1, got {self.blocks_per_sm}")
+
+
+# One row (a full reduction): one full-occupancy wave of 1024-thread blocks, two 16-byte loads in flight
+# a thread: 3091 GB/s fp32 on an H100 against 3036 for 512 x 4 x 4 (docs/design/reductions.md).
+FULL = ReduceConfig(block=1024, unroll=2, blocks_per_sm=2)
+# Several rows: at 1024 threads, a block per 8K-element 16-bit row holds one vector a thread; 512 x 4 x 4
+# keeps four in flight (2805 against 2017 GB/s summing 16384 x 8192 fp16 over dim 1).
+ROWS = ReduceConfig(block=512, unroll=4, blocks_per_sm=4)
+
+
+def _per_vec(dtype: torch.dtype) -> int:
+    return 16 // dtype.itemsize  # elements per 16-byte vector
+
+
+def _bits(dtype: torch.dtype) -> int:
+    return 8 * dtype.itemsize
 
 
 def _tree_name(kind: str, fn: str, tin, tout) -> str:
     return f"kk::reduce_{kind}<{CXX_TYPE[tin]}, {CXX_TYPE[tout]}, {fn}, {TREE_BLOCK}>"
+
+
+def _fast_name(fn: str, dtype, cfg: ReduceConfig) -> str:
+    ct = CXX_TYPE[dtype]
+    return f"kk::reduce_fast<{ct}, {ct}, {fn}, {cfg.block}, {cfg.unroll}>"
+
+
+def _warp_rows_name(fn: str, dtype) -> str:
+    ct = CXX_TYPE[dtype]
+    return f"kk::reduce_warp_rows<{ct}, {ct}, {fn}, {WARP_ROWS_BLOCK}>"
 
 
 def _cols_name(fn: str, tin, tout, v: int) -> str:
@@ -56,120 +101,243 @@ def _cols_name(fn: str, tin, tout, v: int) -> str:
 
 def _kernels(op: str, kind: str, dtype) -> tuple[Kernel, ...]:
     """Every instantiation rung ``kind`` launches for ``dtype`` (each pass, each path)."""
-    fn, ct, bits = FUNCTOR[op], CXX_TYPE[dtype], torch.finfo(dtype).bits
-    if kind in ("interleaved", "sequential", "first_add", "warp_shuffle"):
+    fn, ct, bits = FUNCTOR[op], CXX_TYPE[dtype], _bits(dtype)
+    if kind in TREE_RUNGS:
         # first pass from the input (to partials or straight to the result), later passes from fp32
         pairs = dict.fromkeys([(dtype, F32), (dtype, dtype), (F32, F32), (F32, dtype)])
-        return tuple(Kernel(SRC, _tree_name(kind, fn, a, b), torch.finfo(a).bits, torch.finfo(b).bits,
-                            block=TREE_BLOCK) for a, b in pairs)
+        return tuple(Kernel(SRC, _tree_name(kind, fn, a, b), _bits(a), _bits(b), block=TREE_BLOCK) for a, b in pairs)
     if kind == "vector":
         return (Kernel(SRC, f"kk::reduce_vector<{ct}, {fn}, {VEC_BLOCK}, {VEC_UNROLL}>", 128, 32, block=VEC_BLOCK),
                 Kernel(SRC, f"kk::reduce_finish<{ct}, {fn}, {VEC_BLOCK}>", 32, bits, block=VEC_BLOCK))
-    n = per_vec(dtype)
-    ks = [Kernel(SRC, f"kk::reduce_fast<{ct}, {ct}, {fn}, {FAST_BLOCK}, {FAST_UNROLL}>", 128, 32, block=FAST_BLOCK),
-          Kernel(SRC, f"kk::reduce_fast<{ct}, {ct}, {fn}, {ROWS_BLOCK}, {ROWS_UNROLL}>", 128, 32, block=ROWS_BLOCK),
-          Kernel(SRC, f"kk::reduce_warp_rows<{ct}, {ct}, {fn}, 256>", 128, bits, block=256)]
+    n = _per_vec(dtype)
+    ks = [Kernel(SRC, _fast_name(fn, dtype, FULL), 128, 32, block=FULL.block),
+          Kernel(SRC, _fast_name(fn, dtype, ROWS), 128, 32, block=ROWS.block),
+          Kernel(SRC, _warp_rows_name(fn, dtype), 128, bits, block=WARP_ROWS_BLOCK)]
+    # a column reduction: one pass (input to result) or a split (input to fp32 partials, then partials
+    # to result), each with 16-byte loads where the columns allow and one element a thread otherwise
     for tin, tout, v in ((dtype, dtype, n), (dtype, dtype, 1), (dtype, F32, n), (dtype, F32, 1), (F32, dtype, 4),
                          (F32, dtype, 1)):
-        ks.append(Kernel(SRC, _cols_name(fn, tin, tout, v), 128 if v > 1 else torch.finfo(tin).bits,
-                         torch.finfo(tout).bits, block=32 * COL_BLOCK_ROWS))
+        ks.append(Kernel(SRC, _cols_name(fn, tin, tout, v), 128 if v > 1 else _bits(tin), _bits(tout),
+                         block=32 * COL_BLOCK_ROWS))
     return tuple(dict.fromkeys(ks))
 
 
 # ---------------------------------------------------------------- workspace
 
-_workspaces: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
-_keep: list[torch.Tensor] = []  # outgrown buffers stay alive: a captured CUDA graph may point at them
+# Device memory, not plans: clear_plans() leaves it, since a captured CUDA graph may still point at it
+# (for the same reason, outgrown buffers stay alive in _keep).
+_workspaces: dict[tuple[int, int], tuple] = {}
+_keep: list[torch.Tensor] = []
 
 
-def _workspace(dev: int, floats: int, counters: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-(device, stream) partials and zeroed tickets of reduce_fast. The kernel leaves every ticket
-    at 0 (atomicInc wraps), and launches on one stream run in order, so the buffers are reused."""
-    key = (dev, torch._C._cuda_getCurrentRawStream(dev))
+def _workspace(dev: int, floats: int, counters: int) -> tuple[int, int]:
+    """Addresses of reduce_fast's fp32 partials and zeroed tickets on device ``dev`` for torch's current
+    stream there. The kernel leaves every ticket at 0 (atomicInc wraps) and launches on one stream run
+    in order, so the buffers are reused; each (device, stream) has its own."""
+    key = (dev, stream_handle(dev))
     ws = _workspaces.get(key)
-    if ws is None or ws[0].numel() < floats or ws[1].numel() < counters:
+    if ws is None or ws[2] < floats or ws[3] < counters:
         if ws is not None:
-            _keep.extend(ws)
-        f = max(floats, 2 * (ws[0].numel() if ws else 0), 4096)
-        c = max(counters, 2 * (ws[1].numel() if ws else 0), 1024)
-        ws = (torch.empty(f, dtype=F32, device=f"cuda:{dev}"), torch.zeros(c, dtype=torch.int32, device=f"cuda:{dev}"))
-        _workspaces[key] = ws
-    return ws
+            _keep.extend(ws[:2])
+        f = max(floats, 2 * (ws[2] if ws else 0), 4096)
+        c = max(counters, 2 * (ws[3] if ws else 0), 1024)
+        device = torch.device("cuda", dev)
+        part, tick = torch.empty(f, dtype=F32, device=device), torch.zeros(c, dtype=torch.int32, device=device)
+        ws = _workspaces[key] = (part, tick, f, c, part.data_ptr(), tick.data_ptr())
+    return ws[4], ws[5]
 
 
-# ---------------------------------------------------------------- launchers
+# ---------------------------------------------------------------- plans
+# A plan is a function run(x, out) for one key: x has the key's shape, strides, dtype and device, out is
+# contiguous. It holds the loaded kernels and launch shapes, so a call reads pointers and launches.
 
-def _run_rows(v: Variant, op: str, x: torch.Tensor, out: torch.Tensor, rows: int, len_: int, scale: float) -> None:
-    """out[r] = reduce(x[r, :]) for a contiguous (rows, len_) x, by rung ``v``."""
-    dev, dt, kind = x.get_device(), x.dtype, v.params["kind"]
-    fn = FUNCTOR[op]
-    load = lambda name: NAMES.load(name, dt, dev)  # noqa: E731
-    if kind in ("interleaved", "sequential", "first_add", "warp_shuffle"):
+def _fast_plan(kernel, grid: int, block: int, rows: int, args: tuple, dev: int):
+    """reduce_fast over ``rows`` rows in ``grid`` blocks: one launch; where a row is split over several
+    blocks, they meet in the workspace and the last one finishes the row."""
+    if grid == rows:
+        def run(x, out):
+            o = out.data_ptr()
+            launch(kernel, grid, block, x.data_ptr(), o, o, o, *args, device_index=dev)
+    else:
+        def run(x, out):
+            part, tick = _workspace(dev, grid, rows)
+            launch(kernel, grid, block, x.data_ptr(), out.data_ptr(), part, tick, *args, device_index=dev)
+    return run
+
+
+def _single_plan(kernel, grid, block, args: tuple, dev: int):
+    """One launch reading x and writing out (reduce_warp_rows, one pass of reduce_cols)."""
+    def run(x, out):
+        launch(kernel, grid, block, x.data_ptr(), out.data_ptr(), *args, device_index=dev)
+    return run
+
+
+def _passes_plan(passes: tuple, dev: int):
+    """Launches in order through fp32 partials: each pass (kernel, grid, block, arguments after the
+    pointers, fp32 elements it writes, or 0 for the last pass, which writes out)."""
+    def run(x, out):
+        src, keep = x.data_ptr(), None
+        for kernel, grid, block, args, floats in passes:
+            part = torch.empty(floats, dtype=F32, device=x.device) if floats else None
+            dst = part.data_ptr() if floats else out.data_ptr()
+            launch(kernel, grid, block, src, dst, *args, device_index=dev)
+            src, keep = dst, part  # keep: the partials stay allocated until the pass reading them is queued
+    return run
+
+
+def _aligned_or_not_plan(aligned, unaligned):
+    """``aligned`` where x starts on a 16-byte boundary, ``unaligned`` elsewhere."""
+    def run(x, out):
+        (aligned if x.data_ptr() & 15 == 0 else unaligned)(x, out)
+    return run
+
+
+def _moved_plan(plan, perm: Optional[tuple], copy: bool):
+    """``plan`` on x with dims moved by ``perm`` (None: none) and then copied if ``copy``."""
+    def run(x, out):
+        if perm is not None:
+            x = x.permute(perm)
+        plan(x.contiguous() if copy else x, out)
+    return run
+
+
+def _copy_plan(x, out):
+    """A 0-d tensor reduced over its dim 0: the value itself (the mean of one element is itself)."""
+    out.copy_(x.reshape(out.shape))
+
+
+def _fill_plan(value: float):
+    """An empty reduction: sum 0, mean NaN (amax and amin refuse it before)."""
+    def run(x, out):
+        out.fill_(value)
+    return run
+
+
+def _empty_plan(x, out):
+    """An empty result: nothing to write."""
+
+
+def _load(name: str, dev: int):
+    return get_kernel(SRC, name, device_index=dev)
+
+
+def _blocks_per_row(dev: int, rows: int, len_: int, dtype, block: int, unroll: int, per_sm: int) -> int:
+    """Blocks a row is split over: enough for ``per_sm`` blocks an SM over all rows, but no block left
+    without a full round of ``unroll`` vectors a thread."""
+    return max(1, min(cdiv(sm_count(dev) * per_sm, rows), cdiv(len_, block * _per_vec(dtype) * unroll)))
+
+
+def _rows_plan(kind: str, op: str, dtype, dev: int, rows: int, len_: int, scale: float,
+               config: Optional[ReduceConfig]):
+    """The plan of out[r] = reduce(x[r, :]) for a contiguous (rows, len_) input on rung ``kind``."""
+    fn, ct = FUNCTOR[op], CXX_TYPE[dtype]
+    if kind in TREE_RUNGS:  # pass after pass, each TREE_BLOCK (or twice that) times shorter, through fp32
         per_block = TREE_BLOCK * (2 if kind in ("first_add", "warp_shuffle") else 1)
-        src, tin, length = x, dt, len_
-        while True:  # pass after pass until one value per row is left
-            bpr = -(-length // per_block)
+        passes, tin, length = [], dtype, len_
+        while True:
+            bpr = cdiv(length, per_block)
             final = bpr == 1
-            dst = out if final else torch.empty(rows * bpr, dtype=F32, device=x.device)
-            k = load(_tree_name(kind, fn, tin, dt if final else F32))
-            launch(k, rows * bpr, TREE_BLOCK, src.data_ptr(), dst.data_ptr(), length, bpr,
-                   f32(scale if final else 1.0), device_index=dev)
+            k = _load(_tree_name(kind, fn, tin, dtype if final else F32), dev)
+            passes.append((k, rows * bpr, TREE_BLOCK, (length, bpr, f32(scale if final else 1.0)),
+                           0 if final else rows * bpr))
             if final:
-                return
-            src, tin, length = dst, F32, bpr
+                return _passes_plan(tuple(passes), dev)
+            tin, length = F32, bpr
     if kind == "vector":
-        n = per_vec(dt)
-        bpr = max(1, min(-(-sm_count(dev) * VEC_BLOCKS_PER_SM // rows), -(-len_ // (VEC_BLOCK * n * VEC_UNROLL))))
-        part = torch.empty(rows * bpr, dtype=F32, device=x.device)
-        ct = CXX_TYPE[dt]
-        launch(load(f"kk::reduce_vector<{ct}, {fn}, {VEC_BLOCK}, {VEC_UNROLL}>"), rows * bpr, VEC_BLOCK,
-               x.data_ptr(), part.data_ptr(), len_, i32(bpr), device_index=dev)
-        launch(load(f"kk::reduce_finish<{ct}, {fn}, {VEC_BLOCK}>"), rows, VEC_BLOCK, part.data_ptr(),
-               out.data_ptr(), i32(bpr), f32(scale), device_index=dev)
-        return
-    ct = CXX_TYPE[dt]
-    if rows > 1 and len_ <= WARP_ROWS_MAX:
-        launch(load(f"kk::reduce_warp_rows<{ct}, {ct}, {fn}, 256>"), -(-rows // 8), 256, x.data_ptr(),
-               out.data_ptr(), rows, len_, f32(scale), device_index=dev)
-        return
-    n = per_vec(dt)
-    block, unroll, per_sm = (FAST_BLOCK, FAST_UNROLL, FAST_BLOCKS_PER_SM) if rows == 1 else \
-        (ROWS_BLOCK, ROWS_UNROLL, ROWS_BLOCKS_PER_SM)
-    target = sm_count(dev) * per_sm
-    bpr = max(1, min(-(-target // rows), -(-len_ // (block * n * unroll))))
-    part, tick = _workspace(dev, rows * bpr, rows) if bpr > 1 else (out, out)
-    launch(load(f"kk::reduce_fast<{ct}, {ct}, {fn}, {block}, {unroll}>"), rows * bpr, block,
-           x.data_ptr(), out.data_ptr(), part.data_ptr(), tick.data_ptr(), len_, i32(bpr), f32(scale),
-           device_index=dev)
+        bpr = _blocks_per_row(dev, rows, len_, dtype, VEC_BLOCK, VEC_UNROLL, VEC_BLOCKS_PER_SM)
+        first = _load(f"kk::reduce_vector<{ct}, {fn}, {VEC_BLOCK}, {VEC_UNROLL}>", dev)
+        finish = _load(f"kk::reduce_finish<{ct}, {fn}, {VEC_BLOCK}>", dev)
+        return _passes_plan(((first, rows * bpr, VEC_BLOCK, (len_, i32(bpr)), rows * bpr),
+                             (finish, rows, VEC_BLOCK, (i32(bpr), f32(scale)), 0)), dev)
+    if config is None and rows > 1 and len_ <= WARP_ROWS_MAX:
+        return _single_plan(_load(_warp_rows_name(fn, dtype), dev), cdiv(rows, WARP_ROWS_BLOCK // 32),
+                            WARP_ROWS_BLOCK, (rows, len_, f32(scale)), dev)
+    cfg = config or (FULL if rows == 1 else ROWS)
+    bpr = _blocks_per_row(dev, rows, len_, dtype, cfg.block, cfg.unroll, cfg.blocks_per_sm)
+    return _fast_plan(_load(_fast_name(fn, dtype, cfg), dev), rows * bpr, cfg.block, rows,
+                      (len_, i32(bpr), f32(scale)), dev)
 
 
-def _run_cols(op: str, x: torch.Tensor, out: torch.Tensor, outer: int, R: int, inner: int, scale: float) -> None:
-    """out[o, c] = reduce(x[o, :, c]) for a contiguous (outer, R, inner) x, inner > 1."""
-    dev, dt, fn = x.get_device(), x.dtype, FUNCTOR[op]
-    n = per_vec(dt)
-    v = n if inner % n == 0 and x.data_ptr() % 16 == 0 else 1
-    col_blocks = -(-inner // (32 * v))
-    target = sm_count(dev) * 8
+def _cols_plan(fn: str, dtype, dev: int, outer: int, R: int, inner: int, scale: float, v: int):
+    """The plan of out[o, c] = reduce(x[o, :, c]) for a contiguous (outer, R, inner) input, ``v`` columns
+    a thread. The rows are split while the grid is short of COL_BLOCKS_PER_SM blocks an SM (each split
+    at least COL_MIN_ROWS rows); a split writes fp32 partials that a second launch reduces."""
+    block = (32, COL_BLOCK_ROWS)
+    col_blocks = cdiv(inner, 32 * v)
+    target = sm_count(dev) * COL_BLOCKS_PER_SM
     rsplit = 1
     if col_blocks * outer < target and R >= 2 * COL_MIN_ROWS:
-        rsplit = min(-(-target // (col_blocks * outer)), R // COL_MIN_ROWS)
-    rps = -(-R // rsplit)
-    rsplit = -(-R // rps)
-    block = (32, COL_BLOCK_ROWS)
+        rsplit = min(cdiv(target, col_blocks * outer), R // COL_MIN_ROWS)
+    rps = cdiv(R, rsplit)
+    rsplit = cdiv(R, rps)
     if rsplit == 1:
-        k = NAMES.load(_cols_name(fn, dt, dt, v), dt, dev)
-        launch(k, col_blocks * outer, block, x.data_ptr(), out.data_ptr(), R, inner, col_blocks, 1, rps,
-               f32(scale), device_index=dev)
-        return
-    part = torch.empty(outer * rsplit * inner, dtype=F32, device=x.device)
-    k = NAMES.load(_cols_name(fn, dt, F32, v), dt, dev)
-    launch(k, col_blocks * rsplit * outer, block, x.data_ptr(), part.data_ptr(), R, inner, col_blocks, rsplit,
-           rps, f32(1.0), device_index=dev)
+        k = _load(_cols_name(fn, dtype, dtype, v), dev)
+        return _single_plan(k, col_blocks * outer, block, (R, inner, col_blocks, 1, rps, f32(scale)), dev)
     v2 = 4 if inner % 4 == 0 else 1
-    cb2 = -(-inner // (32 * v2))
-    k = NAMES.load(_cols_name(fn, F32, dt, v2), dt, dev)
-    launch(k, cb2 * outer, block, part.data_ptr(), out.data_ptr(), rsplit, inner, cb2, 1, rsplit, f32(scale),
-           device_index=dev)
+    cb2 = cdiv(inner, 32 * v2)
+    first = (_load(_cols_name(fn, dtype, F32, v), dev), col_blocks * rsplit * outer, block,
+             (R, inner, col_blocks, rsplit, rps, f32(1.0)), outer * rsplit * inner)
+    second = (_load(_cols_name(fn, F32, dtype, v2), dev), cb2 * outer, block,
+              (rsplit, inner, cb2, 1, rsplit, f32(scale)), 0)
+    return _passes_plan((first, second), dev)
+
+
+def _make_plan(op: str, x: torch.Tensor, dims: tuple[int, ...], variant: Optional[str],
+               config: Optional[ReduceConfig], dev: int):
+    """The plan of reducing x (its shape, strides, dtype and device) over ``dims`` (sorted) by ``op``."""
+    v = pick_variant(OPS[op], variant, x.dtype)
+    kind = v.params["kind"]
+    if config is not None and kind != "fast":
+        raise ValueError(f"{op}: config sets the fast rung's launch; variant {v.name!r} has no configuration")
+    shape, nd = x.shape, x.dim()
+    if not dims:
+        return _copy_plan
+    K = math.prod(shape[d] for d in dims)
+    M = math.prod(shape[d] for d in range(nd) if d not in dims)
+    if M == 0:
+        return _empty_plan
+    if K == 0:
+        return _fill_plan(0.0 if op == "sum" else float("nan"))
+    scale = 1.0 / K if op == "mean" else 1.0
+    if len(dims) == 1 and kind == "fast" and dims[0] != nd - 1 and math.prod(shape[dims[0] + 1:]) > 1:
+        if config is not None:
+            raise ValueError(f"{op}: config sets reduce_fast's launch, but a reduction over dim {dims[0]} of a "
+                             f"{nd}-dim tensor reads columns (reduce_cols), which takes no configuration")
+        d, fn, n = dims[0], FUNCTOR[op], _per_vec(x.dtype)
+        outer, inner = math.prod(shape[:d]), math.prod(shape[d + 1:])
+        plan = _cols_plan(fn, x.dtype, dev, outer, shape[d], inner, scale, 1)
+        if inner % n == 0:  # 16-byte loads where the input starts on a 16-byte boundary
+            plan = _aligned_or_not_plan(_cols_plan(fn, x.dtype, dev, outer, shape[d], inner, scale, n), plan)
+        return plan if x.is_contiguous() else _moved_plan(plan, None, True)
+    plan = _rows_plan(kind, op, x.dtype, dev, M, K, scale, config)
+    kept = [d for d in range(nd) if d not in dims]
+    perm = (*kept, *dims) if any(d > dims[0] and shape[d] != 1 for d in kept) else None  # reduced dims last
+    copy = not (x.permute(perm) if perm else x).is_contiguous()
+    return _moved_plan(plan, perm, copy) if perm or copy else plan
+
+
+_plans = plan_cache()
+
+
+def _reduce_into(x: torch.Tensor, out: torch.Tensor, op: str, dims: list[int], variant: Optional[str],
+                 config: Optional[list[int]]) -> None:
+    """out <- op(x) over ``dims`` (sorted, possibly none); out has the result's shape. ``config``: the
+    fields of a ReduceConfig, or None for the rule's launch."""
+    dev = x.get_device()
+    key = (op, variant, config and tuple(config), x.shape, x.stride(), x.dtype, dev, *dims)
+    plan = _plans.get(key)
+    if plan is None:
+        cfg = None if config is None else ReduceConfig(*config)
+        plan = remember(_plans, key, _make_plan(op, x, tuple(dims), variant, cfg, dev))
+    if out.is_contiguous():
+        plan(x, out)
+    else:
+        dst = torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        plan(x, dst)
+        out.copy_(dst)
+
+
+_reduce_out = out_op("reduce_out", _reduce_into)
 
 
 # ---------------------------------------------------------------- argument handling
@@ -188,8 +356,11 @@ def reduced_dims(dim, ndim: int, op: str) -> tuple[int, ...]:
     """The sorted dims a reduction runs over (all of them for None or ())."""
     if dim is None:
         return tuple(range(ndim))
-    dims = [dim] if isinstance(dim, int) and not isinstance(dim, bool) else list(dim) if isinstance(dim, (tuple, list)) else None
-    if dims is None:
+    if isinstance(dim, int) and not isinstance(dim, bool):
+        dims = [dim]
+    elif isinstance(dim, (tuple, list)):
+        dims = list(dim)
+    else:
         raise TypeError(f"{op}: dim must be None, an int or a tuple of ints, got {type(dim).__name__}")
     if not dims:
         return tuple(range(ndim))
@@ -199,114 +370,95 @@ def reduced_dims(dim, ndim: int, op: str) -> tuple[int, ...]:
     return tuple(sorted(d for d in wrapped if d < ndim))  # a 0-d tensor's dim 0 reduces nothing
 
 
-def _out_shape(shape, dims, keepdim: bool) -> tuple[int, ...]:
-    if keepdim:
-        return tuple(1 if i in dims else s for i, s in enumerate(shape))
-    return tuple(s for i, s in enumerate(shape) if i not in dims)
-
-
-def _reduce_into(x: torch.Tensor, out: torch.Tensor, op: str, dims: Sequence[int], variant: Optional[str]) -> None:
-    """out <- reduction of x over ``dims`` (non-empty, sorted); out has the result's numel."""
-    v = pick_variant(OPS[op], variant, x.dtype)
-    dims = tuple(dims)
-    K = math.prod(x.shape[d] for d in dims)
-    M = out.numel()
-    if M == 0:
-        return
-    if K == 0:  # an empty reduction: sum 0, mean NaN (amax/amin were refused before)
-        out.fill_(0.0 if op == "sum" else float("nan"))
-        return
-    scale = 1.0 / K if op == "mean" else 1.0
-    dst = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
-    nd = x.dim()
-    if len(dims) == 1 and v.params["kind"] == "fast" and dims[0] != nd - 1:
-        d = dims[0]
-        inner = math.prod(x.shape[d + 1:])
-        if inner > 1:
-            _run_cols(op, x.contiguous(), dst, math.prod(x.shape[:d]), x.shape[d], inner, scale)
-            if dst is not out:
-                out.copy_(dst.view(out.shape))
-            return
-    kept = [d for d in range(nd) if d not in dims]
-    if any(d > dims[0] and x.shape[d] != 1 for d in kept):  # move the reduced dims last (a copy)
-        x = x.permute(*kept, *dims)
-    x = x.contiguous()
-    _run_rows(v, op, x, dst, M, K, scale)
-    if dst is not out:
-        out.copy_(dst.view(out.shape))
-
-
-@torch.library.custom_op("kernelkit::reduce_out", mutates_args=("out",))
-def _reduce_out_op(x: torch.Tensor, out: torch.Tensor, op: str, dims: list[int], variant: Optional[str]) -> None:
-    _reduce_into(x, out, op, dims, variant)
-
-
-@_reduce_out_op.register_fake
-def _(x, out, op, dims, variant):
-    return None
-
-
-def _reduce(op: str, x, dim, keepdim: bool, out, variant) -> torch.Tensor:
-    check_tensor(x, "x", FLOAT_DTYPES, op)
-    dims = reduced_dims(dim, x.dim(), op)
-    if op in ("amax", "amin") and x.numel() == 0:
+def _resolve_call(op: str, shape: torch.Size, dim, keepdim: bool, variant: Optional[str],
+                  config: Optional[ReduceConfig]) -> tuple:
+    """(result shape, dims as a list, config as a list or None) of a call; raises on bad arguments."""
+    dims = reduced_dims(dim, len(shape), op)
+    if op in ("amax", "amin") and math.prod(shape) == 0:
         if dim is None or (isinstance(dim, (tuple, list)) and not dim):
             raise RuntimeError(f"{op}: cannot reduce an empty tensor over all dims (no identity); give dim")
         for d in dims:
-            if x.shape[d] == 0 and math.prod(x.shape[e] for e in range(x.dim()) if e not in dims) > 0:
+            if shape[d] == 0 and math.prod(shape[e] for e in range(len(shape)) if e not in dims) > 0:
                 raise IndexError(f"{op}: reduction dim {d} has size 0 (max/min of nothing is undefined)")
-    shape = _out_shape(x.shape, dims, keepdim)
-    if out is None:
-        out = torch.empty(shape, dtype=x.dtype, device=x.device)
-    else:
-        check_out(out, _Like(shape, x), op)
     if variant is not None:
-        OPS[op].variant(variant)
-    if not dims:  # a 0-d tensor reduced over its dim 0: a copy (mean of one element is itself)
-        out.copy_(x.reshape(shape))
-        return out
-    if torch.compiler.is_compiling():
-        torch.ops.kernelkit.reduce_out(x, out, op, list(dims), variant)
+        OPS[op].variant(variant)  # unknown names fail here, before any tracing
+    if config is not None and not isinstance(config, ReduceConfig):
+        raise TypeError(f"{op}: config must be a ReduceConfig, got {type(config).__name__}")
+    if keepdim:
+        out_shape = tuple(1 if i in dims else s for i, s in enumerate(shape))
     else:
-        _reduce_into(x, out, op, dims, variant)
+        out_shape = tuple(s for i, s in enumerate(shape) if i not in dims)
+    return out_shape, list(dims), None if config is None else [config.block, config.unroll, config.blocks_per_sm]
+
+
+_calls = plan_cache()
+
+
+def _reduce(op: str, x, dim, keepdim: bool, out, variant, config) -> torch.Tensor:
+    check_tensor(x, "x", FLOAT_DTYPES, op)
+    if type(dim) is list:
+        dim = tuple(dim)  # hashable, for the cache key
+    if torch.compiler.is_compiling():  # no cache lookups while tracing: shapes may be symbolic
+        call = _resolve_call(op, x.shape, dim, keepdim, variant, config)
+    else:
+        key = (op, x.shape, dim, keepdim, variant, config)
+        try:
+            call = _calls.get(key)
+        except TypeError:  # an unhashable argument: resolving it names the bad one
+            call = _resolve_call(op, x.shape, dim, keepdim, variant, config)
+        if call is None:
+            call = remember(_calls, key, _resolve_call(op, x.shape, dim, keepdim, variant, config))
+    out_shape, dims, cfg = call
+    if out is None:
+        out = x.new_empty(out_shape)
+    elif not (isinstance(out, torch.Tensor) and out.shape == out_shape and out.dtype == x.dtype
+              and out.get_device() == x.get_device()):
+        check_out(out, x.new_empty(()).expand(out_shape), op)  # names what is wrong
+    _reduce_out(x, out, op, dims, variant, cfg)
     return out
-
-
-class _Like:
-    """What check_out compares ``out`` with, without allocating the expected result."""
-
-    def __init__(self, shape, x: torch.Tensor):
-        self.shape, self.dtype, self.device = torch.Size(shape), x.dtype, x.device
-
-    def get_device(self) -> int:
-        return self.device.index
 
 
 Dim = Union[None, int, Sequence[int]]
 
 
 def sum(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Optional[torch.Tensor] = None,  # noqa: A001
-        variant: Optional[str] = None) -> torch.Tensor:
-    """torch.sum: over every dim (dim=None) or the given dim(s); fp32 accumulation, x's dtype out."""
-    return _reduce("sum", x, dim, keepdim, out, variant)
+        variant: Optional[str] = None, config: Optional[ReduceConfig] = None) -> torch.Tensor:
+    """torch.sum: over every dim (dim=None) or the given dim(s); fp32 accumulation, x's dtype out.
+
+    ``x``: a float32, float16 or bfloat16 CUDA tensor of any shape and layout. ``out``: optional result
+    of the reduced shape and x's dtype. ``variant``: a rung of ``kernelkit.ladder("sum")``; None takes
+    the default. ``config``: for tuning and tests; the configuration to launch instead of the rule's
+    choice (a ReduceConfig of the fast rung's reduce_fast, for a reduction of the whole tensor or of its
+    last dims); raises ValueError if it cannot run this input.
+    """
+    return _reduce("sum", x, dim, keepdim, out, variant, config)
 
 
 def mean(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Optional[torch.Tensor] = None,
-         variant: Optional[str] = None) -> torch.Tensor:
-    """torch.mean: the fp32 sum times 1/count, in x's dtype (NaN for an empty reduction)."""
-    return _reduce("mean", x, dim, keepdim, out, variant)
+         variant: Optional[str] = None, config: Optional[ReduceConfig] = None) -> torch.Tensor:
+    """torch.mean: the fp32 sum times 1/count, in x's dtype (NaN for an empty reduction).
+
+    Arguments as for ``sum``.
+    """
+    return _reduce("mean", x, dim, keepdim, out, variant, config)
 
 
 def amax(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Optional[torch.Tensor] = None,
-         variant: Optional[str] = None) -> torch.Tensor:
-    """torch.amax: NaN-propagating maximum; an empty reduced dim raises, as in torch."""
-    return _reduce("amax", x, dim, keepdim, out, variant)
+         variant: Optional[str] = None, config: Optional[ReduceConfig] = None) -> torch.Tensor:
+    """torch.amax: NaN-propagating maximum; an empty reduced dim raises, as in torch.
+
+    Arguments as for ``sum``.
+    """
+    return _reduce("amax", x, dim, keepdim, out, variant, config)
 
 
 def amin(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Optional[torch.Tensor] = None,
-         variant: Optional[str] = None) -> torch.Tensor:
-    """torch.amin: NaN-propagating minimum; an empty reduced dim raises, as in torch."""
-    return _reduce("amin", x, dim, keepdim, out, variant)
+         variant: Optional[str] = None, config: Optional[ReduceConfig] = None) -> torch.Tensor:
+    """torch.amin: NaN-propagating minimum; an empty reduced dim raises, as in torch.
+
+    Arguments as for ``sum``.
+    """
+    return _reduce("amin", x, dim, keepdim, out, variant, config)
 
 
 # ---------------------------------------------------------------- ladders
@@ -319,8 +471,8 @@ RUNGS = (
     ("warp_shuffle", "first add + shared-memory tree to 64 values, the last warp by shuffles (no barriers)"),
     ("vector", "grid-stride 16-byte loads (2 in flight), fixed grid of 8 blocks/SM, shuffle block "
      "reduction; a second fixed-order pass"),
-    ("fast", "16-byte loads (2 in flight per thread, one full-occupancy wave of 1024-thread blocks), last-block finish by "
-     "integer ticket (one launch, no float atomics); a warp per short row; coalesced column reads "
+    ("fast", "16-byte loads (2 in flight per thread, one full-occupancy wave of 1024-thread blocks), "
+     "last-block finish by integer ticket (one launch, no float atomics); a warp per short row; coalesced column reads "
      "for leading dims"),
 )
 

@@ -1,0 +1,267 @@
+"""What transpose and permute share: their dtypes, the instantiations of csrc/rearrangement/transpose.cu,
+the rungs' tile choices, the tile configuration, and turning a planner's Plan into a launch.
+
+Both ops write ``y.contiguous()`` for a view ``y = x.permute(perm)`` through the same kernels; an op module
+keeps its plans keyed by what it was given and calls ``make_launch`` once per key. A launch is a function
+``run(in_ptr, out_ptr)`` holding the loaded kernel, the grid and every argument but the two pointers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from ...ladder import Kernel, Op, Variant
+from ...runtime import get_kernel, launch
+from .._shared.checks import check_out, pick_variant
+from .._shared.launch_rules import cdiv
+from ._rearrange import CARRIER, IDX32, IDX64, SKINNY_MAX, Plan, idx_type, make_plan
+
+SOURCE = "rearrangement/transpose.cu"
+DTYPES = (
+    torch.uint8, torch.int8, torch.bool, torch.float8_e4m3fn, torch.float8_e5m2,
+    torch.int16, torch.uint16, torch.float16, torch.bfloat16,
+    torch.int32, torch.uint32, torch.float32, torch.complex32,
+    torch.int64, torch.uint64, torch.float64, torch.complex64,
+)
+ACCEPTED = dict.fromkeys(DTYPES)  # for check_tensor: a hashed membership test, the order kept for its message
+MAX_GRID = 2**31 - 1
+GATHER_BLOCK = 256
+NAIVE_TILE = (8, 32)  # transpose_naive: a 32 x 8 block over 8 rows x 32 columns
+SHARED_TILE = 32  # transpose_tile: 32 x 32 elements, 256 threads
+
+
+@dataclass(frozen=True, order=True)
+class TileConfig:
+    """A tile of transpose_wide: ``rows`` x ``cols`` elements (of the element size moved) staged in shared
+    memory by ``threads`` threads. It must cover whole 128-byte groups of 16-byte vectors and divide
+    evenly over the threads (``check``)."""
+
+    rows: int
+    cols: int
+    threads: int
+
+    def check(self, esize: int) -> Optional[str]:
+        """Why this tile cannot be built for ``esize``-byte elements, or None when it can."""
+        tr, tc, threads = self.rows, self.cols, self.threads
+        v, u = 16 // esize, max(4, esize)
+        if threads % 32 or not 32 <= threads <= 1024:
+            return f"threads must be a multiple of 32 from 32 to 1024, got {threads}"
+        if tr <= 0 or tc <= 0 or tc * esize % 128 or tr % (8 * v):
+            return (f"a tile of {esize}-byte elements needs cols a multiple of {128 // esize} and rows a "
+                    f"multiple of {8 * v}, got {tr} x {tc}")
+        if tr * tc * esize > 48 * 1024:
+            return f"a {tr} x {tc} tile of {esize}-byte elements is over 48 KB of shared memory"
+        chunks = tc * esize // 16
+        items = (tr // (8 * v)) * (tc // (4 * (u // esize)))
+        if tr * chunks % threads or items % (threads // 32):
+            return f"{threads} threads do not divide a {tr} x {tc} tile of {esize}-byte elements evenly"
+        return None
+
+
+# transpose_wide's tiles (rows, cols, threads) per element size. WIDE_TILE: the wide rung's, 16 KB of
+# tile, 4 vectors a thread each way. BEST_TILES: the best rung's candidates in order of preference, from
+# a sweep on an H100 (docs/design/rearrangement.md); a call takes the one that wastes the least of its
+# tiles on the matrix edges (a 64-channel NCHW -> NHWC must not run 128-row tiles half empty). 8-byte
+# elements have none: the padded tile (8-byte accesses, 8 KB, 8 blocks an SM) read 2911 GB/s against
+# 2856-2862 for every wide tile (8192^2 float64).
+WIDE_TILE = {1: TileConfig(128, 128, 256), 2: TileConfig(128, 64, 256), 4: TileConfig(64, 64, 256),
+             8: TileConfig(32, 64, 256)}
+BEST_TILES = {
+    1: (TileConfig(128, 128, 256),),
+    2: (TileConfig(128, 128, 512), TileConfig(64, 128, 256), TileConfig(128, 64, 512)),
+    4: (TileConfig(64, 64, 512), TileConfig(32, 64, 256)),
+    8: (),
+}
+
+
+def best_tile(esize: int, R: int, C: int) -> TileConfig:
+    """The best rung's tile for an R x C transpose: the most useful candidate, earliest on ties."""
+    def useful(t: TileConfig) -> float:
+        return R / (cdiv(R, t.rows) * t.rows) * C / (cdiv(C, t.cols) * t.cols)
+
+    return max(BEST_TILES[esize], key=useful)
+
+
+def tile_kernel(mode: str, esize: int, tile: Optional[TileConfig] = None) -> tuple[str, int, int, int]:
+    """(name expression, block, tile rows, tile cols) of a rung's tile kernel for one element size;
+    ``tile``: the wide tile (the wide rung's by default)."""
+    t = CARRIER[esize]
+    if mode == "naive":
+        return f"kk::transpose_naive<{t}>", 256, *NAIVE_TILE
+    if mode in ("shared", "padded"):  # padding: one 4-byte bank word a row (1 element of >= 4 bytes)
+        pad = max(1, 4 // esize) if mode == "padded" else 0
+        return f"kk::transpose_tile<{t}, {pad}>", 256, SHARED_TILE, SHARED_TILE
+    tile = tile or WIDE_TILE[esize]
+    return f"kk::transpose_wide<{t}, {tile.rows}, {tile.cols}, {tile.threads}>", tile.threads, tile.rows, tile.cols
+
+
+def skinny_kernel(esize: int, skinny: tuple[str, int]) -> str:
+    side, n = skinny
+    return f"kk::transpose_skinny_{side}<{CARRIER[esize]}, {n}>"
+
+
+def _sizes(start: int, stop: int) -> list[int]:
+    return [e for e in (1, 2, 4, 8, 16) if start <= e <= stop]
+
+
+def rung_kernels(mode: Optional[str], widen: bool, dtype: torch.dtype) -> tuple[Kernel, ...]:
+    """Every instantiation a rung can launch for ``dtype``: widening may turn its elements into any
+    wider carrier, so the tile kernels of each reachable size and the gathers of each are listed."""
+    e0 = dtype.itemsize
+    out = []
+    if mode is not None:
+        for e in _sizes(e0, 8 if widen else e0):
+            if mode == "best":  # every candidate tile, the skinny kernels, the padded tile fallback
+                cands = [tile_kernel("best", e, t) for t in BEST_TILES[e]] + [tile_kernel("padded", e)]
+                cands += [(skinny_kernel(e, (side, n)), 256) for side in ("rows", "cols")
+                          for n in range(2, SKINNY_MAX + 1)]
+            else:
+                cands = [tile_kernel(mode, e)]
+            for name, block, *_ in cands:
+                bits = 128 if "wide" in name or "skinny" in name else 8 * e  # 16-byte vectors
+                out.append(Kernel(SOURCE, name, bits, bits, block=block))
+    for e in _sizes(e0, 16 if widen else e0):
+        for idx in (IDX32, IDX64):
+            out.append(Kernel(SOURCE, f"kk::gather<{CARRIER[e]}, {idx}>", 8 * e, 8 * e, block=GATHER_BLOCK))
+    return tuple(out)
+
+
+def rung(name: str, technique: str, mode: Optional[str], widen: bool = True, default: bool = False) -> Variant:
+    """A rung: ``mode`` names its tile kernel (None: no tiles, everything gathered), ``widen`` lets
+    contiguous runs move as wider elements."""
+    return Variant(name=name, technique=technique, dtypes=DTYPES, default=default,
+                   kernels=lambda dtype, _m=mode, _w=widen, **_: rung_kernels(_m, _w, dtype),
+                   params={"tile": mode, "widen": widen})
+
+
+# ---------------------------------------------------------------- launches
+
+def _nothing(in_ptr: int, out_ptr: int) -> None:
+    """An empty result: nothing to move."""
+
+
+def make_launch(op: Op, x: torch.Tensor, perm, align: int, variant: Optional[str],
+                config: Optional[TileConfig], dev: int) -> Callable[[int, int], None]:
+    """The launch writing x.permute(perm) into a contiguous out, for x's shape, strides and dtype, on
+    device ``dev``; ``align``: the low 4 bits of both pointers or-ed together (their common alignment)."""
+    v = pick_variant(op, variant, x.dtype)
+    mode = v.params["tile"]
+    if config is not None and mode not in ("wide", "best"):
+        raise ValueError(f"{op.name}: config sets a wide tile; variant {v.name!r} launches no wide tile")
+    if x.numel() == 0:
+        return _nothing
+    shape, strides = [x.shape[d] for d in perm], [x.stride(d) for d in perm]
+    p = make_plan(shape, strides, x.element_size(), align, align, widen=v.params["widen"], tiles=mode is not None)
+    if p.kind == "tile":
+        return _tile_launch(op, mode, p, config, dev)
+    if config is not None:
+        raise ValueError(f"{op.name}: config sets a wide tile, but this {op.name} is no 2-d transpose once its dims "
+                         "are merged (it is a copy or a gather)")
+    n = p.args[0]
+    return _launch_of(f"kk::gather<{CARRIER[p.esize]}, {idx_type(n)}>", max(1, min(cdiv(n, GATHER_BLOCK), MAX_GRID)),
+                      GATHER_BLOCK, (n, np.int32(p.args[1]), *p.args[2:]), dev)
+
+
+def _tile_launch(op: Op, mode: str, p: Plan, config: Optional[TileConfig], dev: int) -> Callable[[int, int], None]:
+    """A batched-transpose plan on rung ``mode``'s tile kernel (or ``config``'s wide tile)."""
+    B, R, C = p.args[:3]
+    tile = None
+    if config is not None:
+        why = config.check(p.esize)
+        if why:
+            raise ValueError(f"{op.name}: config {config} cannot run: {why}")
+        if not p.wide_ok:
+            raise ValueError(f"{op.name}: config sets a wide tile, but {_wide_needs(p)}")
+        mode, tile = "wide", config
+    elif mode == "best" and p.skinny:  # one 16-byte vector a thread and side, no tile
+        name, block = skinny_kernel(p.esize, p.skinny), 256
+        n = B * (C if p.skinny[0] == "rows" else R) // (16 // p.esize)
+        return _launch_of(name, min(cdiv(n, block), MAX_GRID), block, p.args, dev)
+    elif mode == "best":
+        if p.wide_ok and BEST_TILES[p.esize]:
+            tile = best_tile(p.esize, R, C)
+        else:
+            mode = "padded"
+    elif mode == "wide" and not p.wide_ok:
+        raise ValueError(f"{op.name}: variant 'wide' moves 16-byte vectors: {_wide_needs(p)}; the default "
+                         "variant handles any shape")
+    name, block, tr, tc = tile_kernel(mode, p.esize, tile)
+    return _launch_of(name, min(B * cdiv(R, tr) * cdiv(C, tc), MAX_GRID), block, p.args, dev)
+
+
+def _wide_needs(p: Plan) -> str:
+    return (f"it needs the transposed rows and columns ({p.args[1]} x {p.args[2]} elements of {p.esize} bytes) and "
+            f"every stride to be multiples of {16 // p.esize}, and 16-byte aligned data")
+
+
+def _launch_of(name: str, grid: int, block: int, args: tuple, dev: int) -> Callable[[int, int], None]:
+    """run(in_ptr, out_ptr): kernel ``name`` launched with the pointers, then ``args``."""
+    kernel = get_kernel(SOURCE, name, device_index=dev)
+
+    def run(in_ptr: int, out_ptr: int) -> None:
+        launch(kernel, grid, block, out_ptr, in_ptr, *args, name=name, device_index=dev)
+    return run
+
+
+# ---------------------------------------------------------------- arguments
+
+def wrap(d, ndim: int, name: str, op: str) -> int:
+    """Dim ``d`` as a non-negative index (a 0-d tensor takes 0 and -1, as in torch)."""
+    n = max(ndim, 1)
+    if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
+        raise TypeError(f"{op}: {name} must be an int, got {type(d).__name__}")
+    if not -n <= d < n:
+        raise IndexError(f"{op}: {name}={d} is out of range for a {ndim}-dim tensor (expected {-n} to {n - 1})")
+    return int(d) % n
+
+
+def check_config(config, op: str) -> Optional[list[int]]:
+    """``config`` (a TileConfig or None) as the custom op takes it: its fields as a list."""
+    if config is None:
+        return None
+    if not isinstance(config, TileConfig):
+        raise TypeError(f"{op}: config must be a TileConfig, got {type(config).__name__}")
+    return [config.rows, config.cols, config.threads]
+
+
+def check_result(out: torch.Tensor, x: torch.Tensor, shape: tuple, op: str) -> None:
+    """The caller's ``out`` must have the result's ``shape``, x's dtype and device, and no memory of x."""
+    if not (isinstance(out, torch.Tensor) and out.shape == shape and out.dtype == x.dtype
+            and out.get_device() == x.get_device()):
+        check_out(out, x.new_empty(()).expand(shape), op)  # names what is wrong (no allocation of the shape)
+    if out.numel() and overlaps(out, x):
+        raise ValueError(f"{op}: out shares memory with x; a rearrangement cannot run in place")
+
+
+def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether the memory spans of two tensors meet."""
+    (a0, a1), (b0, b1) = _span(a), _span(b)
+    return a0 < b1 and b0 < a1
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    """[first byte, last byte + 1) of the memory a tensor can reach."""
+    lo = t.data_ptr()
+    if t.is_contiguous():
+        return lo, lo + t.numel() * t.element_size()
+    return lo, lo + (sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * t.element_size()
+
+
+def resolved(x: torch.Tensor) -> torch.Tensor:
+    """x with a lazy conjugate or negation applied (the bits in memory of such views are not the values)."""
+    return x.resolve_conj().resolve_neg()
+
+
+def nbytes(x: torch.Tensor, *args, **kwargs) -> int:
+    return 2 * x.numel() * x.element_size()  # read x once, write out once
+
+
+def random_input(shape, dtype) -> torch.Tensor:
+    if dtype.is_complex:
+        return torch.randn(shape, device="cuda", dtype=dtype)
+    if dtype.is_floating_point:
+        return torch.randn(shape, device="cuda").to(dtype)
+    return torch.randint(0, 2 if dtype == torch.bool else 100, shape, device="cuda").to(dtype)

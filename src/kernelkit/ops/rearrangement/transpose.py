@@ -1,0 +1,118 @@
+"""transpose: ``x.transpose(dim0, dim1).contiguous()``, bit for bit, its ladder and dispatch.
+
+No arithmetic: every dtype moves as raw 1/2/4/8-byte words. The input may be any view (offset,
+non-contiguous, expanded): the kernels read through its strides, so no hidden ``.contiguous()`` copy
+is made. ``_rearrange`` reduces the view to a batched 2-d transpose, a widened contiguous run or a
+general gather; the rung decides which tile kernel (csrc/rearrangement/transpose.cu) a transpose uses.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ...ladder import Op, register
+from .._shared.checks import check_tensor
+from .._shared.custom_op import out_op
+from .._shared.plans import plan_cache, remember
+from ._launch import (ACCEPTED, TileConfig, check_config, check_result, make_launch, nbytes, random_input, resolved,
+                      rung, wrap)
+
+__all__ = ["transpose"]
+
+LADDER = (
+    rung("naive", "one element per thread: reads along input rows (coalesced), writes R elements apart "
+         "(every warp store touches 32 sectors)", "naive"),
+    rung("shared", "32x32 tile staged in shared memory so both global accesses are coalesced; the tile's "
+         "column reads conflict (32-way for 4-byte elements)", "shared"),
+    rung("padded", "the shared tile with one 4-byte bank word of padding per row (1 element of 4-8 bytes, "
+         "2 or 4 of 2 or 1 byte): column reads hit 32 banks", "padded"),
+    rung("wide", "16-byte loads and stores, 16 KB XOR-swizzled tile, register transposes of 1/2-byte "
+         "elements; needs rows, cols and strides multiples of 16/E bytes and aligned data", "wide"),
+    rung("best", "wide tiles (tuned per element size) where the shape allows, register transposes of "
+         "16-byte vectors when one side has 2-8 elements, the padded tile otherwise; copies and row moves "
+         "widened to 16-byte elements", "best", default=True),
+)
+
+_plans = plan_cache()
+
+
+def _transpose_into(x: torch.Tensor, out: torch.Tensor, dim0: int, dim1: int, variant: Optional[str],
+                    config: Optional[list[int]]) -> None:
+    """out <- x.transpose(dim0, dim1) (dims non-negative) for any layout of x and out. ``config``: the
+    fields of a TileConfig, or None for the rung's choice."""
+    if not out.is_contiguous():
+        tmp = torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        _transpose_into(x, tmp, dim0, dim1, variant, config)
+        out.copy_(tmp)
+        return
+    if x.is_conj() or x.is_neg():
+        x = resolved(x)
+    xp, op, dev = x.data_ptr(), out.data_ptr(), x.get_device()
+    align = (xp | op) & 15  # the low bits of both pointers: their common alignment
+    key = (x.shape, x.stride(), x.dtype, dev, align, dim0, dim1, variant, config and tuple(config))
+    run = _plans.get(key)
+    if run is None:
+        perm = list(range(x.dim()))
+        if perm:
+            perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+        cfg = None if config is None else TileConfig(*config)
+        run = remember(_plans, key, make_launch(OP, x, perm, align, variant, cfg, dev))
+    run(xp, op)
+
+
+_transpose_out = out_op("transpose_out", _transpose_into)
+
+
+def _resolve_call(shape: torch.Size, dim0, dim1, variant: Optional[str], config) -> tuple:
+    """(dim0, dim1 non-negative, result shape, config as a list); raises on bad arguments."""
+    a, b = wrap(dim0, len(shape), "dim0", "transpose"), wrap(dim1, len(shape), "dim1", "transpose")
+    if variant is not None:
+        OP.variant(variant)  # unknown names fail here, before any tracing
+    out_shape = list(shape)
+    if out_shape:
+        out_shape[a], out_shape[b] = out_shape[b], out_shape[a]
+    return a, b, tuple(out_shape), check_config(config, "transpose")
+
+
+_calls = plan_cache()
+
+
+def transpose(x: torch.Tensor, dim0: int = -2, dim1: int = -1, *, out: Optional[torch.Tensor] = None,
+              variant: Optional[str] = None, config: Optional[TileConfig] = None) -> torch.Tensor:
+    """``x.transpose(dim0, dim1).contiguous()``: a new contiguous tensor, bit for bit.
+
+    ``x``: a CUDA tensor of any dtype of 1, 2, 4 or 8 bytes, any shape and layout. ``out``: optional
+    result of the transposed shape and x's dtype, not overlapping x. ``variant``: a rung of
+    ``kernelkit.ladder("transpose")``; None picks the fastest valid for the input. ``config``: for tuning
+    and tests; the configuration to launch instead of the rule's choice (a TileConfig: the wide tile of
+    the wide and best rungs); raises ValueError if it cannot run this input.
+    """
+    check_tensor(x, "x", ACCEPTED, "transpose")
+    if torch.compiler.is_compiling():  # no cache lookups while tracing: shapes may be symbolic
+        call = _resolve_call(x.shape, dim0, dim1, variant, config)
+    else:
+        key = (x.shape, dim0, dim1, variant, config)
+        try:
+            call = _calls.get(key)
+        except TypeError:  # an unhashable argument: resolving it names the bad one
+            call = _resolve_call(x.shape, dim0, dim1, variant, config)
+        if call is None:
+            call = remember(_calls, key, _resolve_call(x.shape, dim0, dim1, variant, config))
+    a, b, out_shape, cfg = call
+    if out is None:
+        out = x.new_empty(out_shape)
+    else:
+        check_result(out, x, out_shape, "transpose")
+    _transpose_out(x, out, a, b, variant, cfg)
+    return out
+
+
+OP = register(Op(
+    name="transpose", family="rearrangement", variants=LADDER, bytes_moved=nbytes,
+    flops=lambda *a, **k: 0, call=transpose,
+    torch_fn=lambda x, dim0=-2, dim1=-1: x.transpose(dim0, dim1).contiguous(),
+    example=lambda shape, dtype: ((random_input(shape, dtype),), {}),
+    doc="x.transpose(dim0, dim1).contiguous(), any dtype, batched",
+    bench_shapes=((16384, 16384), (8192, 8192)), bench_dtypes=(torch.float32, torch.float16, torch.uint8),
+))

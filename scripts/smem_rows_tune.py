@@ -6,10 +6,12 @@ near L2), each checked against float64 first.
     python scripts/smem_rows_tune.py [--shapes 1024x65536] [--dtypes float16,float32]
                                      [--ops softmax,layer_norm,rms_norm] [--reps 200]
                                      [--configs "SmemRows(threads=512, per=2, chunks=4, stages=6, cluster=2); ..."]
+                                     [--rows 256x4x8,...]
 
 --configs takes configurations as their repr (kernelkit.ops.reduction.norm: Welford, NormTile, BulkRing,
 SmemRows; kernelkit.ops.reduction.softmax: SoftmaxTile, Loop), separated by ';'; a configuration that
-cannot run a case is reported and skipped.
+cannot run a case is reported and skipped. --rows GROUPxVECSxCLUSTER adds the norms' register-tile
+clusters (NormTile, weight and bias staged), dealt rows in a fixed stride and handed out.
 """
 from __future__ import annotations
 
@@ -30,11 +32,16 @@ softmax = importlib.import_module("kernelkit.ops.reduction.softmax")
 TOL = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 6e-2}
 
 
-def candidates(op: str, dtype: torch.dtype, len_: int, given: list[str]) -> list:
-    """The configurations to time: those given, else the rules' that hold the row and not twice over."""
+def candidates(op: str, dtype: torch.dtype, len_: int, given: list[str], rows: str) -> list:
+    """The configurations to time: those given (and --rows' clusters), else the rules' that hold the row
+    and not twice over."""
     mod = softmax if op == "softmax" else norm
-    if given:
-        return [parse_config(text, mod.CONFIG_CLASSES) for text in given]
+    tiles = []
+    for spec in (filter(None, rows.split(",")) if op != "softmax" else ()):
+        g, v, c = map(int, spec.split("x"))
+        tiles += [norm.NormTile(g, v, c, staged=True, handout=h) for h in ((False, True) if c > 1 else (False,))]
+    if given or tiles:
+        return [parse_config(text, mod.CONFIG_CLASSES) for text in given] + tiles
     cfgs = mod.configs(dtype) if op == "softmax" else mod.configs(dtype, aligned=True)
     return [c for c in cfgs if hasattr(c, "capacity") and len_ <= c.capacity(dtype) < 2 * len_]
 
@@ -46,6 +53,7 @@ def main() -> None:
     ap.add_argument("--ops", default="softmax,layer_norm,rms_norm")
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--configs", default="", help="configurations (their repr) separated by ';'")
+    ap.add_argument("--rows", default="", help="the norms' register-tile clusters GxVxC[,...]")
     a = ap.parse_args()
     given = [t.strip() for t in a.configs.split(";") if t.strip()]
     now = datetime.datetime.now(datetime.timezone.utc)
@@ -76,7 +84,7 @@ def main() -> None:
                     ref = reference.layer_norm(xs[0], (len_,), w, b)
                     chosen = norm.config_for("fast", dtype, len_, aligned=True, rms=False, rows=rows, sm=_sm())
                 fns = {"kernelkit": lambda i: call(xs[i % copies])}
-                for cfg in candidates(op, dtype, len_, given):
+                for cfg in candidates(op, dtype, len_, given, a.rows):
                     try:
                         out.fill_(float("nan"))
                         call(xs[0], config=cfg)

@@ -65,7 +65,8 @@ CHOSEN = [
      "kk::norm_rows<__half, 1024, 4, 2, false, false, true>", 131072),
     ("fast", "layer_norm", F32, 65536, 300, True, 80, Welford(), "kk::norm_welford<float, 512>", 0),
     ("registers", "layer_norm", F32, 32768, 300, True, 90, Welford(), "kk::norm_welford<float, 512>", 0),
-    ("fast", "layer_norm", F32, 1000, 300, False, 90, NormTile(64, 4), "kk::norm_rows<float, 64, 4, 1, false, false, false>", 0),
+    ("fast", "layer_norm", F32, 1000, 300, False, 90, NormTile(64, 4),
+     "kk::norm_rows<float, 64, 4, 1, false, false, false>", 0),
     ("welford", "layer_norm", F32, 1000, 300, True, 90, Welford(), "kk::norm_welford<float, 512>", 0),
 ]
 
@@ -209,7 +210,8 @@ def test_a_configuration_that_cannot_run_the_input_raises():
     Welford().check("layer_norm", F32, 10**7, False, 80)
     for bad in (lambda: NormTile(512, 4, 8), lambda: NormTile(128, 4, 1, early=True, staged=True),
                 lambda: NormTile(128, 4, handout=True), lambda: NormTile(32, 4, 2, staged=True),
-                lambda: NormTile(96, 4), lambda: BulkRing(1024, 3, 2, 3, True, 2), lambda: SmemRows(512, 2, 4, 4)):
+                lambda: NormTile(96, 4), lambda: BulkRing(1024, 3, 2, 3, True, 2),
+                lambda: SmemRows(512, 2, 4, 4)):
         with pytest.raises(ValueError):
             bad()
     with pytest.raises(ValueError, match="not a configuration"):
@@ -274,8 +276,8 @@ def test_norm_smem_kernels_claim_bulk_copies_and_wide_stores():
     from kernelkit.analyze.ladder_inspect import analyze_op
 
     smem = [r for r in analyze_op("rms_norm", "sm_90") if r.variant == "fast" and "norm_smem<" in r.kernel.name]
-    assert {r.kernel.name for r in smem} == {c.name(d) for d in DTYPES for c in norm.configs(d, aligned=True)
-                                              if isinstance(c, SmemRows)}
+    want = {c.name(d) for d in DTYPES for c in norm.configs(d, aligned=True) if isinstance(c, SmemRows)}
+    assert want and {r.kernel.name for r in smem} == want
     for r in smem:
         assert not r.claim_failures(), (r.kernel.name, r.claim_failures())
         assert any(o.startswith("UBLKCP") for o in r.opcodes) and max(r.store_widths) == 128 and r.local_ops == 0

@@ -20,7 +20,8 @@ CHOSEN = [
     ("fast", F32, 1000, True, 80, Tile(32, 8), "kk::softmax_rows<float, 32, 8, 1, true>"),
     ("registers", F16, 65536, True, 90, Loop("online"), "kk::softmax_online<__half, 512>"),
     ("fast", BF16, 300000, True, 90, Loop("online"), "kk::softmax_online<__nv_bfloat16, 512>"),
-    ("fast", BF16, 262144, True, 90, Tile(1024, 4, 8), "kk::softmax_rows<__nv_bfloat16, 1024, 4, 8, true>"),
+    ("fast", BF16, 262144, True, 90, Tile(1024, 4, 8),
+     "kk::softmax_rows<__nv_bfloat16, 1024, 4, 8, true>"),
     ("three_pass", F32, 1000, True, 90, Loop("three_pass"), "kk::softmax_three_pass<float, 512>"),
 ]
 

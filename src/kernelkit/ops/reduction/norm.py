@@ -162,15 +162,15 @@ RUNGS = (
      "formula; a second read writes (2 reads + 1 write)"),
     ("registers", "one CTA per row holding it in registers: mean, then squared deviations (two passes "
      "over registers), then the output; one read, one write; > 16K elements fall back to welford"),
-    ("fast", "per row length: rows packed into warps, a CTA per row, or a thread-block cluster per row "
-     "merging (mean, M2) through distributed shared memory (sm_90), persistent (resident CTAs only) with weight and bias staged in shared "
-     "memory once (by asynchronous copies, so that the first row's loads need not wait for them); past 32K elements on sm_90 (16-bit layer_norm: past 16K), aligned rows reach shared memory "
-     "by bulk (TMA) copies issued rows ahead (16-bit layer_norm's one-CTA rings taking rows handed out at run "
-     "time), 64K bf16 rows kept whole there (a CTA or a "
-     "cluster of 2 a row), fp16 rows of 32K-64K as persistent 8 x 256 clusters held to 64 registers (4 CTAs "
-     "an SM) that take their rows handed out at run time by a counter, fp32 rms_norm rows as such clusters "
-     "of 4 x 512 and fp32 layer_norm rows of 31K-32K as clusters of 2 x 512 (weight and bias staged); fp16 rows of 2K-4K elements request weight and bias before the row (16-bit "
-     "layer_norm, and fp16 rms_norm at 3.5K-5.5K rows: persistent CTAs staging them in shared memory once); "
+    ("fast", "per row length and dtype (norm_configs.config_for): rows packed into warps, a CTA per row, or "
+     "(sm_90) a thread-block cluster per row merging (mean, M2) through distributed shared memory, persistent "
+     "with weight and bias staged in shared memory once by asynchronous copies; 16-bit rows of 2K-4K elements: "
+     "persistent CTAs staging weight and bias once (layer_norm, fp16 up to 8K rows; fp16 rms_norm at 3.5K-5.5K "
+     "rows), fp16 rms_norm otherwise requesting them before the row; aligned rows on sm_90: fp16 rows of "
+     "32K-64K, fp32 rms_norm rows of 32K-64K "
+     "and fp32 layer_norm rows of 31K-32K as persistent clusters held to 64 registers that take their rows "
+     "handed out at run time by a counter, bf16 rows of 32K-64K kept whole in shared memory, the rest past 32K "
+     "elements (16-bit layer_norm: past 16K) by bulk (TMA) copies into rings of shared-memory stages; "
      "welford beyond the tables"),
 )
 
@@ -193,7 +193,8 @@ def _bytes(x, normalized_shape, weight=None, bias=None, *a, **k):
 
 OPS: dict[str, Op] = {}
 for _op, _fn, _torch in (
-    ("layer_norm", layer_norm, lambda x, ns, w=None, b=None, eps=1e-5: torch.nn.functional.layer_norm(x, ns, w, b, eps)),
+    ("layer_norm", layer_norm,
+     lambda x, ns, w=None, b=None, eps=1e-5: torch.nn.functional.layer_norm(x, ns, w, b, eps)),
     ("rms_norm", rms_norm, lambda x, ns, w=None, eps=None: torch.nn.functional.rms_norm(x, ns, w, eps)),
 ):
     OPS[_op] = register(Op(

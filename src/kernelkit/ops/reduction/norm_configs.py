@@ -213,7 +213,7 @@ T = NormTile
 # ---- the tables (by elements per 16-byte vector, 4: fp32, 8: 16-bit, then by capacity) -----------
 # The row in registers: warp-packed rows, then a CTA a row up to 32 values a thread at 1024 threads,
 # then a cluster a row (sm_90: persistent, weight and bias staged). 16-bit rows do best at 32 values a
-# thread from 4K elements on (docs/design/row-reductions.md, "register tiles").
+# thread from 4K elements on (docs/design/row-reductions.md, "Who holds a row, by length").
 FAST = {
     4: {128: T(32, 1), 256: T(32, 2), 512: T(32, 4), 1024: T(64, 4), 2048: T(128, 4), 4096: T(256, 4),
         8192: T(512, 4), 16384: T(1024, 4), 32768: T(1024, 8), 65536: T(512, 4, 8, staged=True)},

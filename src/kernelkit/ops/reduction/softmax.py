@@ -80,7 +80,8 @@ T = SoftmaxTile
 
 # By capacity, per elements per 16-byte vector (4: fp32, 8: 16-bit): small rows pack into warps, then a
 # CTA a row up to 1024 threads x 32 values, then a cluster a row (sm_90, statistics pushed by st.async,
-# no cluster barrier); the online kernel past the table (docs/design/row-reductions.md, "softmax").
+# no cluster barrier); the online kernel past the table (docs/design/row-reductions.md, "Who holds a
+# row, by length").
 FAST = {
     4: {128: T(32, 1), 256: T(32, 2), 512: T(32, 4), 1024: T(32, 8), 2048: T(128, 4), 4096: T(256, 4),
         8192: T(256, 8), 16384: T(512, 8), 32768: T(1024, 8), 65536: T(512, 8, 4), 131072: T(512, 8, 8),

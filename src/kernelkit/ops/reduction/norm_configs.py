@@ -34,12 +34,14 @@ def _args_without_rows(args: tuple) -> tuple:
 class Welford:
     """norm_welford: a block of LOOP_BLOCK threads a row, any length (two reads and a write)."""
 
+    block = LOOP_BLOCK
+
     def name(self, dtype: torch.dtype, vec: bool) -> str:
         return f"kk::norm_welford<{CXX_TYPE[dtype]}, {LOOP_BLOCK}>"
 
     def kernel(self, dtype: torch.dtype, vec: bool) -> Kernel:
         bits = torch.finfo(dtype).bits
-        return Kernel(SRC, self.name(dtype, vec), bits, bits, block=LOOP_BLOCK)
+        return Kernel(SRC, self.name(dtype, vec), bits, bits, block=self.block)
 
     def check(self, op: str, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
         pass
@@ -48,7 +50,7 @@ class Welford:
         return 0
 
     def launch(self, kernel, rows: int, args: tuple, shmem: int, dev: int) -> None:
-        launch(kernel, rows, LOOP_BLOCK, *_args_without_rows(args), name="norm_welford", device_index=dev)
+        launch(kernel, rows, self.block, *_args_without_rows(args), name="norm_welford", device_index=dev)
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,10 @@ class BulkRing:
                 and self.vecs % self.chunks == 0 and self.stages >= 1):
             raise ValueError(f"{self}: threads a multiple of 32 <= 1024, cluster 1, 2, 4 or 8, whole vectors a chunk")
 
+    @property
+    def block(self) -> int:
+        return self.threads
+
     def capacity(self, dtype: torch.dtype) -> int:
         return self.threads * self.vecs * per_vec(dtype) * self.cluster
 
@@ -142,7 +148,7 @@ class BulkRing:
         # the handed-out rings take their rows by a global atomic (ATOMG); 32 values a thread at 1024
         # threads (64 registers) may spill a few bytes (bf16)
         sass = ("UBLKCP", "ATOMG") if self.cluster == 1 else ("UBLKCP",)
-        return Kernel(SRC, self.name(dtype), 128, 128, block=self.threads, min_sm=CLUSTER_SM, sass=sass,
+        return Kernel(SRC, self.name(dtype), 128, 128, block=self.block, min_sm=CLUSTER_SM, sass=sass,
                       spills=self.threads == 1024 and self.vecs * per_vec(dtype) > 16,
                       dyn_shared=self.shared_bytes(True, True))
 
@@ -159,7 +165,7 @@ class BulkRing:
 
     def launch(self, kernel, rows: int, args: tuple, shmem: int, dev: int) -> None:
         extra = (handout_counters(dev),) if self.cluster == 1 else ()
-        launch_persistent(kernel, rows, self.threads, self.cluster, shmem, *args, *extra, dev=dev)
+        launch_persistent(kernel, rows, self.block, self.cluster, shmem, *args, *extra, dev=dev)
 
 
 @dataclass(frozen=True)
@@ -179,6 +185,10 @@ class SmemRows:
                 and self.cluster in (1, 2, 4, 8)):
             raise ValueError(f"{self}: threads a multiple of 32 <= 1024, more stages than chunks, cluster 1-8")
 
+    @property
+    def block(self) -> int:
+        return self.threads
+
     def capacity(self, dtype: torch.dtype) -> int:
         return self.threads * self.per * per_vec(dtype) * self.chunks * self.cluster
 
@@ -188,7 +198,7 @@ class SmemRows:
 
     def kernel(self, dtype: torch.dtype, vec: bool = True) -> Kernel:
         # the row arrives by bulk copies (UBLKCP: no global load of it to claim a width for)
-        return Kernel(SRC, self.name(dtype), None, 128, block=self.threads, min_sm=CLUSTER_SM, sass=("UBLKCP",),
+        return Kernel(SRC, self.name(dtype), None, 128, block=self.block, min_sm=CLUSTER_SM, sass=("UBLKCP",),
                       dyn_shared=self.shared_bytes(True, True))
 
     def check(self, op: str, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
@@ -202,18 +212,18 @@ class SmemRows:
         return self.stages * self.threads * self.per * 16
 
     def launch(self, kernel, rows: int, args: tuple, shmem: int, dev: int) -> None:
-        launch_persistent(kernel, rows, self.threads, self.cluster, shmem, *args, dev=dev)
+        launch_persistent(kernel, rows, self.block, self.cluster, shmem, *args, dev=dev)
 
 
 NormConfig = Union[Welford, NormTile, BulkRing, SmemRows]
 CONFIG_CLASSES = (Welford, NormTile, BulkRing, SmemRows)
 WELFORD = Welford()
-T = NormTile
+T = NormTile  # short, for the tables
 
 # ---- the tables (by elements per 16-byte vector, 4: fp32, 8: 16-bit, then by capacity) -----------
 # The row in registers: warp-packed rows, then a CTA a row up to 32 values a thread at 1024 threads,
-# then a cluster a row (sm_90: persistent, weight and bias staged). 16-bit rows do best at 32 values a
-# thread from 4K elements on (docs/design/row-reductions.md, "Who holds a row, by length").
+# then a cluster a row (sm_90: persistent, weight and bias staged); each capacity's tile is the one
+# measured fastest (docs/design/row-reductions.md, "Who holds a row, by length").
 FAST = {
     4: {128: T(32, 1), 256: T(32, 2), 512: T(32, 4), 1024: T(64, 4), 2048: T(128, 4), 4096: T(256, 4),
         8192: T(512, 4), 16384: T(1024, 4), 32768: T(1024, 8), 65536: T(512, 4, 8, staged=True)},

@@ -33,6 +33,7 @@ class Loop:
     """softmax_three_pass or softmax_online: a block of LOOP_BLOCK threads a row, any length."""
 
     kind: str = "online"
+    block = LOOP_BLOCK
 
     def __post_init__(self):
         if self.kind not in ("three_pass", "online"):
@@ -43,13 +44,13 @@ class Loop:
 
     def kernel(self, dtype: torch.dtype, vec: bool) -> Kernel:
         bits = torch.finfo(dtype).bits
-        return Kernel(SRC, self.name(dtype, vec), bits, bits, block=LOOP_BLOCK)
+        return Kernel(SRC, self.name(dtype, vec), bits, bits, block=self.block)
 
     def check(self, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
         pass
 
     def launch(self, kernel, rows: int, args: tuple, dev: int) -> None:
-        launch(kernel, rows, LOOP_BLOCK, args[0], args[1], args[3], name=f"softmax_{self.kind}", device_index=dev)
+        launch(kernel, rows, self.block, args[0], args[1], args[3], name=f"softmax_{self.kind}", device_index=dev)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class SoftmaxTile(RowTile):
 
 SoftmaxConfig = Union[Loop, SoftmaxTile]
 CONFIG_CLASSES = (Loop, SoftmaxTile)
-T = SoftmaxTile
+T = SoftmaxTile  # short, for the tables
 
 # By capacity, per elements per 16-byte vector (4: fp32, 8: 16-bit): small rows pack into warps, then a
 # CTA a row up to 1024 threads x 32 values, then a cluster a row (sm_90, statistics pushed by st.async,

@@ -1,5 +1,6 @@
 """The reduction family measured on one GPU: the reduction ladders at 2^28 elements, softmax / layer_norm /
-rms_norm on the five benchmark shapes, torch and the device copy beside each, and tuning sweeps.
+rms_norm on the five benchmark shapes, torch and the device copy beside each, and tuning sweeps (row ops:
+alternative configurations passed through config=).
 
     python benchmarks/reduction_tuning.py --warm            # compile every kernel (parallel, no GPU)
     python benchmarks/reduction_tuning.py --out FILE [--sections full,sweep,dims,rows,alts]
@@ -25,18 +26,21 @@ SHAPES = ((4096, 4096), (16384, 8192), (32768, 32768), (65536, 1024), (1024, 655
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # fast-rung launch shapes of the full reduction: (block, loads in flight per thread, blocks per SM)
 SWEEP = ((512, 4, 4), (256, 4, 8), (1024, 4, 2), (512, 2, 4), (512, 8, 4), (256, 8, 8), (512, 4, 8), (1024, 2, 2))
-# alternative (group, vecs, cluster) per (family, elements per vector, row length)
-ALTS = {
-    # softmax's 64K rows: clusters of 2 or 4 were measured; the fp32 default is 4 x 512
-    ("softmax", 4): {},
-    ("softmax", 8): {},
-    # 64K rows by bulk copies into a ring of stages, (threads, vecs, cluster, stages, weight and bias staged,
-    # copies a slice) (norm.BULK, BULK_SPARES), against the register-tile persistent clusters (3 numbers)
-    ("norm", 4): {65536: [(1024, 8, 2, 6, False, 4), (512, 4, 8, 4, True, 1)]},
-    ("norm", 8): {65536: [(1024, 4, 2, 3, True, 2), (1024, 4, 2, 4, False, 2), (512, 2, 8, 3, True, 1)],
-                  # 32K rows by bulk copies against one 1024-thread CTA a row
-                  32768: [(512, 4, 2, 3, True, 1), (1024, 4, 1, 2, True, 2), (1024, 4, 1, 3, True, 4)]},
-}
+# alternative row-op configurations by (family, elements per 16-byte vector) and row length, timed through
+# config= beside the rules' choice (kernelkit.ops.reduction.norm: NormTile, BulkRing, SmemRows;
+# kernelkit.ops.reduction.softmax: SoftmaxTile)
+def alternatives() -> dict:
+    from kernelkit.ops.reduction.norm import BulkRing
+
+    return {
+        ("softmax", 4): {},
+        ("softmax", 8): {},
+        ("norm", 4): {65536: [BulkRing(1024, 8, 2, 6, False, 4), BulkRing(512, 4, 8, 4, True, 1)]},
+        ("norm", 8): {65536: [BulkRing(1024, 4, 2, 3, True, 2), BulkRing(1024, 4, 2, 4, False, 2),
+                              BulkRing(512, 2, 8, 3, True, 1)],
+                      32768: [BulkRing(512, 4, 2, 3, True, 1), BulkRing(1024, 4, 1, 2, True, 2),
+                              BulkRing(1024, 4, 1, 3, True, 4)]},
+    }
 
 
 SAVE = lambda: None  # noqa: E731  (main sets it: rows save after every shape)
@@ -45,46 +49,41 @@ SAVE = lambda: None  # noqa: E731  (main sets it: rows save after every shape)
 def modules():
     import kernelkit  # noqa: F401  (registers the ops)
 
-    return {m: sys.modules[f"kernelkit.ops.{m}"] for m in ("reduce", "softmax", "norm")}
-
-
-def extend_names() -> None:
-    """Put the sweep's extra instantiations into the per-dtype builds, so --warm compiles them and the
-    timed loads hit the same cache entries."""
-    from kernelkit.ops._shared.cxx import CXX_TYPE
-    from kernelkit.ops.reduction._rows import per_vec, row_name
-
-    mods = modules()
-    for dt in DTYPES:
-        ct = CXX_TYPE[dt]
-        r = mods["reduce"].NAMES
-        extra = [f"kk::reduce_fast<{ct}, {ct}, {fn}, {b}, {u}>" for b, u, _ in SWEEP for fn in ("kk::SumOp", "kk::MaxOp")]
-        r._names[dt] = tuple(dict.fromkeys(r.names(dt) + tuple(extra)))
-        for fam, mod, kern in (("softmax", mods["softmax"], "softmax_rows"), ("norm", mods["norm"], "norm_rows")):
-            flags = (lambda c: [()]) if fam == "softmax" else mod._extras  # the rung's own flag sets
-            # (bulk configurations, four numbers, are the rung's own kernels: norm.BULK and BULK_SPARES)
-            extra = [row_name(kern, dt, cfg, True, *f) for alts in ALTS[(fam, per_vec(dt))].values() for cfg in alts
-                     if len(cfg) == 3 for f in flags(cfg)]
-            mod.NAMES._names[dt] = tuple(dict.fromkeys(mod.NAMES.names(dt) + tuple(extra)))
+    return {m: sys.modules[f"kernelkit.ops.reduction.{m}"] for m in ("reduce", "softmax", "norm")}
 
 
 def _compile(job):
     from kernelkit.runtime import compile_source
 
-    source, names, arch = job
+    source, name, arch = job
     try:
-        compile_source(source, names, arch)
+        compile_source(source, (name,), arch)
     except Exception as exc:
-        return f"{source}: {type(exc).__name__}: {str(exc)[:400]}"
+        return f"{source} {name}: {type(exc).__name__}: {str(exc)[:400]}"
     return None
 
 
 def warm(arch: str) -> None:
-    extend_names()
-    jobs = [(m.SRC, m.NAMES.names(dt), arch) for m in modules().values() for dt in DTYPES]
-    with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
-        errors = [e for e in pool.map(_compile, jobs) if e]
-    print(f"warmed {len(jobs)} builds for {arch}" + "".join(f"\n  {e}" for e in errors), flush=True)
+    """Build every kernel the reduction ladders list and every alternative configuration's, one NVRTC run
+    a kernel (as a call builds them), in parallel."""
+    from kernelkit.ladder import get_op
+    from kernelkit.ops.reduction._rows import per_vec
+
+    jobs = {}
+    for name in ("sum", "mean", "amax", "amin", "softmax", "layer_norm", "rms_norm"):
+        for v in get_op(name).variants:
+            for dt in v.dtypes:
+                for k in v.kernels(dt):
+                    jobs[(k.source, k.name, arch + k.arch_suffix)] = None
+    mods = modules()
+    for dt in DTYPES:
+        for (fam, n), by_len in alternatives().items():
+            if n == per_vec(dt):
+                for cfg in (c for cfgs in by_len.values() for c in cfgs):
+                    jobs[(mods[fam].SRC, cfg.name(dt, True), arch)] = None
+    with ProcessPoolExecutor(max_workers=os.cpu_count()) as pool:
+        errors = [e for e in pool.map(_compile, list(jobs)) if e]
+    print(f"warmed {len(jobs)} kernels for {arch}" + "".join(f"\n  {e}" for e in errors), flush=True)
 
 
 def timed(fn, nbytes: int, reps: int = 50) -> tuple[float, float]:
@@ -168,14 +167,15 @@ def _row_ops(x):
     b = torch.randn(n, device="cuda", dtype=x.dtype)
     F = torch.nn.functional
     return {
-        "softmax": (lambda: kernelkit.softmax(x), lambda: torch.softmax(x, -1)),
-        "layer_norm": (lambda: kernelkit.layer_norm(x, (n,), w, b), lambda: F.layer_norm(x, (n,), w, b)),
-        "rms_norm": (lambda: kernelkit.rms_norm(x, (n,), w), lambda: F.rms_norm(x, (n,), w)),
+        "softmax": (lambda **k: kernelkit.softmax(x, **k), lambda: torch.softmax(x, -1)),
+        "layer_norm": (lambda **k: kernelkit.layer_norm(x, (n,), w, b, **k), lambda: F.layer_norm(x, (n,), w, b)),
+        "rms_norm": (lambda **k: kernelkit.rms_norm(x, (n,), w, **k), lambda: F.rms_norm(x, (n,), w)),
     }
 
 
 def sec_rows(res, alts: bool, a):
     from kernelkit.bench import copy_bandwidth
+    from kernelkit.ops._shared.launch_rules import compute_capability
     from kernelkit.ops.reduction._rows import per_vec
 
     mods = modules()
@@ -205,34 +205,20 @@ def sec_rows(res, alts: bool, a):
                 if not alts:
                     continue
                 fam = "softmax" if op == "softmax" else "norm"
-                mod = mods[fam]
-                tab = mod.TABLES.fast[per_vec(dt)]
-                cap = min(c for c in tab if c >= shape[1])
-                default = base = tab[cap]
-                bulk = fam == "norm" and mod._bulk_config(dt, shape[1]) is not None
-                own = mod._bulk_for if fam == "norm" else None
-                if fam == "norm" and mod._bulk_for(dt, shape[1], op == "rms_norm") is not None:
-                    default = mod._bulk_for(dt, shape[1], op == "rms_norm")
-                for cfg in ALTS[(fam, per_vec(dt))].get(shape[1], []):
-                    assert cfg[0] * cfg[1] * cfg[2] * per_vec(dt) >= shape[1], cfg
-                    if bulk:  # a bulk configuration, or (3 numbers) the register-tile table without bulk
-                        mod._bulk_for = (lambda _d, _n, _r, c=cfg: c if len(c) == 6 else None)
-                    if len(cfg) == 3:
-                        tab[cap] = cfg
-                    mod._plans.clear()
+                if fam == "softmax":
+                    default = mods["softmax"].config_for("fast", dt, shape[1], sm=compute_capability(0))
+                else:
+                    default = mods["norm"].config_for("fast", dt, shape[1], aligned=True, rms=op == "rms_norm",
+                                                      rows=shape[0], sm=compute_capability(0))
+                for cfg in alternatives()[(fam, per_vec(dt))].get(shape[1], []):
                     try:
-                        good = close(ours(), want)
-                        aus, agbs = timed(ours, nb, reps)
-                    except Exception as exc:  # a configuration that cannot launch (cluster too large, ...)
+                        good = close(ours(config=cfg), want)
+                        aus, agbs = timed(lambda: ours(config=cfg), nb, reps)
+                    except Exception as exc:  # a configuration that cannot run the input or launch
                         print(f"  alt {cfg}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
                         continue
-                    finally:
-                        if bulk:
-                            mod._bulk_for = own
-                        tab[cap] = base
-                        mod._plans.clear()
-                    res.append(dict(section="alts", op=op, dtype=str(dt)[6:], shape=list(shape), config=list(cfg),
-                                    default=list(default), us=aus, gbs=agbs, ok=good, pct_copy=100 * agbs / copy))
+                    res.append(dict(section="alts", op=op, dtype=str(dt)[6:], shape=list(shape), config=repr(cfg),
+                                    default=repr(default), us=aus, gbs=agbs, ok=good, pct_copy=100 * agbs / copy))
                     print(f"  alt {op} {cfg} (default {default}): {agbs:6.0f} GB/s ok={good}", flush=True)
             del x
             torch.cuda.empty_cache()
@@ -274,7 +260,6 @@ def main(argv=None) -> int:
         return 0
     from kernelkit.bench import copy_bandwidth
 
-    extend_names()
     sections = a.sections.split(",")
     copy_large = copy_bandwidth(None)
     print(f"copy ceiling (1 GiB buffers, read + write): {copy_large:.0f} GB/s", flush=True)

@@ -1,39 +1,27 @@
-"""fp32 layer_norm rows of 16K-32K: kernelkit.layer_norm (norm.CLUSTER_ROWS_LN's handed-out clusters of 2 x 512
-where the table gives them, else the one-CTA tile) against the one-CTA tile (the table's 1024 x 8), at several row
-lengths, interleaved with a same-bytes copy.
+"""fp32 layer_norm rows of 16K-32K: kernelkit.layer_norm (norm_configs.CLUSTER_ROWS_LN's handed-out clusters
+of 2 x 512 where the rule gives them, else the one-CTA tile) against the one-CTA tile (NormTile(1024, 8),
+forced by config=), at several row lengths, interleaved with a same-bytes copy.
 
     python scripts/ln_cluster_lengths.py [--lens 16400,20000,24576,28672,32768] [--bytes 1073741824] [--reps 60]
 
-Each length gets rows enough for --bytes of input. Its result is norm.CLUSTER_ROWS_LN_FROM: the clusters win only
+Each length gets rows enough for --bytes of input. Its result is CLUSTER_ROWS_LN_FROM: the clusters win only
 where the second CTA of a cluster holds nearly a full slice (docs/design/row-reductions.md).
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 
 import torch
 
-from rowbench import Rotation, add_if_right, beside_kernelkit, device_line, norm_call
-
-norm = importlib.import_module("kernelkit.ops.norm")
+import kernelkit
+from kernelkit.ops.reduction import norm
+from rowbench import Rotation, add_if_right, beside_kernelkit, device_line
 
 
 def one_cta_tile(len_: int, w, b):
-    """The table's one-CTA tile (1024 x 8, weight and bias read from L2 at the output), launched as norm._run
-    launches a table configuration: a CTA a row."""
-    import numpy as np
-
-    from kernelkit.ops._rowwise import row_name
-    from kernelkit.runtime import launch
-
-    cfg = norm.TABLES.table("fast", torch.float32, 0)[32768]
-    kernel = norm.NAMES.load(row_name("norm_rows", torch.float32, cfg, True, False), torch.float32, 0)
-
-    def run(x, out):
-        launch(kernel, x.shape[0], cfg[0], x.data_ptr(), out.data_ptr(), w.data_ptr(), b.data_ptr(), x.shape[0],
-               len_, np.float32(1e-5), np.int32(0), device_index=0)
-    return run
+    """The table's one-CTA tile (1024 x 8, weight and bias read from L2 at the output), as fn(x, out)."""
+    tile = norm.NormTile(1024, 8)
+    return lambda x, out: kernelkit.layer_norm(x, (len_,), w, b, out=out, config=tile)
 
 
 def main() -> None:

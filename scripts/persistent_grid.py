@@ -1,18 +1,19 @@
 """The norms' persistent cluster rows at 1024 x 65536 (or --shape) with grids of several sizes, against
-kernelkit.softmax on the same input and a same-bytes copy, interleaved: does the number of resident
-clusters (and so rows a cluster) set the rate?
+kernelkit's own choice, kernelkit.softmax on the same input and a same-bytes copy, interleaved: does the
+number of resident clusters (and so rows a cluster) set the rate?
 
     python scripts/persistent_grid.py [--dtype float16] [--cfg 256x4x8] [--clusters 0,-1,64,62,60,56,48]
-        [--dynamic] [--no-weight] [--shmem 0,16384] [--macros "NAME=VALUE;..."] [--shape 1984x65536]
+        [--dynamic] [--staged] [--no-weight] [--no-bias] [--shmem 0,16384] [--shape 1984x65536]
 
---clusters: 0 every resident cluster, -1 one cluster a row. --dynamic: rows handed out at run time
-(norm_rows_dyn, with the host's counter buffer for the stream). Used to choose norm.CLUSTER_ROWS_RMS and
-CLUSTER_ROWS_LN (docs/design/row-reductions.md).
+--cfg GROUPxVECSxCLUSTER is a norm.NormTile (staged: clusters always stage weight and bias); --dynamic
+hands rows out at run time (handout=True: norm_rows_dyn, with the host's counter buffer for the stream);
+--staged with a cluster of 1 is the one-CTA staged form. --clusters: 0 every resident cluster, -1 one
+cluster a row. Used to choose norm_configs.CLUSTER_ROWS_RMS and CLUSTER_ROWS_LN
+(docs/design/row-reductions.md); the chosen configurations are then reachable through config=.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 
 import numpy as np
 import torch
@@ -20,43 +21,36 @@ import torch.nn.functional as F
 
 import kernelkit
 from kernelkit.bench import time_interleaved
-from kernelkit.runtime import get_kernel, launch
-from kernelkit.ops._rowwise import (allow_shared, handout_counters, launch_cluster, per_vec, resident_blocks,
-                                    row_name)
+from kernelkit.ops.reduction import norm
+from kernelkit.ops.reduction._rows import handout_counters
+from kernelkit.runtime import allow_shared, get_kernel, launch, resident_blocks
 from rowbench import device_line, report, row_shape, shape_args
-
-norm = importlib.import_module("kernelkit.ops.norm")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     shape_args(ap, shape="1024x65536", dtype="float16", cfg="256x4x8")
     ap.add_argument("--clusters", default="0,64,62,60,56,52,48")  # 0: every resident cluster, -1: one a row
-    ap.add_argument("--macros", default="", help="builds to add, each with these macros defined (';' between "
-                    "builds, '+' between macros of one), e.g. KK_STAGE_ASYNC=0")
     ap.add_argument("--no-weight", action="store_true", help="weight and bias None (no staged reads)")
     ap.add_argument("--no-bias", action="store_true", help="layer_norm's bias None (the weight kept)")
     ap.add_argument("--shmem", default="", help="dynamic shared memory sizes (bytes) to launch with besides the "
                     "staged slices' (the kernel reads only what its weight and bias need)")
-    ap.add_argument("--staged", action="store_true", help="GxVx1 as STAGED_ROWS launches it (kStage, one CTA a row)")
+    ap.add_argument("--staged", action="store_true", help="GxVx1 staged (one persistent CTA a row)")
     ap.add_argument("--dynamic", action="store_true", help="rows handed out at run time (norm_rows_dyn)")
     ap.add_argument("--reps", type=int, default=200)
-    ap.add_argument("--no-check", action="store_true", help="time builds whose results are wrong (experiments)")
     a = ap.parse_args()
     print(device_line())
-    rows, len_, dtype, c = row_shape(a)
+    rows, len_, dtype, (g, v, c) = row_shape(a)
+    cfg = norm.NormTile(g, v, c, staged=c > 1 or a.staged, handout=a.dynamic)
     x = torch.randn(rows, len_, device="cuda", dtype=dtype)
     w, b = torch.randn(2, len_, device="cuda", dtype=dtype)
     out = torch.empty_like(x)
     nbytes = 2 * x.numel() * x.element_size()
-    name = row_name("norm_rows_dyn" if a.dynamic else "norm_rows", dtype, c, True, False)
-    if a.staged:  # one CTA a row (cluster 1), weight and bias staged: STAGED_ROWS' kernel
-        name = name[:-1] + ", false, true>"
-    k = get_kernel("norm.cu", name, device_index=0)
-    shmem = 2 * c[0] * c[1] * per_vec(dtype) * x.element_size()
+    k = get_kernel(norm.SRC, cfg.name(dtype, True), device_index=0)
+    shmem = 2 * g * v * 16  # the weight and bias slices
     allow_shared(k, shmem, 0)
-    resident = resident_blocks(k, c[0], c[2], 0, shmem) // c[2]
-    print(f"{name}: {resident} resident clusters of {c[2]}")
+    resident = resident_blocks(k, cfg.block, c, 0, shmem) // c
+    print(f"{cfg}: {resident} resident clusters of {c}")
     for op in ("rms_norm", "layer_norm"):
         rms = op == "rms_norm"
         wt, bt = (None, None) if a.no_weight else (w, None if rms or a.no_bias else b)
@@ -64,32 +58,26 @@ def main() -> None:
         ref = (F.rms_norm(x.float(), (len_,), None if wt is None else wt.float(), 1e-5) if rms else
                F.layer_norm(x.float(), (len_,), *(None if t is None else t.float() for t in (wt, bt))))
         fns, labels = [], []
-        variants = [(n, "", shmem) for n in map(int, a.clusters.split(","))]
-        variants += [(n, "", int(sm)) for sm in filter(None, a.shmem.split(",")) for n in map(int, a.clusters.split(","))]
-        variants += [(n, m, shmem) for m in filter(None, a.macros.split(";")) for n in map(int, a.clusters.split(","))]
-        need = sum(t is not None for t in (wt, bt)) * shmem // 2  # the staged slices the kernel reads
-        for n, ns, sm in [v for v in variants if v[2] >= need]:
-            g = rows if n == -1 else min(resident if n == 0 else n, rows)
-            kk = k if not ns else get_kernel("norm.cu", name, device_index=0,
-                                             extra_options=tuple(f"define_macro={d}" for d in ns.split("+")))
-            allow_shared(kk, max(sm, shmem), 0)
+        sizes = [shmem] + [int(s) for s in filter(None, a.shmem.split(","))]
+        need = cfg.shared_bytes(wt is not None, bt is not None)  # the staged slices the kernel reads
+        for n, sm in [(n, sm) for sm in sizes for n in map(int, a.clusters.split(",")) if sm >= need]:
+            allow_shared(k, max(sm, shmem), 0)
+            grid = rows if n == -1 else min(resident if n == 0 else n, rows)
             if n == 0 and sm != shmem:  # the resident grid at this shared memory size
-                g = min(resident_blocks(kk, c[0], c[2], 0, sm) // c[2], rows)
+                grid = min(resident_blocks(k, cfg.block, c, 0, sm) // c, rows)
             args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, np.float32(1e-5), np.int32(rms),
                     *((handout_counters(0),) if a.dynamic else ()))
-            if c[2] == 1:
-                run = lambda g=g, kk=kk, sm=sm, args=args: launch(kk, g, c[0], *args, shmem=sm, device_index=0)  # noqa: E731
-            else:
-                run = lambda g=g, kk=kk, sm=sm, args=args: launch_cluster(kk, g * c[2], c[0], c[2], *args,  # noqa: E731
-                                                                          dev=0, shmem=sm)
+            run = lambda grid=grid, sm=sm, args=args: launch(k, grid * c, cfg.block, *args, shmem=sm,  # noqa: E731
+                                                             cluster=c, device_index=0)
             out.fill_(float("nan"))
             run()
             err = (out.float() - ref).abs().max().item()
-            if err > 2e-2 and not a.no_check:
-                print(f"  {g} clusters: WRONG ({err})")
+            if err > 2e-2:
+                print(f"  {grid} clusters: WRONG ({err})")
                 continue
             fns.append(run)
-            labels.append((f"{g} clusters ({-(-rows // g)} rows a cluster)" if n != -1 else "a cluster a row") + (f" {ns}" if ns else "") + (f" shmem {sm}" if sm != shmem else ""))
+            labels.append((f"{grid} clusters ({-(-rows // grid)} rows a cluster)" if n != -1 else "a cluster a row")
+                          + (f" shmem {sm}" if sm != shmem else ""))
         fns.append((lambda: kernelkit.rms_norm(x, (len_,), wt, 1e-5, out=out)) if rms else
                    (lambda: kernelkit.layer_norm(x, (len_,), wt, bt, out=out)))
         labels.append(f"kernelkit.{op}")

@@ -1,5 +1,5 @@
 """A small workload for compute-sanitizer (memcheck, racecheck) over layer_norm's one-CTA bulk-copy rings with
-rows handed out (norm_bulk_dyn, norm.BULK_HANDOUT): fp16 and bf16 rows of 32768 and 20000 elements, more rows
+rows handed out (norm_bulk_dyn): fp16 and bf16 rows of 32768 and 20000 elements, more rows
 than resident CTAs, each twice, checked against torch. (race_staged.py's kernels take too long under racecheck
 to add these there.)"""
 import torch

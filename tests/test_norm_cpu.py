@@ -1,67 +1,233 @@
-"""The norms' host-side tables, without a GPU: every bulk-copy configuration is launchable on sm_90
-(shared memory, whole vectors per copy, 16-byte copies) and the table picks what it claims."""
+"""The norms' configurations and rules without a GPU: what the rule chooses for a set of inputs (recorded
+from the dispatcher before the configurations became dataclasses), that ``configs`` lists exactly what
+the rule can choose, that every configuration fits the device and travels through the custom op, the
+errors of a configuration that cannot run an input, and the handout counters' keys."""
+import itertools
+
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import kernelkit  # noqa: E402,F401  (registers the ops)
 from kernelkit.ops.reduction import norm  # noqa: E402
+from kernelkit.ops.reduction import norm_configs as nc  # noqa: E402
+from kernelkit.ops.reduction._rows import HandoutCounters, config_text, parse_config, per_vec  # noqa: E402
+from kernelkit.ops.reduction.norm_configs import BulkRing, NormTile, SmemRows, Welford  # noqa: E402
 
+F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
+DTYPES = (F32, F16, BF16)
 SM90_MAX_DYNAMIC_SHARED = 227 * 1024
-STATIC_SHARED = 1024  # norm_bulk's own: reductions, slots, mbarriers (640 bytes measured by inspect)
+STATIC_SHARED = 1024  # the kernels' own shared memory: reductions, slots, mbarriers (< 1 KB)
+
+# (rung, op, dtype, len, rows, aligned, sm) -> (configuration, kernel, dynamic shared memory with weight
+# and bias), as the tuple-configured dispatcher launched them.
+CHOSEN = [
+    ("fast", "layer_norm", F16, 65536, 300, True, 90, NormTile(256, 4, 8, staged=True, handout=True),
+     "kk::norm_rows_dyn<__half, 256, 4, 8>", 32768),
+    ("fast", "rms_norm", F32, 65536, 300, True, 90, NormTile(512, 8, 4, staged=True, handout=True),
+     "kk::norm_rows_dyn<float, 512, 8, 4>", 65536),  # rms_norm: no bias slice
+    ("fast", "layer_norm", F32, 65536, 300, True, 90, BulkRing(1024, 2, 8, 3, True),
+     "kk::norm_bulk<float, 1024, 2, 8, 3, true, 1>", 163840),
+    ("fast", "layer_norm", F32, 32768, 300, True, 90, NormTile(512, 8, 2, staged=True, handout=True),
+     "kk::norm_rows_dyn<float, 512, 8, 2>", 131072),
+    ("fast", "layer_norm", F32, 24576, 300, True, 90, NormTile(1024, 8),
+     "kk::norm_rows<float, 1024, 8, 1, true, false, false>", 0),
+    ("fast", "rms_norm", F32, 32768, 300, True, 90, NormTile(1024, 8),
+     "kk::norm_rows<float, 1024, 8, 1, true, false, false>", 0),
+    ("fast", "layer_norm", F16, 32768, 300, True, 90, BulkRing(1024, 4, 1, 3, True, 4),
+     "kk::norm_bulk_dyn<__half, 1024, 4, 3, true, 4>", 180224),
+    ("fast", "rms_norm", F16, 32768, 300, True, 90, NormTile(1024, 4),
+     "kk::norm_rows<__half, 1024, 4, 1, true, false, false>", 0),
+    ("fast", "layer_norm", F16, 32768, 300, True, 80, NormTile(1024, 4),
+     "kk::norm_rows<__half, 1024, 4, 1, true, false, false>", 0),
+    ("fast", "layer_norm", BF16, 65536, 300, True, 90, SmemRows(512, 2, 4, 6, 2),
+     "kk::norm_smem<__nv_bfloat16, 512, 2, 4, 6, 2>", 98304),
+    ("fast", "rms_norm", BF16, 65536, 300, True, 90, SmemRows(1024, 2, 4, 7, 1),
+     "kk::norm_smem<__nv_bfloat16, 1024, 2, 4, 7, 1>", 229376),
+    ("fast", "layer_norm", F16, 131072, 300, True, 90, BulkRing(1024, 4, 4, 3, False),
+     "kk::norm_bulk<__half, 1024, 4, 4, 3, false, 1>", 196608),
+    ("fast", "layer_norm", F16, 4096, 8192, True, 90, NormTile(128, 4, staged=True),
+     "kk::norm_rows<__half, 128, 4, 1, true, false, true>", 16384),
+    ("fast", "layer_norm", F16, 4096, 8193, True, 90, NormTile(128, 4),
+     "kk::norm_rows<__half, 128, 4, 1, true, false, false>", 0),
+    ("fast", "layer_norm", BF16, 4096, 20000, True, 90, NormTile(128, 4, staged=True),
+     "kk::norm_rows<__nv_bfloat16, 128, 4, 1, true, false, true>", 16384),
+    ("fast", "rms_norm", F16, 4096, 3584, True, 90, NormTile(128, 4, staged=True),
+     "kk::norm_rows<__half, 128, 4, 1, true, false, true>", 16384),
+    ("fast", "rms_norm", F16, 4096, 3583, True, 90, NormTile(128, 4, early=True),
+     "kk::norm_rows<__half, 128, 4, 1, true, true, false>", 0),
+    ("fast", "rms_norm", BF16, 4096, 4096, True, 90, NormTile(128, 4),
+     "kk::norm_rows<__nv_bfloat16, 128, 4, 1, true, false, false>", 0),
+    ("fast", "layer_norm", F32, 32768, 300, False, 90, NormTile(256, 4, 8, staged=True),
+     "kk::norm_rows<float, 256, 4, 8, false, false, true>", 32768),
+    ("fast", "layer_norm", F32, 32768, 300, False, 80, Welford(), "kk::norm_welford<float, 512>", 0),
+    ("fast", "layer_norm", F16, 65536, 300, False, 90, NormTile(1024, 4, 2, staged=True),
+     "kk::norm_rows<__half, 1024, 4, 2, false, false, true>", 131072),
+    ("fast", "layer_norm", F32, 65536, 300, True, 80, Welford(), "kk::norm_welford<float, 512>", 0),
+    ("registers", "layer_norm", F32, 32768, 300, True, 90, Welford(), "kk::norm_welford<float, 512>", 0),
+    ("fast", "layer_norm", F32, 1000, 300, False, 90, NormTile(64, 4),
+     "kk::norm_rows<float, 64, 4, 1, false, false, false>", 0),
+    ("welford", "layer_norm", F32, 1000, 300, True, 90, Welford(), "kk::norm_welford<float, 512>", 0),
+]
 
 
-@pytest.mark.parametrize("n", [4, 8])
-def test_every_bulk_configuration_fits_and_copies_whole_vectors(n):
-    for cfg in set(norm.BULK[n].values()) | set(norm.BULK_SPARES[n]):
-        threads, vecs, cluster, stages, staged, chunks = cfg
-        assert vecs % chunks == 0, cfg  # each copy holds whole vectors of every thread
-        chunk_bytes = threads * vecs * 16 // chunks
-        assert chunk_bytes % 16 == 0, cfg  # cp.async.bulk moves multiples of 16 bytes
-        shared = norm._bulk_shared(cfg, True, True)
-        assert shared == stages * chunk_bytes + (2 * threads * vecs * 16 if staged else 0)
-        assert shared + STATIC_SHARED <= SM90_MAX_DYNAMIC_SHARED, (cfg, shared)
-        assert cluster in (1, 2, 4, 8) and threads <= 1024
+@pytest.mark.parametrize("rung,op,dtype,len_,rows,aligned,sm,want,name,shmem", CHOSEN)
+def test_the_rule_chooses_what_the_dispatcher_chose(rung, op, dtype, len_, rows, aligned, sm, want, name, shmem):
+    got = norm.config_for(rung, dtype, len_, aligned=aligned, rms=op == "rms_norm", rows=rows, sm=sm)
+    assert got == want
+    assert got.name(dtype, aligned) == name
+    assert got.shared_bytes(True, op == "layer_norm") == shmem
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-def test_bulk_table_picks_the_smallest_holding_configuration(dtype):
-    n = 4 if dtype == torch.float32 else 8  # elements per 16-byte vector
-    table = norm.BULK[n]
-    for cap, cfg in table.items():
-        threads, vecs, cluster = cfg[:3]
-        assert threads * vecs * n * cluster >= cap, cfg  # the configuration holds its rows
-    assert norm._bulk_config(dtype, 40000) == table[65536]
-    assert norm._bulk_config(dtype, 65536) == table[65536]
-    assert norm._bulk_config(dtype, 65537) == table[131072]
-    assert norm._bulk_config(dtype, 131073) is None  # longer rows: welford
-    assert norm._bulk_name(dtype, table[65536]).startswith("kk::norm_bulk<")
+# lengths at and around every table boundary, row counts around every row range
+LENS = sorted({1, 3, 127, 128, 129, 512, 1000, 1024, 1025, 2048, 2056, 3000, 4088, 4096, 4097, 8192, 8193, 16384,
+               16385, 20000, 24576, 31744, 31745, 32768, 32769, 40000, 65536, 65537, 100000, 131072, 131073, 300000})
+ROWS = (1, 5, 300, 3583, 3584, 4096, 5632, 5633, 8192, 8193, 20000)
 
 
-def test_layer_norm_alone_takes_bulk_copies_for_32k_16bit_rows():
-    """16K-32K aligned 16-bit rows: layer_norm by bulk copies (weight and bias staged), rms_norm and
-    fp32 by the register tile; longer rows by the shared bulk table for both."""
-    cfg = norm.BULK_LAYER_NORM[8][32768]
-    assert norm._bulk_for(torch.float16, 32768, rms=False) == cfg
-    assert norm._bulk_for(torch.bfloat16, 20000, rms=False) == cfg
-    assert norm._bulk_for(torch.float16, 16384, rms=False) is None
-    assert norm._bulk_for(torch.float16, 32768, rms=True) is None
-    assert norm._bulk_for(torch.float32, 32768, rms=False) is None
-    assert norm._bulk_for(torch.float16, 65536, rms=True) == norm.BULK[8][65536]
-    assert cfg in norm.BULK_SPARES[8]  # compiled, claim-checked and GPU-tested with the rung
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rung", ["welford", "registers", "fast"])
+def test_configs_lists_exactly_what_the_rule_chooses(dtype, rung):
+    """configs() (what the rung's kernels and the GPU tests come from) against the rule's choices over a
+    dense sweep of inputs: nothing listed that no input reaches, nothing reached that is not listed."""
+    for aligned in (True, False):
+        chosen = {norm.config_for(rung, dtype, len_, aligned=aligned, rms=rms, rows=rows, sm=sm)
+                  for len_, rows, rms, sm in itertools.product(LENS, ROWS, (False, True), (80, 90))}
+        assert chosen == set(norm.configs(dtype, aligned=aligned, rung=rung)), (rung, dtype, aligned)
+
+
+def test_the_rungs_list_one_kernel_per_reachable_form():
+    """The kernel lists (compiled by the CPU compile test and `kernelkit inspect`): the counts recorded when
+    the unreachable spares, prefetch forms and fixed-stride alternatives left them."""
+    counts = {(r, d): len(norm.OPS["layer_norm"].variant(r).kernels(d)) for r in ("welford", "registers", "fast")
+              for d in DTYPES}
+    assert counts == {("welford", F32): 1, ("welford", F16): 1, ("welford", BF16): 1,
+                      ("registers", F32): 13, ("registers", F16): 11, ("registers", BF16): 11,
+                      ("fast", F32): 24, ("fast", F16): 23, ("fast", BF16): 23}
+    for d in DTYPES:
+        names = [k.name for k in norm.OPS["rms_norm"].variant("fast").kernels(d)]
+        assert len(names) == len(set(names))
+        assert names == [k.name for k in norm.OPS["layer_norm"].variant("fast").kernels(d)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_configuration_fits_an_sm90_and_round_trips(dtype):
+    """Every configuration the rules choose: its shared memory fits beside the kernel's own, bulk copies
+    move whole 16-byte vectors, shared-memory rows hold a slice and a chunk more; each survives the trip
+    through the custom op as text."""
+    for aligned in (True, False):
+        for cfg in norm.configs(dtype, aligned=aligned):
+            assert parse_config(config_text(cfg), norm.CONFIG_CLASSES) == cfg
+            assert cfg.shared_bytes(True, True) + STATIC_SHARED <= SM90_MAX_DYNAMIC_SHARED, cfg
+            if isinstance(cfg, BulkRing):
+                assert aligned and cfg.vecs % cfg.chunks == 0
+                chunk = cfg.threads * cfg.vecs * 16 // cfg.chunks
+                assert chunk % 16 == 0  # cp.async.bulk moves multiples of 16 bytes
+                assert cfg.shared_bytes(True, True) == cfg.stages * chunk + (
+                    2 * cfg.threads * cfg.vecs * 16 if cfg.staged else 0)
+            if isinstance(cfg, SmemRows):
+                assert aligned and cfg.stages > cfg.chunks
+                assert cfg.shared_bytes() == cfg.stages * cfg.threads * cfg.per * 16
+                assert cfg.capacity(dtype) == 65536
+            if isinstance(cfg, (NormTile, BulkRing, SmemRows)):
+                assert cfg.kernel(dtype, aligned).dyn_shared == cfg.shared_bytes(True, True)
+
+
+def test_tables_pick_the_smallest_holding_configuration():
+    for n, table in nc.BULK.items():
+        dtype = F32 if n == 4 else F16
+        for cap, cfg in table.items():
+            assert cfg.capacity(dtype) >= cap
+    assert norm.config_for("fast", F32, 40000, aligned=True, rms=False, rows=7, sm=90) == nc.BULK[4][65536]
+    assert norm.config_for("fast", F32, 65537, aligned=True, rms=True, rows=7, sm=90) == nc.BULK[4][131072]
+    assert norm.config_for("fast", F32, 131073, aligned=True, rms=False, rows=7, sm=90) == Welford()
+    # 16-bit layer_norm rows of 16K-32K: one-CTA bulk rings; rms_norm and fp32 keep the register tile
+    ring = nc.BULK_LAYER_NORM[8][32768]
+    assert norm.config_for("fast", BF16, 20000, aligned=True, rms=False, rows=7, sm=90) == ring
+    assert norm.config_for("fast", F16, 16384, aligned=True, rms=False, rows=7, sm=90) == NormTile(1024, 2)
+    assert norm.config_for("fast", F16, 32768, aligned=True, rms=True, rows=7, sm=90) == NormTile(1024, 4)
+
+
+def test_cluster_rows_pick_their_lengths():
+    """The tight register-tile clusters: fp16 rows of 32K-64K (both ops), fp32 rms_norm rows of 32K-64K,
+    fp32 layer_norm rows of 31K-32K; aligned rows on sm_90 only."""
+    def rule(dtype, len_, rms=False, aligned=True, sm=90):
+        return norm.config_for("fast", dtype, len_, aligned=aligned, rms=rms, rows=300, sm=sm)
+
+    fp16 = nc.CLUSTER_ROWS[F16][65536]
+    assert rule(F16, 65536) == rule(F16, 40000) == rule(F16, 40000, rms=True) == fp16
+    assert rule(F16, nc.CLUSTER_ROWS_FROM) != fp16 and rule(F16, 65537) != fp16
+    assert rule(F16, 65536, aligned=False) == NormTile(1024, 4, 2, staged=True)
+    assert rule(BF16, 65536) == nc.SMEM["layer_norm"][BF16][65536]
+    fp32 = nc.CLUSTER_ROWS_RMS[F32][65536]
+    assert rule(F32, 65536, rms=True) == fp32 and rule(F32, 65536) == nc.BULK[4][65536]
+    ln32 = nc.CLUSTER_ROWS_LN[F32][32768]
+    assert rule(F32, 32768) == rule(F32, 31748) == ln32
+    assert rule(F32, nc.CLUSTER_ROWS_LN_FROM) == NormTile(1024, 8)  # a half-empty cluster is slower
+    assert rule(F32, 32768, rms=True) == NormTile(1024, 8)
+    assert rule(F32, 32768, sm=80) == NormTile(1024, 8)
+    for cfg, dtype in ((fp16, F16), (fp32, F32), (ln32, F32)):
+        assert cfg.handout and cfg.staged and cfg.name(dtype, True).startswith("kk::norm_rows_dyn<")
+        assert cfg.capacity(dtype) == (32768 if cfg is ln32 else 65536)
+
+
+def test_4096_element_rows_staged_by_row_count():
+    """fp16 layer_norm rows of 2K-4K elements: staged persistent CTAs up to STAGED_MAX_ROWS rows, the tight
+    tile a CTA a row (weight and bias read at the output) beyond; bf16 staged at any row count; fp16
+    rms_norm staged within STAGED_RMS_ROWS, early weight reads outside; bf16 rms_norm never staged."""
+    def rule(dtype, len_, rows, rms=False):
+        return norm.config_for("fast", dtype, len_, aligned=True, rms=rms, rows=rows, sm=90)
+
+    staged, plain = NormTile(128, 4, staged=True), NormTile(128, 4)
+    limit = nc.STAGED_MAX_ROWS[F16]
+    lo, hi = nc.STAGED_RMS_ROWS[F16]
+    for len_ in (4096, 2056):
+        assert rule(F16, len_, limit) == staged and rule(F16, len_, limit + 1) == plain
+        assert rule(BF16, len_, 10 * limit) == staged
+        for rows in (lo - 1, hi + 1, limit):
+            assert rule(F16, len_, rows, rms=True) == NormTile(128, 4, early=True)
+        for rows in (lo, 4096, hi):
+            assert rule(F16, len_, rows, rms=True) == staged
+        assert rule(BF16, len_, 4096, rms=True) == plain
+    assert norm.config_for("fast", F16, 4096, aligned=False, rms=True, rows=4096, sm=90) == plain
+    names = {k.name for k in norm.OPS["layer_norm"].variant("fast").kernels(F16)}
+    assert {c.name(F16, True) for c in (staged, plain, NormTile(128, 4, early=True))} <= names
+
+
+def test_a_configuration_that_cannot_run_the_input_raises():
+    tile = NormTile(128, 4)
+    tile.check("layer_norm", F16, 4096, True, 80)
+    with pytest.raises(ValueError, match="holds 4096 elements, the row has 4097"):
+        tile.check("layer_norm", F16, 4097, True, 90)
+    with pytest.raises(ValueError, match="need sm_90"):
+        NormTile(512, 4, 8, staged=True).check("layer_norm", F32, 1000, True, 80)
+    with pytest.raises(ValueError, match="aligned"):
+        NormTile(128, 4, early=True).check("rms_norm", F16, 4095, False, 90)
+    with pytest.raises(ValueError, match="aligned"):
+        nc.BULK[4][65536].check("layer_norm", F32, 40000, False, 90)
+    with pytest.raises(ValueError, match="need sm_90"):
+        nc.SMEM["rms_norm"][BF16][65536].check("rms_norm", BF16, 40000, True, 80)
+    Welford().check("layer_norm", F32, 10**7, False, 80)
+    for bad in (lambda: NormTile(512, 4, 8), lambda: NormTile(128, 4, 1, early=True, staged=True),
+                lambda: NormTile(128, 4, handout=True), lambda: NormTile(32, 4, 2, staged=True),
+                lambda: NormTile(96, 4), lambda: BulkRing(1024, 3, 2, 3, True, 2),
+                lambda: SmemRows(512, 2, 4, 4)):
+        with pytest.raises(ValueError):
+            bad()
+    with pytest.raises(ValueError, match="not a configuration"):
+        parse_config("SoftmaxTile(threads=128, vecs=4, cluster=1)", norm.CONFIG_CLASSES)
 
 
 def test_dynamic_shared_memory_is_opted_in_at_48k(monkeypatch):
-    """48 KB of ring with no weight or bias staged (16K-32K 16-bit layer_norm rows without them) plus
-    the kernel's static shared memory is past the default limit: the opt-in must be made for it too
-    (it was skipped at <= 48 KB and the launch failed with CUDA_ERROR_INVALID_VALUE)."""
+    """48 KB of ring with no weight or bias staged (16K-32K 16-bit layer_norm rows without them) plus the
+    kernel's static shared memory is past the default limit: the opt-in is made for it too."""
     pytest.importorskip("cuda.bindings")
     from cuda.bindings import driver
-    from kernelkit.ops.reduction import _rows as _rowwise
 
-    cfg = norm.BULK_LAYER_NORM[8][32768]
-    shmem = norm._bulk_shared(cfg, False, False)
-    assert shmem == 48 * 1024  # the case that failed
+    from kernelkit.runtime import allow_shared
+
+    shmem = nc.BULK_LAYER_NORM[8][32768].shared_bytes(False, False)
+    assert shmem == 48 * 1024  # the case that once failed to launch
     calls = []
     monkeypatch.setattr(driver, "cuKernelSetAttribute",
                         lambda attr, n, handle, dev: calls.append(n) or (driver.CUresult.CUDA_SUCCESS,))
@@ -71,102 +237,52 @@ def test_dynamic_shared_memory_is_opted_in_at_48k(monkeypatch):
         handle = object()
 
     k = FakeKernel()
-    _rowwise.allow_shared(k, shmem, 0)
-    _rowwise.allow_shared(k, shmem, 0)  # cached: asked once per kernel and size
-    _rowwise.allow_shared(k, 0, 0)  # nothing to opt into
+    allow_shared(k, shmem, 0)
+    allow_shared(k, shmem, 0)  # asked once per kernel and size
+    allow_shared(k, 0, 0)  # nothing to opt into
     assert calls == [shmem]
 
 
-def test_4096_element_layer_norm_rows_staged_up_to_staged_max_rows(monkeypatch):
-    """fp16 layer_norm rows of 2K-4K elements run the staged persistent kernel up to STAGED_MAX_ROWS rows
-    and the tight kernel a CTA a row (weight and bias read per row) beyond; bf16 stays staged at any
-    row count, fp16 rms_norm stages only within norm.STAGED_RMS_ROWS (and keeps its early weight reads
-    outside), and the plan cache keeps the row ranges apart."""
-    monkeypatch.setattr(norm.NAMES, "load", lambda name, dtype, dev: name)  # the name, not a GPU kernel
-    from kernelkit.ops.reduction import _rows as _rowwise
-
-    for mod in (norm, _rowwise):  # an sm_90 device, as far as the plan asks
-        monkeypatch.setattr(mod, "has_clusters", lambda dev: True)
-    monkeypatch.setattr(norm, "_plans", {})
-    fast = next(v for v in norm.OPS["layer_norm"].variants if v.name == "fast")
-    cfg = (128, 4, 1)
-    limit = norm.STAGED_MAX_ROWS[torch.float16]
-    for len_ in (4096, 2056):
-        name, got = norm._plan(fast, torch.float16, 0, len_, True, False, limit)
-        assert name == norm._staged_name(torch.float16, cfg) and got == (*cfg, "staged")
-        name, got = norm._plan(fast, torch.float16, 0, len_, True, False, limit + 1)
-        assert name == norm._row_read_name(torch.float16, cfg) and got == cfg
-        assert name.endswith(", false, false>")  # neither early weight reads nor staging
-        name, _ = norm._plan(fast, torch.bfloat16, 0, len_, True, False, 10 * limit)
-        assert name == norm._staged_name(torch.bfloat16, cfg)
-        lo, hi = norm.STAGED_RMS_ROWS[torch.float16]
-        for rows in (lo - 1, hi + 1, limit):  # rms_norm outside its range: early weight reads
-            name, got = norm._plan(fast, torch.float16, 0, len_, True, True, rows)
-            assert name == norm.row_name("norm_rows", torch.float16, cfg, True, False) and got == cfg
-        for rows in (lo, 4096, hi):  # inside: staged
-            name, got = norm._plan(fast, torch.float16, 0, len_, True, True, rows)
-            assert name == norm._staged_name(torch.float16, cfg) and got == (*cfg, "staged")
-        name, got = norm._plan(fast, torch.bfloat16, 0, len_, True, True, 4096)  # bf16 rms_norm: never
-        assert "true, false, false, true>" not in name and got == cfg
-    # every kernel the plan may pick is in the fast rung's list (so it is compiled and its SASS checked)
-    names = {k.name for k in norm._kernels("fast", torch.float16)}
-    assert {norm._staged_name(torch.float16, cfg), norm._row_read_name(torch.float16, cfg)} <= names
-
-
-def test_cluster_rows_pick_fp16_rows_of_32k_to_64k():
-    """norm.CLUSTER_ROWS: fp16 aligned rows longer than CLUSTER_ROWS_FROM up to 64K take the tight
-    register-tile clusters; other dtypes and lengths fall through to the shared-memory / bulk forms; the
-    configuration is compiled with the fast rung (a spare of its table)."""
-    cfg = norm.CLUSTER_ROWS[torch.float16][65536]
-    assert norm._cluster_rows_for(torch.float16, 65536) == cfg
-    assert norm._cluster_rows_for(torch.float16, 40000) == cfg
-    assert norm._cluster_rows_for(torch.float16, norm.CLUSTER_ROWS_FROM) is None
-    assert norm._cluster_rows_for(torch.float16, 65537) is None
-    assert norm._cluster_rows_for(torch.bfloat16, 65536) is None
-    assert norm._cluster_rows_for(torch.float32, 65536) is None  # layer_norm
-    fp32 = norm.CLUSTER_ROWS_RMS[torch.float32][65536]
-    assert norm._cluster_rows_for(torch.float32, 65536, rms=True) == fp32
-    assert norm._cluster_rows_for(torch.float16, 65536, rms=True) == cfg
-    assert norm._cluster_rows_for(torch.float32, norm.CLUSTER_ROWS_FROM, rms=True) is None
-    ln32 = norm.CLUSTER_ROWS_LN[torch.float32][32768]  # fp32 layer_norm rows of 31K-32K
-    assert norm._cluster_rows_for(torch.float32, 32768) == ln32 == norm._cluster_rows_for(torch.float32, 31748)
-    assert norm._cluster_rows_for(torch.float32, 24576) is None  # the one-CTA tile (a half-empty cluster is slower)
-    assert norm._cluster_rows_for(torch.float32, norm.CLUSTER_ROWS_LN_FROM) is None
-    assert norm._cluster_rows_for(torch.float32, 32768, rms=True) is None
-    assert norm._cluster_rows_for(torch.float16, 32768) is None
-    assert ln32[0] * ln32[1] * 4 * ln32[2] == 32768
-    assert norm._cluster_rows_name(torch.float32, ln32) in {k.name for k in norm._kernels("fast", torch.float32)}
-    assert fp32[0] * fp32[1] * 4 * fp32[2] == 65536
-    assert norm._cluster_rows_name(torch.float32, fp32) in {k.name for k in norm._kernels("fast", torch.float32)}
-    g, v, c = cfg
-    assert g * v * 8 * c == 65536
-    names = {k.name for k in norm._kernels("fast", torch.float16)}
-    assert {norm._cluster_rows_name(torch.float16, cfg, dyn) for dyn in (True, False)} <= names
-    assert norm._cluster_rows_name(torch.float16, cfg).startswith("kk::norm_rows_dyn<")  # rows handed out
-
-
-def test_handout_counters_one_buffer_per_device_and_stream(monkeypatch):
-    """The handed-out rows' counters: one zeroed buffer per (device, stream), reused by later launches on
-    the same stream; devices do not share one even where their stream handles match (each device's
-    default stream is handle 0)."""
-    from kernelkit.ops.reduction import _rows as _rowwise
-
+def test_handout_counters_one_buffer_per_device_and_stream():
+    """One zeroed buffer per (device, stream), allocated on that device and reused by later launches on the
+    same stream; devices never share one even where their stream handles match (every device's default
+    stream is handle 0)."""
     made = []
 
     class FakeBuf:
-        def __init__(self, device):
-            self.device = device
+        def __init__(self, dev):
+            self.device = f"cuda:{dev}"
             made.append(self)
 
         def data_ptr(self):
             return 1000 + len(made)
 
-    monkeypatch.setattr(_rowwise, "_handout", {})
-    monkeypatch.setattr(_rowwise.torch, "zeros", lambda n, dtype, device: FakeBuf(device))
     handles = {0: 0, 1: 0}
-    monkeypatch.setattr(_rowwise, "stream_handle", lambda dev: handles[dev])
-    a, b = _rowwise.handout_counters(0), _rowwise.handout_counters(1)
+    counters = HandoutCounters(alloc=FakeBuf, stream=lambda dev: handles[dev])
+    a, b = counters(0), counters(1)
     assert a != b and [m.device for m in made] == ["cuda:0", "cuda:1"]
-    assert _rowwise.handout_counters(0) == a and len(made) == 2  # reused
+    assert counters(0) == a and len(made) == 2  # reused
     handles[0] = 77  # another stream on device 0
-    assert _rowwise.handout_counters(0) not in (a, b) and len(made) == 3
+    assert counters(0) not in (a, b) and len(made) == 3
+    assert set(counters.buffers) == {(0, 0), (1, 0), (0, 77)}
+
+
+def test_norm_smem_kernels_claim_bulk_copies_and_wide_stores():
+    """Every norm_smem kernel on sm_90: UBLKCP in its SASS, 128-bit stores, no spills; a report without the
+    bulk copy fails its claim."""
+    pytest.importorskip("cuda.core")
+    import dataclasses
+
+    from kernelkit.analyze.ladder_inspect import analyze_op
+
+    smem = [r for r in analyze_op("rms_norm", "sm_90") if r.variant == "fast" and "norm_smem<" in r.kernel.name]
+    want = {c.name(d) for d in DTYPES for c in norm.configs(d, aligned=True) if isinstance(c, SmemRows)}
+    assert want and {r.kernel.name for r in smem} == want
+    for r in smem:
+        assert not r.claim_failures(), (r.kernel.name, r.claim_failures())
+        assert any(o.startswith("UBLKCP") for o in r.opcodes) and max(r.store_widths) == 128 and r.local_ops == 0
+    assert dataclasses.replace(smem[0], opcodes=frozenset({"FADD"})).claim_failures()
+
+
+def test_per_vec():
+    assert [per_vec(d) for d in DTYPES] == [4, 8, 8]

@@ -1,10 +1,17 @@
-"""layer_norm and rms_norm on the GPU: every rung x dtype x row length against float64, with and
-without weight/bias, multi-dim normalized_shape, views, special values, errors."""
+"""layer_norm and rms_norm on the GPU: every rung x dtype x row length against float64, every
+configuration the rules can choose (forced by config=), with and without weight/bias, multi-dim
+normalized_shape, views, special values, handed-out rows, errors."""
+import dataclasses
+
 import pytest
 import torch
 
 import kernelkit
 from kernelkit import reference
+from kernelkit.ops._shared.launch_rules import compute_capability
+from kernelkit.ops.reduction import norm
+from kernelkit.ops.reduction import norm_configs as nc
+from kernelkit.ops.reduction._rows import handout_counters, per_vec
 from gpu_helpers import assert_close, poisoned_like, random_input
 
 pytestmark = pytest.mark.gpu
@@ -144,69 +151,84 @@ def test_persistent_cluster_rows(dtype):
         assert_close(kernelkit.layer_norm(x, (len_,)), reference.layer_norm(x, (len_,)), dtype, "no weight")
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_every_configuration(dtype, monkeypatch):
-    """Every instantiation a rung lists (each table entry, aligned and element-wise, with and without
-    the prefetch of cluster rows), forced onto rows it holds exactly and rows one vector shorter."""
-    import sys
+def _sm() -> int:
+    return compute_capability(torch.cuda.current_device())
 
-    from kernelkit.ops.reduction._rows import has_clusters, per_vec
 
-    mod = sys.modules["kernelkit.ops.reduction.norm"]
+def _runs_here(cfg) -> bool:
+    """Whether this device launches the configuration (clusters and bulk copies: sm_90)."""
+    sm90 = getattr(cfg, "cluster", 1) > 1 or isinstance(cfg, (norm.BulkRing, norm.SmemRows))
+    return _sm() >= 90 or not sm90
+
+
+def _lengths(cfg, dtype, aligned: bool) -> list[int]:
+    """Row lengths a configuration is tested at: the longest it holds, a vector short (aligned) or an odd
+    length (element-wise), one vector (every CTA of a cluster but the first empty), a cluster's last CTA
+    empty, a row ending inside a slice's second chunk."""
     n = per_vec(dtype)
-    for kind in ("registers", "fast"):
-        for cfg in mod.TABLES.configs(kind, dtype):
-            if cfg[2] > 1 and not has_clusters(0):
-                continue
-            cap = cfg[0] * cfg[1] * cfg[2] * n
-            for prefetch in (f[0] for f in mod._extras(cfg)):
-                monkeypatch.setattr(mod, "pick", lambda _len, _tab, c=cfg: c)
-                monkeypatch.setattr(mod, "_bulk_for", lambda _dt, _len, _rms: None)
-                monkeypatch.setattr(mod, "_smem_for", lambda *_a: None)  # test_smem_rows_gpu's
-                monkeypatch.setattr(mod, "_cluster_rows_for", lambda *_a: None)  # test_cluster_rows_*
-                monkeypatch.setattr(mod, "PREFETCH", prefetch)
-                mod._plans.clear()
-                for len_ in {cap, max(1, cap - n - 1)}:
-                    rows = 300 if cfg[2] > 1 else 5  # cluster rows: more than are resident
-                    x = random_input(rows * len_, dtype).view(rows, len_)
-                    w, b = random_input(len_, dtype), random_input(len_, dtype)
-                    for op in OPS:
-                        got = call(op, x, len_, w, b, None, kind)
-                        assert_close(got, ref(op, x, len_, w, b), dtype, f"{op} {kind} {cfg} prefetch={prefetch} len={len_}")
-    mod._plans.clear()
+    if isinstance(cfg, norm.Welford):
+        return [1000, 4097] if aligned else [999, 4097]
+    cap, cluster, chunks = cfg.capacity(dtype), getattr(cfg, "cluster", 1), getattr(cfg, "chunks", 1)
+    part = cap // cluster
+    odd = 0 if aligned else 1
+    lens = {cap, cap - n - odd, n if aligned else 3}
+    if cluster > 1:
+        lens.add(part * (cluster - 1) - n - odd)
+    if chunks > 1:
+        lens.add(part // chunks + n)
+    return sorted(lens)
+
+
+def _persistent(cfg) -> bool:
+    return not isinstance(cfg, (norm.Welford, norm.NormTile)) or cfg.staged
+
+
+def _every_form(dtype):
+    """(configuration, aligned) for every instantiation a rung of the norms can launch for dtype."""
+    forms = {}
+    for rung in RUNGS:
+        for aligned in (True, False):
+            for cfg in norm.configs(dtype, aligned=aligned, rung=rung):
+                forms[(cfg, aligned)] = None
+    return list(forms)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_every_bulk_configuration(dtype, monkeypatch):
-    """Each bulk-copy configuration (sm_90) on rows it holds exactly, one vector shorter, and so short
-    that the cluster's last CTA has nothing (it must still take part in every barrier; one vector for a
-    single-CTA configuration); more rows
-    than resident clusters, so each ring of stages wraps around several times."""
-    import sys
+def test_every_configuration(dtype):
+    """Every configuration the rules can choose (each instantiation a rung lists: aligned and element-wise
+    forms, staged, handed out, bulk-copy rings, rows kept in shared memory), forced by config= onto the
+    lengths of _lengths, misaligned views for the element-wise forms, more rows than resident CTAs for the
+    persistent ones, with and without weight and bias, against float64 into poisoned outputs."""
+    for cfg, aligned in _every_form(dtype):
+        if not _runs_here(cfg):
+            continue
+        offset = 0 if aligned else 1
+        rows = 301 if _persistent(cfg) else 5
+        for len_ in _lengths(cfg, dtype, aligned):
+            x = random_input(rows * len_, dtype, offset).view(rows, len_).add_(1)  # a view: offset kept
+            w, b = random_input(len_, dtype, offset), random_input(len_, dtype, offset)
+            label = f"{cfg} aligned={aligned} len={len_}"
+            for wb in ((w, b), (None, None)):
+                got = kernelkit.layer_norm(x, (len_,), *wb, out=poisoned_like(x, offset), config=cfg)
+                assert_close(got, reference.layer_norm(x, (len_,), *wb), dtype,
+                             f"layer_norm {label} weight={wb[0] is not None}")
+            got = kernelkit.rms_norm(x, (len_,), w, out=poisoned_like(x, offset), config=cfg)
+            assert_close(got, reference.rms_norm(x, (len_,), w), dtype, f"rms_norm {label}")
 
-    from kernelkit.ops.reduction._rows import has_clusters, per_vec
 
-    if not has_clusters(0):
-        pytest.skip("bulk copies need sm_90")
-    mod = sys.modules["kernelkit.ops.reduction.norm"]
-    n = per_vec(dtype)
-    monkeypatch.setattr(mod, "BULK_FROM", 0)
-    monkeypatch.setattr(mod, "_smem_for", lambda *_a: None)  # test_smem_rows_gpu's
-    monkeypatch.setattr(mod, "_cluster_rows_for", lambda *_a: None)  # test_cluster_rows_*
-    for cfg in sorted({c for c in mod.BULK[n].values()} | set(mod.BULK_SPARES.get(n, ()))):
-        g, v, c = cfg[:3]
-        slice_ = g * v * n
-        monkeypatch.setattr(mod, "_bulk_config", lambda _dt, _len, c=cfg: c)
-        mod._plans.clear()
-        for len_ in (slice_ * c, slice_ * c - n, slice_ * (c - 2) + n if c > 1 else n):
-            rows = 301
-            x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 1
-            w, b = random_input(len_, dtype), random_input(len_, dtype)
-            for op in OPS:
-                for wb in ((w, b), (None, None)):
-                    got = call(op, x, len_, *wb, poisoned_like(x), "fast")
-                    assert_close(got, ref(op, x, len_, *wb), dtype, f"{op} bulk {cfg} len={len_} weight={wb[0] is not None}")
-    mod._plans.clear()
+def test_config_that_cannot_run_the_input_raises():
+    x = torch.randn(4, 4096, device="cuda", dtype=torch.float16)
+    with pytest.raises(ValueError, match="holds 2048 elements, the row has 4096"):
+        kernelkit.layer_norm(x, (4096,), config=norm.NormTile(128, 2))
+    with pytest.raises(ValueError, match="aligned"):
+        kernelkit.rms_norm(x[:, 1:], (4095,), config=norm.NormTile(128, 4, early=True))
+    with pytest.raises(ValueError, match="not both"):
+        kernelkit.layer_norm(x, (4096,), variant="fast", config=norm.NormTile(128, 4))
+    with pytest.raises(TypeError, match="config must be"):
+        kernelkit.layer_norm(x, (4096,), config=(128, 4, 1))
+    if _sm() < 90:
+        with pytest.raises(ValueError, match="need sm_90"):
+            kernelkit.layer_norm(x, (4096,), config=norm.NormTile(128, 4, 2, staged=True))
 
 
 def _check_weight_bias_combinations(x, len_: int, dtype, label: str) -> None:
@@ -221,95 +243,84 @@ def _check_weight_bias_combinations(x, len_: int, dtype, label: str) -> None:
     assert_close(got, reference.rms_norm(x, (len_,), w), dtype, f"{label} rms_norm")
 
 
-def _norm_with_clusters():
-    """kernelkit.ops.norm with its plan cache cleared, on an sm_90 device (else the test skips)."""
-    import sys
+def _need_sm90():
+    if _sm() < 90:
+        pytest.skip("clusters and bulk copies need sm_90")
 
-    from kernelkit.ops.reduction._rows import has_clusters
 
-    if not has_clusters(0):
-        pytest.skip("clusters need sm_90")
-    mod = sys.modules["kernelkit.ops.reduction.norm"]
-    mod._plans.clear()
-    return mod
+def _chosen(dtype, len_, rms, rows):
+    """What the default dispatch launches on this device for aligned rows."""
+    return norm.config_for("fast", dtype, len_, aligned=True, rms=rms, rows=rows, sm=_sm())
 
 
 def test_cluster_rows_take_fp16_64k_rows():
-    """fp16 rows of 32K-64K elements on sm_90 run the tight register-tile clusters (norm.CLUSTER_ROWS:
+    """fp16 rows of 32K-64K elements on sm_90 run the tight register-tile clusters (norm_configs.CLUSTER_ROWS:
     persistent, weight and bias staged, 64 registers): the default dispatch picks them, and they match
     float64 on more rows than resident clusters, at lengths that fill the cluster, end a vector short, or
     leave its last CTAs empty, with every weight/bias combination and a mean 20x the spread."""
-    mod = _norm_with_clusters()
+    _need_sm90()
     dtype = torch.float16
-    want = mod.CLUSTER_ROWS[dtype][65536]
+    want = nc.CLUSTER_ROWS[dtype][65536]
     for rows, len_ in ((700, 65536), (301, 65528), (301, 40000), (150, 32776)):
         x = (random_input(rows * len_, dtype).view(rows, len_) + 0.3) if len_ != 40000 else \
             (torch.randn(rows, len_, device="cuda") * 0.5 + 10).to(dtype)
         _check_weight_bias_combinations(x, len_, dtype, f"cluster rows {rows}x{len_}")
-        assert {plan[1] for key, plan in mod._plans.items() if key[3] == len_} == {(*want, "handout")}, len_
+        assert _chosen(dtype, len_, False, rows) == want == _chosen(dtype, len_, True, rows), len_
 
 
 def test_cluster_rows_take_fp32_64k_rms_norm_rows():
     """fp32 rms_norm rows of 32K-64K elements on sm_90 run the tight clusters of 4 x 512 threads
-    (norm.CLUSTER_ROWS_RMS, the weight slice alone staged, rows handed out): picked by the default dispatch,
-    matching float64 with and without a weight on more rows than resident clusters, at lengths that fill
-    the cluster, end a vector short, or leave its last CTAs empty."""
-    mod = _norm_with_clusters()
+    (norm_configs.CLUSTER_ROWS_RMS, the weight slice alone staged, rows handed out): picked by the default
+    dispatch, matching float64 with and without a weight on more rows than resident clusters, at lengths
+    that fill the cluster, end a vector short, or leave its last CTAs empty."""
+    _need_sm90()
     dtype = torch.float32
-    want = mod.CLUSTER_ROWS_RMS[dtype][65536]
+    want = nc.CLUSTER_ROWS_RMS[dtype][65536]
     for rows, len_ in ((301, 65536), (130, 65532), (130, 40000), (70, 32772)):
         x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 20
         w = random_input(len_, dtype)
         for weight in (w, None):
             got = kernelkit.rms_norm(x, (len_,), weight, out=poisoned_like(x))
             assert_close(got, reference.rms_norm(x, (len_,), weight), dtype, f"fp32 cluster rows {rows}x{len_}")
-        assert {plan[1] for key, plan in mod._plans.items() if key[3] == len_ and key[5]} == {(*want, "handout")}
+        assert _chosen(dtype, len_, True, rows) == want
 
 
 def test_cluster_rows_take_fp32_32k_layer_norm_rows():
     """fp32 layer_norm rows of 31K-32K elements on sm_90 run the tight clusters of 2 x 512 threads
-    (norm.CLUSTER_ROWS_LN, weight and bias staged, rows handed out): picked by the default dispatch, matching
-    float64 with every weight/bias combination on more rows than resident clusters, at lengths that fill the
-    cluster, end a vector short, or leave the second CTA's slice short, and giving the fixed stride's bits;
-    shorter rows keep the one-CTA tile."""
-    mod = _norm_with_clusters()
+    (norm_configs.CLUSTER_ROWS_LN, weight and bias staged, rows handed out): picked by the default dispatch,
+    matching float64 with every weight/bias combination on more rows than resident clusters, at lengths
+    that fill the cluster, end a vector short, or leave the second CTA's slice short, and giving the bits
+    of the same clusters dealt rows in a fixed stride; shorter rows keep the one-CTA tile."""
+    _need_sm90()
     dtype = torch.float32
-    want = mod.CLUSTER_ROWS_LN[dtype][32768]
+    want = nc.CLUSTER_ROWS_LN[dtype][32768]
     for rows, len_ in ((301, 32768), (150, 32764), (150, 32000), (70, 31748)):
         x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 20
         _check_weight_bias_combinations(x, len_, dtype, f"fp32 cluster rows {rows}x{len_}")
-        assert {plan[1] for key, plan in mod._plans.items() if key[3] == len_ and not key[5]} == {(*want, "handout")}
-        assert not any(plan[1] == (*want, "handout") for key, plan in mod._plans.items() if key[5])  # rms_norm
-    kernelkit.layer_norm(random_input(3 * 24576, dtype).view(3, 24576), (24576,))
-    assert not any(plan[1] == (*want, "handout") for key, plan in mod._plans.items() if key[3] == 24576)
+        assert _chosen(dtype, len_, False, rows) == want and _chosen(dtype, len_, True, rows) != want
+    assert _chosen(dtype, 24576, False, 3) == norm.NormTile(1024, 8)
     x = random_input(301 * 32768, dtype).view(301, 32768)
     w, b = random_input(32768, dtype), random_input(32768, dtype)
     handed_out = kernelkit.layer_norm(x, (32768,), w, b)
-    mod.HANDOUT = False
-    try:
-        fixed = kernelkit.layer_norm(x, (32768,), w, b)
-    finally:
-        mod.HANDOUT = True
+    fixed = kernelkit.layer_norm(x, (32768,), w, b, config=dataclasses.replace(want, handout=False))
     assert torch.equal(handed_out, fixed)
 
 
 def test_cluster_rows_handed_out_give_the_fixed_stride_bits_on_any_stream():
-    """CLUSTER_ROWS' clusters take rows handed out by a counter (norm.HANDOUT, RowHandout in reduce.cuh):
-    every row computed once, the same bits as rows dealt in a fixed stride, launch after launch (the cluster
-    taking the last number resets the counter), with fewer rows than clusters, on a second stream (a buffer
-    of its own) and replayed from a CUDA graph; the counters read zero after."""
-    from kernelkit.ops.reduction import _rows as _rowwise
-
-    mod = _norm_with_clusters()
+    """The tight clusters take rows handed out by a counter (RowHandout in reduce.cuh): every row computed
+    once, the same bits as the same clusters dealt rows in a fixed stride (config=, handout=False), launch
+    after launch (the cluster taking the last number resets the counter), with fewer rows than clusters,
+    on a second stream (a buffer of its own) and replayed from a CUDA graph; the counters read zero after."""
+    _need_sm90()
     rows, len_ = 1500, 65536  # more rows than resident clusters (62 on an H100)
     x = random_input(rows * len_, torch.float16).view(rows, len_) + 0.3
     w, b = random_input(len_, torch.float16), random_input(len_, torch.float16)
+    stride = dataclasses.replace(nc.CLUSTER_ROWS[torch.float16][65536], handout=False)
     for op, args in (("layer_norm", (w, b)), ("rms_norm", (w, None))):
-        mod.HANDOUT = False
-        try:
-            fixed = call(op, x, len_, *args, poisoned_like(x), None)
-        finally:
-            mod.HANDOUT = True
+        if op == "layer_norm":
+            fixed = kernelkit.layer_norm(x, (len_,), *args, out=poisoned_like(x), config=stride)
+        else:
+            fixed = kernelkit.rms_norm(x, (len_,), w, out=poisoned_like(x), config=stride)
         assert_close(fixed, ref(op, x, len_, *args), torch.float16, f"{op} fixed stride")
         for i in range(3):
             got = call(op, x, len_, *args, poisoned_like(x), None)
@@ -324,38 +335,56 @@ def test_cluster_rows_handed_out_give_the_fixed_stride_bits_on_any_stream():
         got = call(op, few, len_, *args, poisoned_like(few), None)
         assert torch.equal(got, fixed[:40]), f"{op}: 40 rows differ"
         _assert_graph_replays_give(fixed, lambda out: call(op, x, len_, *args, out, None), op)
-    assert len(_rowwise._handout) >= 2
+    assert len(handout_counters.buffers) >= 2
     _assert_counters_zero()
 
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
-def test_bulk_rows_handed_out_give_the_fixed_stride_bits(dtype):
-    """layer_norm's one-CTA bulk-copy rings (norm.BULK_LAYER_NORM, 16-bit rows of 16K-32K) with rows handed
-    out at run time (norm_bulk_dyn, norm.BULK_HANDOUT) give the bits of rows dealt in a fixed stride and
-    match float64: more rows than resident CTAs, fewer, lengths whose last chunk is short or empty, with
-    and without weight and bias, launch after launch and replayed from a CUDA graph; the counters read zero
-    after."""
-    mod = _norm_with_clusters()
-    saved = mod.BULK_HANDOUT
-    try:
-        for rows, len_ in ((400, 32768), (40, 32768), (300, 32760), (150, 20000)):
-            x = random_input(rows * len_, dtype).view(rows, len_) * 2 + 5
-            w, b = random_input(len_, dtype), random_input(len_, dtype)
-            for wb in ((w, b), (None, None)):
-                mod.BULK_HANDOUT = False
-                fixed = call("layer_norm", x, len_, *wb, poisoned_like(x), None)
-                mod.BULK_HANDOUT = True
-                assert_close(fixed, ref("layer_norm", x, len_, *wb), dtype, f"fixed stride {rows}x{len_}")
-                for i in range(2):
-                    got = call("layer_norm", x, len_, *wb, poisoned_like(x), None)
-                    assert torch.equal(got, fixed), f"{rows}x{len_} launch {i}: handed out differs"
-                plans = {plan[1] for key, plan in mod._plans.items() if key[3] == len_ and key[8]}
-                assert plans == {(*mod.BULK_LAYER_NORM[mod.per_vec(dtype)][32768], "bulk handout")}, plans
-        want = call("layer_norm", x, len_, w, b, poisoned_like(x), None)
-        _assert_graph_replays_give(want, lambda out: call("layer_norm", x, len_, w, b, out, None), "bulk rings")
-    finally:
-        mod.BULK_HANDOUT = saved
-        mod._plans.clear()
+def test_bulk_rows_handed_out_give_the_same_bits_every_launch(dtype):
+    """layer_norm's one-CTA bulk-copy rings (norm_configs.BULK_LAYER_NORM, 16-bit rows of 16K-32K) take rows
+    handed out at run time (norm_bulk_dyn): which CTA takes a row changes from launch to launch, its bits
+    do not; they match float64 with more rows than resident CTAs, fewer, lengths whose last chunk is short
+    or empty, with and without weight and bias, on a second stream and replayed from a CUDA graph; the
+    counters read zero after."""
+    _need_sm90()
+    want = nc.BULK_LAYER_NORM[per_vec(dtype)][32768]
+    for rows, len_ in ((400, 32768), (40, 32768), (300, 32760), (150, 20000)):
+        assert _chosen(dtype, len_, False, rows) == want
+        x = random_input(rows * len_, dtype).view(rows, len_) * 2 + 5
+        w, b = random_input(len_, dtype), random_input(len_, dtype)
+        for wb in ((w, b), (None, None)):
+            first = call("layer_norm", x, len_, *wb, poisoned_like(x), None)
+            assert_close(first, ref("layer_norm", x, len_, *wb), dtype, f"bulk rings {rows}x{len_}")
+            for i in range(2):
+                got = call("layer_norm", x, len_, *wb, poisoned_like(x), None)
+                assert torch.equal(got, first), f"{rows}x{len_} launch {i}: bits differ"
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                got = call("layer_norm", x, len_, *wb, poisoned_like(x), None)
+            torch.cuda.current_stream().wait_stream(side)
+            assert torch.equal(got, first), f"{rows}x{len_}: a second stream differs"
+    want_bits = call("layer_norm", x, len_, w, b, poisoned_like(x), None)
+    _assert_graph_replays_give(want_bits, lambda out: call("layer_norm", x, len_, w, b, out, None), "bulk rings")
+    _assert_counters_zero()
+
+
+def test_handed_out_rows_on_a_second_gpu():
+    """Rows handed out on cuda:1 while cuda:0 is current: the counter is that device's own (keyed by device
+    and stream, allocated there), the launch runs there, and the result matches float64."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    if compute_capability(1) < 90:
+        pytest.skip("clusters need sm_90")
+    x = (random_input(300 * 65536, torch.float16) + 0.3).view(300, 65536)
+    w = random_input(65536, torch.float16)
+    with torch.cuda.device(0):
+        x1, w1 = x.to("cuda:1"), w.to("cuda:1")
+        got = kernelkit.rms_norm(x1, (65536,), w1, out=poisoned_like(x1))
+        assert got.device == x1.device
+        assert_close(got, reference.rms_norm(x1, (65536,), w1), torch.float16, "cuda:1")
+    devices = {buf.device for buf in handout_counters.buffers.values()}
+    assert torch.device("cuda:1") in devices
     _assert_counters_zero()
 
 
@@ -380,19 +409,32 @@ def _assert_graph_replays_give(want, run, label: str) -> None:
 
 def _assert_counters_zero() -> None:
     """Every stream's row-handout counter reads zero once the launches are done."""
-    from kernelkit.ops.reduction import _rows as _rowwise
-
-    torch.cuda.synchronize()
-    for buf, _ptr in _rowwise._handout.values():
+    for buf in handout_counters.buffers.values():
+        torch.cuda.synchronize(buf.device)
         assert buf.tolist() == [0]
+
+
+def test_smem_rows_keep_a_large_mean_exact():
+    """Rows kept in shared memory (norm_smem): a mean 25x the spread, where E[x^2] - E[x]^2 in fp32 would
+    lose 4 digits; the two passes over the resident row must not (every configuration holding 64K rows)."""
+    _need_sm90()
+    len_ = 65536
+    for dtype in DTYPES:
+        y = (torch.randn(6, len_, device="cuda") * 2 + 50).to(dtype)
+        w, b = random_input(len_, dtype, scale=1.0), random_input(len_, dtype, scale=1.0)
+        for cfg in norm.configs(dtype, aligned=True):
+            if isinstance(cfg, norm.SmemRows) and cfg.capacity(dtype) >= len_:
+                got = kernelkit.layer_norm(y, (len_,), w, b, config=cfg)
+                assert_close(got, reference.layer_norm(y, (len_,), w, b), dtype, f"layer_norm large mean {cfg}")
 
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
 def test_staged_rows_loop_over_more_rows_than_resident_ctas(dtype):
     """16-bit layer_norm rows of 2K-4K elements run persistent CTAs that stage weight and bias once and
-    loop over rows (norm.STAGED_ROWS): more rows than resident CTAs, with and without weight and bias,
-    against float64."""
+    loop over rows (norm_configs.STAGED_ROWS): more rows than resident CTAs, with and without weight and
+    bias, against float64."""
     for rows, len_ in ((3001, 4096), (2500, 2056)):
+        assert _chosen(dtype, len_, False, rows) == norm.NormTile(128, 4, staged=True)
         x = random_input(rows * len_, dtype).view(rows, len_) + 0.3
         w, b = random_input(len_, dtype), random_input(len_, dtype)
         for wb in ((w, b), (w, None), (None, b), (None, None)):
@@ -402,15 +444,13 @@ def test_staged_rows_loop_over_more_rows_than_resident_ctas(dtype):
 
 
 def test_staged_rms_norm_rows():
-    """fp16 rms_norm rows of 2K-4K elements in norm.STAGED_RMS_ROWS' row range run the staged persistent
-    kernel (the weight staged by asynchronous copies, more rows than resident CTAs): with and without a
-    weight, rows ending inside a thread's vectors, against float64 with poisoned outputs."""
-    import importlib
-
-    norm = importlib.import_module("kernelkit.ops.reduction.norm")
-    lo, hi = norm.STAGED_RMS_ROWS[torch.float16]
+    """fp16 rms_norm rows of 2K-4K elements in norm_configs.STAGED_RMS_ROWS' row range run the staged
+    persistent kernel (the weight staged by asynchronous copies, more rows than resident CTAs): with and
+    without a weight, rows ending inside a thread's vectors, against float64 with poisoned outputs."""
+    lo, hi = nc.STAGED_RMS_ROWS[torch.float16]
     for rows, len_ in ((lo, 4096), (hi, 2056), (4099, 4088)):
         assert lo <= rows <= hi
+        assert _chosen(torch.float16, len_, True, rows) == norm.NormTile(128, 4, staged=True)
         x = random_input(rows * len_, torch.float16).view(rows, len_) * 3 + 1
         w = random_input(len_, torch.float16)
         for wt in (w, None):
@@ -422,13 +462,11 @@ def test_staged_rms_norm_rows():
 @pytest.mark.parametrize("dtype", (torch.float16, torch.float32))
 def test_tight_rows_read_weight_and_bias_per_row(dtype):
     """The tight one-CTA rows (norm.cu's norm_tight_blocks: values kept as loaded, few registers) that
-    read weight and bias at the output: fp16 4096-element layer_norm rows past norm.STAGED_MAX_ROWS, and
-    fp32 rows of 2K-4K elements (both ops); rows that end inside a thread's vectors, every weight/bias
+    read weight and bias at the output: fp16 4096-element layer_norm rows past STAGED_MAX_ROWS, and fp32
+    rows of 2K-4K elements (both ops); rows that end inside a thread's vectors, every weight/bias
     combination, a mean 13x the spread; against float64 with poisoned outputs."""
-    import importlib
-
-    norm = importlib.import_module("kernelkit.ops.reduction.norm")
-    rows = norm.STAGED_MAX_ROWS[dtype] + 3 if dtype == torch.float16 else 301
+    rows = nc.STAGED_MAX_ROWS[dtype] + 3 if dtype == torch.float16 else 301
     for len_ in (4096, 2056, 4088):
+        assert _chosen(dtype, len_, False, rows) == norm.NormTile(128 if dtype == torch.float16 else 256, 4)
         x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 40
         _check_weight_bias_combinations(x, len_, dtype, f"tight {rows}x{len_}")

@@ -134,25 +134,36 @@ def test_torch_compile_and_cuda_graph():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_every_configuration(dtype, monkeypatch):
-    """Every instantiation a rung lists (each table entry, aligned and element-wise), forced onto rows
-    it holds exactly and rows one vector shorter."""
-    import sys
+def test_every_configuration(dtype):
+    """Every configuration the rules can choose (each instantiation a rung lists), forced by config= onto
+    rows it holds exactly and rows a vector shorter (16-byte vectors), and onto misaligned rows of the
+    longest and an odd length (the element-wise form)."""
+    from kernelkit.ops._shared.launch_rules import compute_capability
+    from kernelkit.ops.reduction import softmax as sm
+    from kernelkit.ops.reduction._rows import per_vec
 
-    from kernelkit.ops.reduction._rows import has_clusters, per_vec
-
-    mod = sys.modules["kernelkit.ops.reduction.softmax"]
     n = per_vec(dtype)
-    for kind in ("registers", "fast"):
-        for cfg in mod.TABLES.configs(kind, dtype):
-            if cfg[2] > 1 and not has_clusters(0):
-                continue
-            cap = cfg[0] * cfg[1] * cfg[2] * n
-            monkeypatch.setattr(mod, "pick", lambda _len, _tab, c=cfg: c)
-            monkeypatch.setattr(mod, "_smem_for", lambda *_a: None)  # test_smem_rows_gpu's
-            mod._plans.clear()
-            for len_ in {cap, max(1, cap - n - 1)}:
+    cfgs = dict.fromkeys(c for rung in RUNGS for c in sm.configs(dtype, rung))
+    for cfg in cfgs:
+        if getattr(cfg, "cluster", 1) > 1 and compute_capability(torch.cuda.current_device()) < 90:
+            continue
+        cap = cfg.capacity(dtype) if isinstance(cfg, sm.SoftmaxTile) else 4099
+        for offset, lens in ((0, {cap, max(n, cap - n)}), (1, {cap, max(1, cap - n - 1)})):
+            for len_ in sorted(lens):
                 rows = max(3, min(40, 2**21 // len_))
-                x = random_input(rows * len_, dtype).view(rows, len_)
-                assert_close(kernelkit.softmax(x, variant=kind), reference.softmax(x), dtype, f"{kind} {cfg} len={len_}")
-    mod._plans.clear()
+                x = random_input(rows * len_, dtype, offset).view(rows, len_)
+                got = kernelkit.softmax(x, out=poisoned_like(x, offset), config=cfg)
+                assert_close(got, reference.softmax(x), dtype, f"{cfg} len={len_} offset={offset}")
+
+
+def test_config_that_cannot_run_the_input_raises():
+    from kernelkit.ops.reduction import softmax as sm
+
+    x = torch.randn(4, 4096, device="cuda")
+    with pytest.raises(ValueError, match="holds 2048 elements, the row has 4096"):
+        kernelkit.softmax(x, config=sm.SoftmaxTile(128, 4))
+    with pytest.raises(ValueError, match="not both"):
+        kernelkit.softmax(x, variant="fast", config=sm.SoftmaxTile(256, 4))
+    with pytest.raises(TypeError, match="config must be"):
+        kernelkit.softmax(x, config=(256, 4, 1))
+    assert_close(kernelkit.softmax(x, config=sm.Loop("three_pass")), reference.softmax(x), torch.float32, "loop")

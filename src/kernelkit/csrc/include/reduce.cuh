@@ -174,8 +174,9 @@ struct ClusterShare {
 // Rows handed out at run time to a persistent grid of clusters (every cluster resident, looping over
 // rows): the grid's first rows by position, each later one to whichever cluster finishes a row first.
 // Why: a cluster's CTAs wait for one another at every row, and the SMs hosting them carry 1-4 CTAs, so
-// with rows dealt in a fixed stride the kernel ran at the pace of the most crowded clusters: 1984 x
-// 65536 fp16 rms_norm at 93.4% of a same-bytes copy in a fixed stride, 98.1% handed out (session 16).
+// with rows dealt in a fixed stride the kernel runs at the pace of the most crowded clusters (1984 x
+// 65536 fp16 rms_norm: 93.4% of a same-bytes copy in a fixed stride, 98.1% handed out;
+// docs/design/row-reductions.md).
 // counters[0] counts rows handed out past the first gridDim / kCluster. Every row a cluster does takes one
 // number, so a launch takes exactly `rows` numbers, 0 .. rows - 1, and the cluster that takes rows - 1
 // (the last atomic on the counter) sets it to 0 again: a buffer serves one launch at a time (the host
@@ -196,9 +197,8 @@ struct RowHandout {
   __device__ __forceinline__ void take(i64 rows) {
     if (threadIdx.x == 0 && share.rank == 0) {
       taken = (int)atomicAdd(counters, 1u);
-      // the launch's last number: no take follows, so the counter is reset here. (Session 18: reset by the
-      // last CTA to exit, after a fence and a second atomic, each kernel ended 0.6-1.3 us later, 1024 x
-      // 65536 fp16 layer_norm 93.2% -> 94.5% of a same-bytes copy; results/session18/handout-reset.txt.)
+      // the launch's last number: no take follows, so the counter is reset here (a reset by the last CTA to
+      // exit, after a fence and a second atomic, ends each launch about a microsecond later)
       if ((i64)taken == rows - 1) atomicExch(counters, 0u);
     }
   }

@@ -11,9 +11,10 @@
 //                 of a warp, to one CTA, or to a cluster of kCluster CTAs (sm_90) that merge their
 //                 (mean, M2) with Chan's formula through distributed shared memory (ClusterShare:
 //                 pushed by st.async, no cluster barrier).
-//   norm_bulk     long aligned rows on sm_90: persistent clusters whose row slices arrive in a ring of
+//   norm_bulk     long aligned rows on sm_90: persistent clusters (or one-CTA rings taking rows handed out
+//                 at run time: norm_bulk_dyn) whose row slices arrive in a ring of
 //                 shared-memory stages by bulk copies issued rows ahead (norm_bulk.cuh, bulk.cuh).
-//   norm_smem     long aligned rows on sm_90 kept whole in shared memory (smemrows.cuh): a CTA (or a
+//   norm_smem     long aligned rows on sm_90 kept whole in shared memory (rows_smem.cuh): a CTA (or a
 //                 cluster of 2) a row, registers free for loads in flight.
 #include "norm.cuh"
 #include "norm_bulk.cuh"
@@ -47,79 +48,51 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
   for (i64 i = threadIdx.x; i < len; i += kBlock) y[i] = norm_out(to_float(x[i]), mean, rstd, weight, bias, i);
 }
 
+
 // Rows that fit one CTA (kCluster == 1) take one group per row and read weight and bias at the output
 // from global memory: the row's whole weight and bias sit in L1 (<= 64 KB), shared by the CTAs of an
-// SM. Rows split over a cluster would make each CTA read its slice of weight and bias once per row
-// from L2 (the CTAs of an SM hold different slices: L1 cannot keep them), two more streams as large
-// as the row itself, which measured 70% (layer_norm) and 83% (rms_norm) of the copy rate at 32K fp32
-// rows against 95% for softmax. So cluster launches are persistent: the grid holds only resident
-// CTAs, each stages its weight and bias slice in shared memory once (each thread its own elements:
-// no barrier) and loops over rows (measured on an H100: 83% of the copy rate at 32K fp32 rows,
-// against 71% with one cluster per row). The loop bound is uniform per block and per cluster, so
-// groups sharing a warp run the same iterations and every CTA of a cluster the same barriers.
+// SM. Rows split over a cluster would make each CTA read its slice of weight and bias from L2 at every
+// row (the CTAs of an SM hold different slices: L1 cannot keep them), two more streams as large as the
+// row itself. So cluster launches are persistent: the grid holds only resident CTAs, each stages its
+// weight and bias slice in shared memory once (each thread its own elements: no barrier) and loops over
+// rows (docs/design/row-reductions.md). The loop bound is uniform per block and per cluster, so groups
+// sharing a warp run the same iterations and every CTA of a cluster the same barriers.
 // At most 64 registers a thread (2048 / block size blocks per SM) for 16 values a thread: memory
-// parallelism is what these kernels live on, and ptxas left alone picks 55-76, one or two fewer
-// blocks per SM. Kernels holding a prefetched row too, or 32 values, or reading element by element
-// (the unaligned fallback: more address arithmetic) get up to 128.
+// parallelism is what these kernels live on, and ptxas left alone picks 55-76, one or two fewer blocks
+// per SM. Kernels holding 32 values, or reading element by element (the unaligned fallback: more
+// address arithmetic), get up to 128.
 //
 // Tight rows: one-CTA rows of 4 vectors a thread that read weight and bias at the output (from L1, or
 // staged) are held to few registers for more CTAs an SM, their values kept as loaded and converted at
 // each use (TileValues) and chosen and converted on whole words (load_words, affine_words): converted
 // once, or merged a 16-bit element at a time, they spill there. fp16 at 128 threads: 48 registers, 10
-// CTAs an SM; fp32 at 256 threads: 40 registers, 6 CTAs. Session 13 (scripts/ab_csrc.py,
-// scripts/norm_forms.py, H100): 4096^2 fp16 layer_norm 24.93 -> 23.52 us (2692 -> 2853 GB/s); fp32 rows
-// of 4096 +0-2% (layer_norm) and +1-2% (rms_norm) at 4096-8192 rows, +3-7% at 2048, in two runs each.
-// The same treatment measured 1-5% slower for bf16 (held to 64 registers: 48 spill) and for the kernels
-// outside it (rms_norm's early weight reads), which keep their code.
-#ifndef KK_STAGE_LATE
-#define KK_STAGE_LATE 1  // 0: the asynchronous copies before the first row's loads (A/B: persistent_grid.py --macros)
-#endif
-#ifndef KK_STAGE_ASYNC
-#define KK_STAGE_ASYNC 1  // 0: staged by loads and stores (A/B: scripts/persistent_grid.py --macros KK_STAGE_ASYNC=0)
-#endif
+// CTAs an SM (+6% at 4096^2 fp16 layer_norm); fp32 at 256 threads: 40 registers, 6 CTAs. fp16 cluster
+// rows of 256 x 4 and fp32 ones of 512 x 8 are held the same way to 64 registers (4 and 2 CTAs an SM).
+// bf16 spills in these budgets and keeps the plain code (docs/design/row-reductions.md).
 template <typename T> constexpr bool kIsHalf = false;
 template <> constexpr bool kIsHalf<__half> = true;
-//
-// fp16 cluster rows of 256 threads x 4 vectors (8 x 256 for 64K-element rows) are held the same way to 64
-// registers, 4 CTAs an SM: converted once they took 88, 2 CTAs an SM. Session 14 (scripts/smem_rows_tune.py
-// --rows, H100, 1024 x 65536 fp16, persistent with weight and bias staged; two runs): layer_norm 64.9% ->
-// 90.4% of a same-bytes copy, rms_norm 72.5% -> 92.5%, ahead of the shared-memory rows (85.7%, 89.6% in the
-// second run). bf16 spills 12 bytes at 64 registers and keeps its code.
 template <typename T>
-__host__ __device__ constexpr int norm_tight_blocks(int group, int vecs, int cluster, bool vec, bool early,
-                                                    bool prefetch) {
-  return !vec || early || prefetch                  ? 0
+__host__ __device__ constexpr int norm_tight_blocks(int group, int vecs, int cluster, bool vec, bool early) {
+  return !vec || early                                               ? 0
          : sizeof(T) == 4 && cluster != 1 && group == 512 && vecs == 8 ? 2
-         : vecs != 4                                 ? 0
+         : vecs != 4                                                   ? 0
          : cluster != 1                          ? (kIsHalf<T> && group == 256 ? 4 : 0)
          : kIsHalf<T> && group == 128            ? 10
          : sizeof(T) == 4 && group == 256        ? 6
                                                  : 0;
 }
-__host__ __device__ constexpr int norm_min_blocks(int group, bool prefetch, int values, bool vec, int tight_blocks) {
-  return tight_blocks ? tight_blocks : prefetch || values > 16 || !vec ? row_min_blocks(group) : 1024 / row_block(group);
+__host__ __device__ constexpr int norm_min_blocks(int group, int values, bool vec, int tight_blocks) {
+  return tight_blocks ? tight_blocks : values > 16 || !vec ? row_min_blocks(group) : 1024 / row_block(group);
 }
 
-// Weight and bias requested before the row rather than at the output: their L1/L2 latency then
-// overlaps the row's loads and reductions instead of following the barriers. It costs registers, and
-// where that costs a CTA an SM it loses (scripts/norm_hints.py, interleaved, H100): 4096-element fp16
-// rows (128 x 4: 80 -> 87 registers) rms_norm +4 to +7%, layer_norm -2 to +1%; bf16 (96 -> 128
-// registers) -3 to 0%; fp16 8192-element rows (256 x 4: 3 -> 2 CTAs an SM) -12 to -17%. So fp16 at
-// 128 x 4 only. (Left to itself ptxas sometimes hoists these loads: a form reading through inline asm
-// measured +4.6% for 4096^2 fp16 layer_norm, but speculated the bias load of rms_norm, bias null.)
-template <typename T>
-__host__ __device__ constexpr bool norm_early_wb(int group, int vecs, int cluster, bool vec) {
-  return kIsHalf<T> && group == 128 && vecs == 4 && cluster == 1 && vec;
-}
-
-// kStage: each CTA stages its weight and bias slice in shared memory once (persistent cluster rows);
-// without it, cluster rows read them at the output (or early) from global memory, as one-CTA rows do.
+// kEarlyWB: weight and bias requested before the row rather than at the output, so that their L1/L2
+// latency overlaps the row's loads and reductions (the host asks for it where the registers it takes
+// cost no CTA an SM: fp16 rows of 128 x 4).
+// kStage: each CTA stages its weight and bias slice in shared memory once (persistent launches: cluster
+// rows, and one-CTA rows where the host asks); without it they are read at the output (or early).
 // kDynamic (norm_rows_dyn): rows past the grid's first are handed out at run time (RowHandout, reduce.cuh),
-// for persistent cluster launches; `counters` is the host's buffer for the stream. (Tried for the staged
-// one-CTA rows too, through shared memory: slower there, ncu 4096 x 4096 fp16 layer_norm 23.6-24.9 us
-// against 22.4-23.5 us in a fixed stride.)
-template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch, bool kEarlyWB, bool kStage,
-          bool kDynamic>
+// for persistent cluster launches; `counters` is the host's buffer for the stream.
+template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kEarlyWB, bool kStage, bool kDynamic>
 __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __restrict__ out,
                                                const T* __restrict__ weight, const T* __restrict__ bias, i64 rows,
                                                i64 len, float eps, int rms, unsigned* __restrict__ counters) {
@@ -129,16 +102,15 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
   constexpr int N = Tile::N;
   constexpr i64 kSlice = (i64)kGroup * kVecs * N;
   constexpr int kUnits = kGroup <= 32 ? kBlock / kGroup : 1;  // rows a block holds at once
-  static_assert(kStage || !kPrefetch, "only persistent (cluster) launches prefetch");
-  constexpr bool kTight = norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB, kPrefetch) > 0;
-  static_assert(!(kTight && kPrefetch), "tight rows load their own row each iteration");
+  constexpr bool kTight = norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB) > 0;
+  static_assert(kCluster == 1 || kStage, "cluster rows stage weight and bias");
   __shared__ float smem[96];  // group reductions: 32 floats (sums) or 96 (Welford triples)
   __shared__ float2 slots[2][kCluster];
   __shared__ unsigned long long pushed[2];
   extern __shared__ __align__(16) unsigned char staged[];  // kStage: weight slice, then bias slice
   const RowPlace<kGroup, kBlock, kCluster> p;
   ClusterShare<kCluster> share{slots, pushed, p.rank};
-  static_assert(!kDynamic || (kGroup > 32 && kCluster > 1 && !kPrefetch), "rows handed out to clusters, no prefetch");
+  static_assert(!kDynamic || (kGroup > 32 && kCluster > 1), "rows handed out to clusters");
   constexpr int kHandout = kDynamic ? kCluster : 2;  // (an unused RowHandout<2> otherwise)
   __shared__ float2 handout_slots[2][kHandout];
   __shared__ unsigned long long handout_bars[2];
@@ -147,46 +119,27 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
   if constexpr (kDynamic) {
     if (threadIdx.x == 0) handout.init_barriers();  // announced by share.init()'s fence
   }
-#if KK_TRACE  // experiments (scripts/trace_rows.py): rank 0's entry, first statistics, exit and rows, by cluster
-  unsigned long long* const trace = reinterpret_cast<unsigned long long*>(counters + 64) + 4 * (blockIdx.x / kCluster);
-  const bool tracer = kDynamic && threadIdx.x == 0 && p.rank == 0;
-  if (tracer) trace[0] = globaltimer();
-  int traced_rows = 0;
-#endif
   if constexpr (kCluster > 1) share.init();
   const i64 col = (i64)p.rank * kSlice + p.lane * N;  // this thread's first element within a row
   const int n = (int)max((i64)0, min(kSlice, len - (i64)p.rank * kSlice));
   const int rem = n - p.lane * N;
   T* const ws = reinterpret_cast<T*>(staged) + p.lane * N;  // this thread's staged elements
   T* const bs = ws + kSlice;
-  // kStageLate: asynchronous copies issued after the first row's loads rather than before them, so that
-  // the grid's copies of weight and bias (from L2: 16-32 KB a CTA, 8-21 MB over the grid) do not queue
-  // ahead of its first row's DRAM reads
-  constexpr bool kStageAsync = kStage && kVec && KK_STAGE_ASYNC;
-  constexpr bool kStageLate = kStageAsync && !kPrefetch && KK_STAGE_LATE;
-  if constexpr (kStageAsync && !kStageLate) {
-    stage_weight_bias_async<Tile>(weight, bias, col, rem, ws, bs);
-  } else if constexpr (kStage && !kStageAsync) {
+  // Aligned slices are staged by asynchronous copies issued after the first row's loads, so that the
+  // grid's copies of weight and bias (from L2) do not queue ahead of its first row's DRAM reads; others
+  // by loads and stores before the loop.
+  constexpr bool kStageAsync = kStage && kVec;
+  if constexpr (kStage && !kStageAsync) {
     stage_weight_bias<kVec, Tile>(weight, bias, col, rem, ws, bs);
   }
   const i64 first = kGroup <= 32 ? (i64)blockIdx.x * kUnits : (i64)blockIdx.x / kCluster;
   const i64 stride = kGroup <= 32 ? (i64)gridDim.x * kUnits : (i64)gridDim.x / kCluster;
   const int unit = kGroup <= 32 ? threadIdx.x / kGroup : 0;
-  // kPrefetch (staged launches): the next row's loads are issued before this row's reductions,
-  // barriers and stores, so a CTA keeps bytes in flight through its whole loop (for a register
-  // tile more: 64-94 registers, fewer CTAs per SM; both forms are measured).
   Tile t;
-  if (kPrefetch && first < rows) {
-    const bool live = first + unit < rows;
-    t.template load<kVec>(in + (live ? first + unit : 0) * len + col, live ? rem : -1 - p.lane * N,
-                          from_float<T>(0.0f));
-  }
   for (i64 r0 = first; r0 < rows;) {
     const i64 row = r0 + unit;
     const bool live = row < rows;  // groups past the end run empty: the shuffles stay full-warp
     const int rrem = live ? rem : -p.lane * N - 1;
-    // kEarlyWB: this row's weight and bias, requested before the row itself (L1/L2 hits, queued
-    // ahead of the row's DRAM misses rather than behind them)
     // vector k's weight and bias from global memory; a vector past the row reads the row's first one
     // (never stored): no predicated loads
     const auto weight_bias_at = [&](int k, V& wv, V& bv) {
@@ -199,27 +152,19 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
     };
     V wvs[kEarlyWB ? kVecs : 1], bvs[kEarlyWB ? kVecs : 1];
     if constexpr (kEarlyWB) {
-      static_assert(kVec && !kStage && !kPrefetch, "early weight/bias loads are for one-CTA vector rows");
+      static_assert(kVec && !kStage, "early weight/bias loads are for one-CTA vector rows");
 #pragma unroll
       for (int k = 0; k < kVecs; ++k) weight_bias_at(k, wvs[k], bvs[k]);
     }
     if constexpr (kTight) {
       t.load_words(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
-    } else if constexpr (!kPrefetch) {
+    } else {
       t.template load<kVec>(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
     }
-    if constexpr (kStageLate) {
+    if constexpr (kStageAsync) {
       if (r0 == first) stage_weight_bias_async<Tile>(weight, bias, col, rem, ws, bs);
     }
     if constexpr (kDynamic) handout.take(rows);
-    Tile next;
-    if constexpr (kPrefetch) {
-      const i64 nrow = row + stride;
-      if (r0 + stride < rows) {
-        next.template load<kVec>(in + (nrow < rows ? nrow : 0) * len + col, nrow < rows ? rem : -1 - p.lane * N,
-                                 from_float<T>(0.0f));
-      }
-    }
     // the values as floats for the statistics and the output: converted once, or (tight rows) at each use
     float xs[kTight ? 1 : kVecs][N];
     float2 st;
@@ -234,9 +179,6 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
       st = row_stats<kGroup, kCluster, kVec, true, true>(FloatValues<kVecs, N>{xs}, live ? n : 0, rrem, len, kSlice, eps, rms,
                                              smem, share);
     }
-#if KK_TRACE
-    if (tracer && traced_rows++ == 0) trace[1] = globaltimer();
-#endif
     const i64 next_r0 = kDynamic ? handout.next(stride) : r0 + stride;  // after row_stats' block barriers
     if constexpr (kStageAsync) staged_wait();  // this thread's copies (at once after the first)
 #pragma unroll
@@ -270,44 +212,37 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
       }
     }
     if (live) t.template store<kVec>(out + row * len + col, rem);
-    if constexpr (kPrefetch) t = next;
     r0 = next_r0;
   }
   if constexpr (kStageAsync) staged_wait();  // a CTA given no row leaves no copy in flight
-#if KK_TRACE
-  if (tracer) {
-    trace[2] = globaltimer();
-    trace[3] = traced_rows;
-  }
-#endif
 }
 
-template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch, bool kEarlyWB>
+template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kEarlyWB>
 __host__ __device__ constexpr int norm_rows_min_blocks() {
-  return norm_min_blocks(kGroup, kPrefetch, kVecs * 16 / sizeof(T), kVec,
-                         norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB, kPrefetch));
+  return norm_min_blocks(kGroup, kVecs * 16 / sizeof(T), kVec,
+                         norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB));
 }
 
-template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch,
-          bool kEarlyWB = norm_early_wb<T>(kGroup, kVecs, kCluster, kVec), bool kStage = (kCluster > 1)>
-__global__ void __launch_bounds__(row_block(kGroup), (norm_rows_min_blocks<T, kGroup, kVecs, kCluster, kVec, kPrefetch, kEarlyWB>()))
+// Rows dealt to groups (or clusters) in a fixed stride: one group a row, or persistent (kStage).
+template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kEarlyWB, bool kStage>
+__global__ void __launch_bounds__(row_block(kGroup), (norm_rows_min_blocks<T, kGroup, kVecs, kCluster, kVec, kEarlyWB>()))
 norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
           const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
-  norm_rows_body<T, kGroup, kVecs, kCluster, kVec, kPrefetch, kEarlyWB, kStage, false>(in, out, weight, bias, rows, len,
-                                                                                      eps, rms, nullptr);
+  norm_rows_body<T, kGroup, kVecs, kCluster, kVec, kEarlyWB, kStage, false>(in, out, weight, bias, rows, len, eps, rms,
+                                                                           nullptr);
 }
 
-template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kPrefetch,
-          bool kEarlyWB = norm_early_wb<T>(kGroup, kVecs, kCluster, kVec), bool kStage = (kCluster > 1)>
-__global__ void __launch_bounds__(row_block(kGroup), (norm_rows_min_blocks<T, kGroup, kVecs, kCluster, kVec, kPrefetch, kEarlyWB>()))
+// Persistent clusters of aligned rows, weight and bias staged, rows handed out at run time.
+template <typename T, int kGroup, int kVecs, int kCluster>
+__global__ void __launch_bounds__(row_block(kGroup), (norm_rows_min_blocks<T, kGroup, kVecs, kCluster, true, false>()))
 norm_rows_dyn(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
               const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms, unsigned* __restrict__ counters) {
-  norm_rows_body<T, kGroup, kVecs, kCluster, kVec, kPrefetch, kEarlyWB, kStage, true>(in, out, weight, bias, rows, len,
-                                                                                     eps, rms, counters);
+  norm_rows_body<T, kGroup, kVecs, kCluster, true, false, true, true>(in, out, weight, bias, rows, len, eps, rms,
+                                                                     counters);
 }
 
 // norm_smem: a persistent CTA (kCluster == 1) or cluster per row, the CTA's slice resident in shared
-// memory (smemrows.cuh, NormRow in norm.cuh). Rows move as 16-byte vectors (aligned, length a multiple
+// memory (rows_smem.cuh, NormRow in norm.cuh). Rows move as 16-byte vectors (aligned, length a multiple
 // of N); weight and bias are read at the output from global memory (L2: the ring leaves L1 little
 // room), a chunk ahead.
 template <typename T, int kBlock, int kPer, int kChunks, int kStages, int kCluster>

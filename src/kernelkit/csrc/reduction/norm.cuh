@@ -89,11 +89,10 @@ __device__ __forceinline__ float slice_count(i64 len, int r, i64 slice) {
 
 // The cluster merges below read the kCluster slots in one of two forms: every thread reads every slot
 // (and, for cluster_chan, recomputes every slot's count), or (kLanes) each aligned group of kCluster lanes
-// reads slot lane % kCluster once and reduces by shuffles, as block_allreduce does for warps. Session 17,
-// H100, interleaved (scripts/persistent_grid.py, scripts/bulk_ab.py; results/session17/): the fp16 cluster
-// rows of 1024 x 65536, whose layer_norm spent 1.9M of its 4.7M load/store-unit instructions (ncu) on 24
-// shared loads a row a thread, layer_norm 91.6-92.4% -> 93.7-94.1% of a same-bytes copy, rms_norm +0.5-1.0%;
-// norm_bulk's fp32 layer_norm (1024-thread CTAs) 91.1-91.5% -> 89.8-90.2%: the register-tile rows take kLanes.
+// reads slot lane % kCluster once and reduces by shuffles, as block_allreduce does for warps. kLanes
+// saves the register-tile cluster rows most of their shared loads (about 2 points of a same-bytes copy
+// for fp16 64K-element layer_norm rows); norm_bulk's 1024-thread CTAs measured slower with it and keep
+// the other form (docs/design/row-reductions.md).
 
 // A row's sum of squares from its slices' (each CTA's ss; kCluster == 1: ss itself).
 template <bool kLanes = false, int kCluster>
@@ -161,9 +160,6 @@ struct TileValues {
   __device__ __forceinline__ float operator()(int k, int j) const { return to_float(t.v[k].v[j]); }
 };
 
-#ifndef KK_LN_STATS_AS_RMS
-#define KK_LN_STATS_AS_RMS 0  // experiments (scripts/ncu_ln_rms.py): layer_norm timed with rms_norm's statistics
-#endif
 // (mean, rstd) of the row whose slice this thread group holds in `x` (its kVecs vectors of N values,
 // as FloatValues or TileValues; n valid elements in the slice, rem of them from this thread's first one;
 // kVec: whole vectors are valid or not, so the bounds are checked per vector, not per element).
@@ -175,7 +171,7 @@ __device__ __forceinline__ float2 row_stats(const X& x, int n, int rem, i64 len,
   constexpr int kVecs = X::kVecs, N = X::N;
   constexpr int kStride = kGroup * N;  // as RowTile: elements between a thread's vectors
   const auto valid = [rem](int k, int j) { return k * kStride + (kVec ? 0 : j) < rem; };
-  if (rms || KK_LN_STATS_AS_RMS) {
+  if (rms) {
     float ss = 0.0f;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k)
@@ -359,7 +355,7 @@ __device__ __forceinline__ V lds_volatile_if(bool ok, const V* p) {
 template <typename V>
 __device__ __forceinline__ V lds_volatile(const V* p) { return lds_volatile_if(true, p); }
 
-// The norms' policy for smem_rows (smemrows.cuh): rows resident in shared memory. The sum (layer_norm,
+// The norms' policy for smem_rows (rows_smem.cuh): rows resident in shared memory. The sum (layer_norm,
 // of x less the slice's first element: a mean 50x the spread lost 3 ulps of it summed unshifted) or sum
 // of squares (rms_norm) accumulates as chunks land; layer_norm then takes each warp's mean,
 // reads the slice again for the squared deviations from it (exact, no cancellation), and merges the
@@ -421,16 +417,5 @@ struct NormRow {
     affine(o, x, st, w, b, weight, bias);
   }
 };
-
-// Experiment hooks (scripts/trace_rows.py): kernels built with KK_TRACE=1 record GPU times of their start,
-// first statistics and exit.
-#ifndef KK_TRACE
-#define KK_TRACE 0
-#endif
-__device__ __forceinline__ unsigned long long globaltimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 }  // namespace kk

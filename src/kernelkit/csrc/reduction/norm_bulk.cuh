@@ -1,6 +1,6 @@
 // norm_bulk (norm.cu's long-row kernels on sm_90): row slices reach a ring of shared-memory stages by bulk
-// copies (bulk.cuh), persistent clusters (or one-CTA rings) over rows dealt in a fixed stride or, for the
-// one-CTA rings, handed out at run time (norm_bulk_dyn). Instantiated through norm.cu.
+// copies (bulk.cuh); persistent clusters over rows dealt in a fixed stride (norm_bulk) or one-CTA rings
+// over rows handed out at run time (norm_bulk_dyn). Instantiated through norm.cu.
 #pragma once
 #include "bulk.cuh"
 #include "norm.cuh"
@@ -36,21 +36,20 @@ __host__ __device__ constexpr int bulk_min_blocks() {
 // RowHandout does for clusters: the filling thread takes a number for each row it starts to copy, the
 // number a launch's last take gets resets the counter, and the row of each ring row slot reaches the other
 // threads through shared memory, written before the arrival that completes the slot's first stage.
-// Why: in a fixed stride the 132 one-CTA rings of 32768^2 fp16 layer_norm ended 31 us apart on average
-// before the last exit (of 1511 us; scripts/trace_rows.py --bulk, session 19): SMs differ in speed.
+// Why: SMs differ in speed, and in a fixed stride the one-CTA rings of a long launch end tens of
+// microseconds apart, the fast ones idle (docs/design/row-reductions.md).
 template <typename T, int kBlock, int kVecs, int kCluster, int kStages, bool kStageWB, int kChunks, bool kDynamic>
 __device__ __forceinline__ void norm_bulk_body(const T* __restrict__ in, T* __restrict__ out,
                                                const T* __restrict__ weight, const T* __restrict__ bias, i64 rows,
-                                               i64 len, float eps, int rms, unsigned* __restrict__ counters,
-                                               unsigned long long* __restrict__ trace) {
+                                               i64 len, float eps, int rms, unsigned* __restrict__ counters) {
   using Tile = RowTile<T, kBlock, kVecs>;
   using V = Vec<T, Tile::N>;
   constexpr int N = Tile::N;
   constexpr int kSlice = kBlock * kVecs * N;
   static_assert(kVecs % kChunks == 0, "whole vectors a thread per chunk");
   // 16-bit rows read, choose and convert values on whole words (as the tight rows): 2113 -> 1505 SASS
-  // instructions for 32K-element fp16 rows, +1.3-2.0% (scripts/ab_csrc.py, session 13); fp32 rows keep
-  // the element-wise code (the same change measured -4% at 1024 x 65536 fp32)
+  // instructions for 32K-element fp16 rows, +1.3-2.0%; fp32 rows keep the element-wise code (the same
+  // change measured -4% at 1024 x 65536 fp32)
   constexpr bool kWords = sizeof(T) == 2;
   constexpr int kChunk = kSlice / kChunks, kPer = kVecs / kChunks;  // elements, vectors a thread
   __shared__ float smem[96];
@@ -66,10 +65,6 @@ __device__ __forceinline__ void norm_bulk_body(const T* __restrict__ in, T* __re
   const int n = (int)max((i64)0, min((i64)kSlice, len - (i64)rank * kSlice));
   const int rem = n - threadIdx.x * N;
   const i64 first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
-#if KK_TRACE
-  unsigned long long* const tr = (kDynamic ? reinterpret_cast<unsigned long long*>(counters + 64) : trace) + 4 * first;
-  if (threadIdx.x == 0 && rank == 0) tr[0] = globaltimer();
-#endif
   if constexpr (kStageWB) stage_weight_bias<true, Tile>(weight, bias, col, rem, ws, bs);
   ClusterShare<kCluster> share{slots, pushed, rank};
   share.init();
@@ -139,9 +134,6 @@ __device__ __forceinline__ void norm_bulk_body(const T* __restrict__ in, T* __re
     constexpr bool kWarpPasses = kRegs >= 128 || kCluster <= 4;
     const float2 st = row_stats<kBlock, kCluster, true, kWarpPasses>(FloatValues<kVecs, N>{xs}, n, rem, len, kSlice, eps,
                                                                      rms, smem, share);
-#if KK_TRACE
-    if (threadIdx.x == 0 && rank == 0 && i == 0) tr[1] = globaltimer();
-#endif
     Tile t;
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
@@ -168,36 +160,25 @@ __device__ __forceinline__ void norm_bulk_body(const T* __restrict__ in, T* __re
     }
     t.template store<true>(out + row * len + col, rem);
   }
-#if KK_TRACE
-  if (threadIdx.x == 0 && rank == 0) {
-    tr[2] = globaltimer();
-    tr[3] = i;
-  }
-#endif
 }
 
+// Persistent clusters (kCluster > 1), rows dealt in a fixed stride.
 template <typename T, int kBlock, int kVecs, int kCluster, int kStages, bool kStageWB, int kChunks>
 __global__ void __launch_bounds__(kBlock, (bulk_min_blocks<T, kBlock, kVecs, kCluster, kStages, kStageWB, kChunks>()))
 norm_bulk(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
-          const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms
-#if KK_TRACE  // experiments (scripts/trace_rows.py --bulk): rank 0's entry, first statistics, exit and rows
-          , unsigned long long* __restrict__ trace
-#endif
-) {
-#if !KK_TRACE
-  unsigned long long* const trace = nullptr;
-#endif
+          const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
   norm_bulk_body<T, kBlock, kVecs, kCluster, kStages, kStageWB, kChunks, false>(in, out, weight, bias, rows, len, eps,
-                                                                                 rms, nullptr, trace);
+                                                                                 rms, nullptr);
 }
 
-// the counter buffer of the stream (ops/_rowwise.handout_counters); with KK_TRACE the trace at counters + 64
-template <typename T, int kBlock, int kVecs, int kCluster, int kStages, bool kStageWB, int kChunks>
-__global__ void __launch_bounds__(kBlock, (bulk_min_blocks<T, kBlock, kVecs, kCluster, kStages, kStageWB, kChunks>()))
+// Persistent one-CTA rings taking rows handed out at run time; `counters`: the stream's counter buffer
+// (handout_counters on the host).
+template <typename T, int kBlock, int kVecs, int kStages, bool kStageWB, int kChunks>
+__global__ void __launch_bounds__(kBlock, (bulk_min_blocks<T, kBlock, kVecs, 1, kStages, kStageWB, kChunks>()))
 norm_bulk_dyn(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
               const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms, unsigned* __restrict__ counters) {
-  norm_bulk_body<T, kBlock, kVecs, kCluster, kStages, kStageWB, kChunks, true>(in, out, weight, bias, rows, len, eps,
-                                                                                rms, counters, nullptr);
+  norm_bulk_body<T, kBlock, kVecs, 1, kStages, kStageWB, kChunks, true>(in, out, weight, bias, rows, len, eps, rms,
+                                                                         counters);
 }
 
 }  // namespace kk

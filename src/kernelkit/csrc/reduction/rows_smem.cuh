@@ -1,4 +1,4 @@
-// Rows kept whole in shared memory (sm_90): the loop that softmax_smem and norm_smem share.
+// Rows kept whole in shared memory (sm_90): norm_smem's loop, generic over the row policy.
 //
 // Why: the register-tile row kernels hold a CTA's slice of a row in registers, which caps a CTA at
 // 32 values a thread (1024 threads x 64 registers): 64K-element 16-bit rows need two CTAs a row
@@ -15,7 +15,7 @@
 // reductions; it may read the resident slice again), then writes the output chunk by chunk, and each
 // stage is refilled (with the next rows' chunks) as soon as every thread has written from it.
 //
-// Row's interface (see NormRow in norm.cuh, SoftmaxRow in softmax.cu):
+// Row's interface (see NormRow in norm.cuh):
 //   begin(shift)                  a new row; shift: its slice's first element (for a shifted sum)
 //   add(x)                        a landed vector of N floats (valid elements only)
 //   stats(n, wcount, each, smem, share) -> float2

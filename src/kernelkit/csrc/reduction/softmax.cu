@@ -8,13 +8,10 @@
 //   softmax_rows        the row held in registers (RowTile): one read, one write. A row belongs to
 //                       kGroup lanes of a warp (short rows), to one CTA, or to a cluster of kCluster
 //                       CTAs (sm_90) that exchange their (max, sum) through distributed shared memory.
-//   softmax_smem        long aligned rows on sm_90 kept whole in shared memory (smemrows.cuh): a CTA
-//                       (or a cluster of 2) a row, (max, sum) accumulated as the row's chunks land.
 //
 // Special values follow torch's formula exp(x - max) / sum: a row with +inf or NaN is NaN everywhere,
 // a row of -inf is NaN, -inf elements of any other row give 0.
 #include "reduce.cuh"
-#include "rows_smem.cuh"
 
 namespace kk {
 
@@ -170,49 +167,6 @@ softmax_rows(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len) {
       t.v[k].v[j] = from_float<T>(dead ? scale : ex * scale);
     }
   t.template store<kVec>(out + base, rem);
-}
-
-// softmax's policy for smem_rows (smemrows.cuh): a running (max, sum) per thread updated a vector at a
-// time as the row's chunks land (the sum rescaled once per vector whose max passes the running one),
-// merged over the block and the cluster; the output recomputes exp(x - max) from the resident row.
-template <typename T, int kBlock, int kCluster>
-struct SoftmaxRow {
-  static constexpr int N = 16 / sizeof(T);
-  struct Aux {};
-  MaxSum acc;
-
-  __device__ __forceinline__ void begin(float) { acc = {neg_inf(), 0.0f}; }
-  __device__ __forceinline__ void add(const float (&x)[N]) {
-    float vm = x[0];
-#pragma unroll
-    for (int j = 1; j < N; ++j) vm = max_nan(vm, x[j]);
-    // -inf elements add nothing (and keep an all -inf start from exp(-inf + inf) = NaN); a NaN or a
-    // +inf (exp(inf - inf)) makes the sum NaN, the row NaN, as torch's formula gives
-    const float m = max_nan(acc.m, vm);
-    float s = acc.m == neg_inf() ? 0.0f : acc.s * exp_shifted(acc.m - m);
-#pragma unroll
-    for (int j = 0; j < N; ++j) s += x[j] == neg_inf() ? 0.0f : exp_shifted(x[j] - m);
-    acc = {m, s};
-  }
-  template <typename Each>
-  __device__ __forceinline__ float2 stats(int, int, Each&&, float* smem, ClusterShare<kCluster>& share) {
-    const MaxSum row = cluster_maxsum(block_allmerge<kBlock>(acc, smem), share);
-    return {row.m, 1.0f / row.s};
-  }
-  __device__ __forceinline__ Aux aux(i64) const { return {}; }
-  __device__ __forceinline__ void out(Vec<T, N>& o, const float (&x)[N], float2 st, const Aux&) const {
-#pragma unroll
-    for (int j = 0; j < N; ++j) o.v[j] = from_float<T>(exp_shifted(x[j] - st.x) * st.y);
-  }
-};
-
-// softmax_smem: a persistent CTA (kCluster == 1) or cluster per row, the CTA's slice resident in shared
-// memory (smemrows.cuh). Rows move as 16-byte vectors (aligned, length a multiple of N).
-template <typename T, int kBlock, int kPer, int kChunks, int kStages, int kCluster>
-__global__ void __launch_bounds__(kBlock, (smem_rows_min_blocks<T, kBlock, kPer, kStages>()))
-softmax_smem(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len) {
-  SoftmaxRow<T, kBlock, kCluster> op;
-  smem_rows<T, kBlock, kPer, kChunks, kStages, kCluster>(in, out, rows, len, op);
 }
 
 }  // namespace kk

@@ -1,131 +1,157 @@
-"""softmax(x, dim): the ladder from three passes to rows held in registers (and clusters), dispatch.
+"""softmax(x, dim): the ladder from three passes to rows held in registers (and clusters), the
+configurations (``SoftmaxTile``, ``Loop``) and the rule choosing one, dispatch.
 
 The kernels work on the last dim of a contiguous tensor; another dim is moved last (a copy in, a copy
-out: the correct path, not the fast one).
+out: the correct path, not the fast one). ``config=`` launches a given configuration (tuning and tests).
 """
 from __future__ import annotations
 
-from typing import Optional
+from dataclasses import dataclass
+from typing import Optional, Union
 
 import torch
 
-from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
-from ...runtime import launch
+from ...ladder import FLOAT_DTYPES, Kernel, Op, kind_variants, register
+from ...runtime import get_kernel, launch
 from .._shared.checks import check_tensor, output_for, pick_variant
-from .._shared.cxx import CXX_TYPE
-from ._rows import (RowTables, SourceNames, flat, grid_for_rows, has_clusters, launch_cluster, launch_smem_rows,
-                       pick, row_kernels, row_name, smem_rows_configs, smem_rows_kernels, smem_rows_name,
-                       smem_rows_pick, vec_ok)
+from .._shared.custom_op import out_op
+from .._shared.cxx import CXX_TYPE, cxx_bool
+from .._shared.launch_rules import compute_capability
+from .._shared.plans import plan_cache, remember
+from ._rows import (CLUSTER_SM, RowTile, check_config, config_text, launch_rows, needs_sm90, parse_config, per_vec,
+                    pick, vec_ok, without_clusters)
 from .reduce import wrap_dim
 
 __all__ = ["softmax"]
 
 SRC = "reduction/softmax.cu"
 LOOP_BLOCK = 512  # the looping kernels (three-pass, online): one block of 512 threads per row
-NAMES = SourceNames(SRC, ("softmax",))
 
-# (group, vecs, cluster) by capacity. Small rows pack into warps; then a CTA per row, up to 1024
-# threads x 32 values; past that a cluster splits the row. Chosen on an H100 (benchmarks/reduction_tuning.py, run 1): one 1024-thread
-# CTA per 32K row beat a cluster of 4 x 256 (3016 vs 2882 GB/s fp32, 2985 vs 2662 fp16), and at 1K
-# 16-bit rows a 128-thread CTA per row beat a warp per row (2888 vs 2480 GB/s). Run 2: 64K 16-bit rows
-# as 2 x 512 threads x 64 values (exponentials recomputed) read 1710 GB/s against 2370 for 8 x 256.
-# Run 7 (statistics pushed by st.async, no cluster barrier): 64K fp32 rows as 4 x 512 read 2810 GB/s
-# against 2687 for 8 x 256 and 2575 for 2 x 1024; 16-bit 8 x 256 stays (2524 vs 2483 for 4 x 512).
-_FAST = {
-    4: {128: (32, 1, 1), 256: (32, 2, 1), 512: (32, 4, 1), 1024: (32, 8, 1), 2048: (128, 4, 1),
-        4096: (256, 4, 1), 8192: (256, 8, 1), 16384: (512, 8, 1), 32768: (1024, 8, 1), 65536: (512, 8, 4),
-        131072: (512, 8, 8), 262144: (1024, 8, 8)},
-    8: {256: (32, 1, 1), 512: (32, 2, 1), 1024: (128, 1, 1), 2048: (128, 2, 1), 4096: (128, 4, 1),
-        8192: (256, 4, 1), 16384: (512, 4, 1), 32768: (1024, 4, 1), 65536: (256, 4, 8), 131072: (512, 4, 8),
-        262144: (1024, 4, 8)},
+
+@dataclass(frozen=True)
+class Loop:
+    """softmax_three_pass or softmax_online: a block of LOOP_BLOCK threads a row, any length."""
+
+    kind: str = "online"
+    block = LOOP_BLOCK
+
+    def __post_init__(self):
+        if self.kind not in ("three_pass", "online"):
+            raise ValueError(f"{self}: kind 'three_pass' or 'online'")
+
+    def name(self, dtype: torch.dtype, vec: bool) -> str:
+        return f"kk::softmax_{self.kind}<{CXX_TYPE[dtype]}, {LOOP_BLOCK}>"
+
+    def kernel(self, dtype: torch.dtype, vec: bool) -> Kernel:
+        bits = torch.finfo(dtype).bits
+        return Kernel(SRC, self.name(dtype, vec), bits, bits, block=self.block)
+
+    def check(self, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
+        pass
+
+    def launch(self, kernel, rows: int, args: tuple, dev: int) -> None:
+        launch(kernel, rows, self.block, args[0], args[1], args[3], name=f"softmax_{self.kind}", device_index=dev)
+
+
+@dataclass(frozen=True)
+class SoftmaxTile(RowTile):
+    """softmax_rows: the row held in registers (RowTile), one read and one write; clusters (sm_90)
+    exchange their slices' (max, sum) through distributed shared memory."""
+
+    def name(self, dtype: torch.dtype, vec: bool) -> str:
+        return f"kk::softmax_rows<{CXX_TYPE[dtype]}, {self.threads}, {self.vecs}, {self.cluster}, {cxx_bool(vec)}>"
+
+    def kernel(self, dtype: torch.dtype, vec: bool) -> Kernel:
+        bits = 128 if vec else torch.finfo(dtype).bits
+        return Kernel(SRC, self.name(dtype, vec), bits, bits, block=self.block, min_sm=self.min_sm())
+
+    def check(self, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
+        check_config("softmax", self.capacity(dtype) >= len_, self,
+                     f"it holds {self.capacity(dtype)} elements, the row has {len_}")
+        if self.cluster > 1:
+            needs_sm90("softmax", self, sm, "thread-block clusters")
+
+    def launch(self, kernel, rows: int, args: tuple, dev: int) -> None:
+        launch_rows(kernel, self, rows, *args, dev=dev)
+
+
+SoftmaxConfig = Union[Loop, SoftmaxTile]
+CONFIG_CLASSES = (Loop, SoftmaxTile)
+T = SoftmaxTile  # short, for the tables
+
+# By capacity, per elements per 16-byte vector (4: fp32, 8: 16-bit): small rows pack into warps, then a
+# CTA a row up to 1024 threads x 32 values, then a cluster a row (sm_90, statistics pushed by st.async,
+# no cluster barrier); the online kernel past the table (docs/design/row-reductions.md, "Who holds a
+# row, by length").
+FAST = {
+    4: {128: T(32, 1), 256: T(32, 2), 512: T(32, 4), 1024: T(32, 8), 2048: T(128, 4), 4096: T(256, 4),
+        8192: T(256, 8), 16384: T(512, 8), 32768: T(1024, 8), 65536: T(512, 8, 4), 131072: T(512, 8, 8),
+        262144: T(1024, 8, 8)},
+    8: {256: T(32, 1), 512: T(32, 2), 1024: T(128, 1), 2048: T(128, 2), 4096: T(128, 4), 8192: T(256, 4),
+        16384: T(512, 4), 32768: T(1024, 4), 65536: T(256, 4, 8), 131072: T(512, 4, 8), 262144: T(1024, 4, 8)},
 }
-TABLES = RowTables(
-    fast=_FAST,
-    fast_flat=flat(_FAST, {}),  # longer rows: online
-    registers={
-        4: {512: (128, 1, 1), 1024: (128, 2, 1), 2048: (128, 4, 1), 4096: (256, 4, 1), 8192: (256, 8, 1),
-            16384: (512, 8, 1), 32768: (1024, 8, 1)},
-        8: {1024: (128, 1, 1), 2048: (128, 2, 1), 4096: (128, 4, 1), 8192: (256, 4, 1), 16384: (512, 4, 1),
-            32768: (1024, 4, 1)},
-    },
-)
-
-# Long aligned rows on sm_90 kept whole in shared memory (softmax_smem, csrc/smemrows.cuh): (threads,
-# vectors a thread per chunk, chunks a slice, ring stages, CTAs per cluster) by capacity, for rows longer
-# than SMEM_FROM; as in norm.py. Session 12 (scripts/smem_rows_tune.py, H100, 1024 x 65536): 91.7%
-# (fp16, one 512-thread CTA a row) and 94.4% (fp32, clusters of 2) of a same-bytes copy, against 98.2%
-# for both with the register-tile clusters above (since their cluster start no longer waits on a release
-# barrier), so the table is empty: these are measured alternatives, compiled and GPU-tested with the rung.
-SMEM: dict[int, dict[int, tuple]] = {4: {}, 8: {}}
-SMEM_FROM = 32768
-SMEM_SPARES = {4: [(512, 4, 4, 7, 2)], 8: [(512, 4, 4, 7, 1)]}
+FAST_FLAT = {n: without_clusters(t) for n, t in FAST.items()}  # sm_80: longer rows take the online kernel
+REGISTERS = {  # the registers rung: one CTA a row, the online kernel past 32K elements
+    4: {512: T(128, 1), 1024: T(128, 2), 2048: T(128, 4), 4096: T(256, 4), 8192: T(256, 8), 16384: T(512, 8),
+        32768: T(1024, 8)},
+    8: {1024: T(128, 1), 2048: T(128, 2), 4096: T(128, 4), 8192: T(256, 4), 16384: T(512, 4), 32768: T(1024, 4)},
+}
 
 
-def smem_configs(dtype) -> list[tuple]:
-    """Every shared-memory-resident configuration the fast rung may launch for dtype (table + spares)."""
-    return smem_rows_configs((SMEM,), SMEM_SPARES, dtype)
+def config_for(rung: str, dtype: torch.dtype, len_: int, *, sm: int) -> SoftmaxConfig:
+    """The configuration a rung launches for rows of ``len_`` elements of ``dtype`` on an sm_``sm`` device
+    (aligned rows or not: the same configuration, in its vector or element-wise form)."""
+    if rung in ("three_pass", "online"):
+        return Loop(rung)
+    n = per_vec(dtype)
+    tile = pick(len_, REGISTERS[n] if rung == "registers" else FAST[n] if sm >= CLUSTER_SM else FAST_FLAT[n])
+    return Loop("online") if tile is None else tile
 
 
-def _smem_for(dtype, len_: int):
-    """The shared-memory-resident configuration for an aligned row on sm_90, or None."""
-    return smem_rows_pick(SMEM, dtype, len_, SMEM_FROM)
+def configs(dtype: torch.dtype, rung: str = "fast") -> tuple[SoftmaxConfig, ...]:
+    """Every configuration ``config_for`` can choose for dtype on any device (each in both forms)."""
+    n = per_vec(dtype)
+    lens = {1} | set(FAST[n]) | set(REGISTERS[n])
+    found = {config_for(rung, dtype, len_ + d, sm=sm) for len_ in lens for d in (0, 1) for sm in (80, CLUSTER_SM)}
+    return tuple(sorted(found, key=lambda c: (isinstance(c, T), c.capacity(dtype) if isinstance(c, T) else 0, repr(c))))
 
 
-def _loop_kernel(kind: str, dtype) -> Kernel:
-    bits = torch.finfo(dtype).bits
-    return Kernel(SRC, f"kk::softmax_{kind}<{CXX_TYPE[dtype]}, {LOOP_BLOCK}>", bits, bits, block=LOOP_BLOCK)
+def _kernels(rung: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
+    seen: dict[str, Kernel] = {}
+    for c in configs(dtype, rung):
+        for vec in (True, False):
+            k = c.kernel(dtype, vec)
+            seen.setdefault(k.name, k)
+    return tuple(seen.values())
 
 
-def _kernels(kind: str, dtype) -> tuple[Kernel, ...]:
-    if kind in ("three_pass", "online"):
-        return (_loop_kernel(kind, dtype),)
-    # rows too long for any configuration fall back to the online kernel
-    smem = smem_rows_kernels(SRC, "softmax_smem", dtype, smem_configs(dtype)) if kind == "fast" else ()
-    return row_kernels(SRC, "softmax_rows", TABLES, kind, dtype) + smem + (_loop_kernel("online", dtype),)
+_plans = plan_cache()
 
 
-_plans: dict[tuple, tuple] = {}
+def _plan(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: int, vec: bool) -> tuple:
+    sm = compute_capability(dev)
+    if text is None:
+        cfg = config_for(rung, dtype, len_, sm=sm)
+    else:
+        cfg = parse_config(text, CONFIG_CLASSES)
+        cfg.check(dtype, len_, vec, sm)
+    return cfg, get_kernel(SRC, cfg.name(dtype, vec), device_index=dev)
 
 
-def _plan(v: Variant, dtype, dev: int, len_: int, vec: bool):
-    """(kernel, blocks, block, cluster) for rows of len_ (blocks per row when cluster == 0: looping)."""
-    key = (v.name, dtype, dev, len_, vec)
-    plan = _plans.get(key)
-    if plan is None:
-        kind = v.params["kind"]
-        cfg = None if kind in ("three_pass", "online") else pick(len_, TABLES.table(kind, dtype, dev))
-        smem = _smem_for(dtype, len_) if kind == "fast" and vec and has_clusters(dev) else None
-        if smem is not None:
-            plan = (NAMES.load(smem_rows_name("softmax_smem", dtype, smem), dtype, dev), smem)
-        elif cfg is None:
-            k = _loop_kernel("online" if kind != "three_pass" else kind, dtype)
-            plan = (NAMES.load(k.name, dtype, dev), None)
-        else:
-            plan = (NAMES.load(row_name("softmax_rows", dtype, cfg, vec), dtype, dev), cfg)
-        _plans[key] = plan
-    return plan
-
-
-def _run(v: Variant, x: torch.Tensor, out: torch.Tensor, rows: int, len_: int) -> None:
+def _run(rung: str, text: Optional[str], x: torch.Tensor, out: torch.Tensor, rows: int, len_: int) -> None:
     """Softmax of each row of contiguous (rows, len_) x into contiguous out."""
     dev = x.get_device()
     vec = vec_ok(len_, x.dtype, x, out)
-    kernel, cfg = _plan(v, x.dtype, dev, len_, vec)
-    if cfg is None:
-        launch(kernel, rows, LOOP_BLOCK, x.data_ptr(), out.data_ptr(), len_, device_index=dev)
-        return
-    args = (x.data_ptr(), out.data_ptr(), rows, len_)
-    if len(cfg) == 5:  # softmax_smem: rows resident in shared memory, persistent
-        launch_smem_rows(kernel, cfg, rows, *args, dev=dev)
-        return
-    blocks, block, cluster = grid_for_rows(rows, cfg)
-    if cluster > 1:
-        launch_cluster(kernel, blocks, block, cluster, *args, dev=dev)
-    else:
-        launch(kernel, blocks, block, *args, device_index=dev)
+    key = (rung, text, x.dtype, dev, len_, vec)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = remember(_plans, key, _plan(rung, text, x.dtype, dev, len_, vec))
+    cfg, kernel = plan
+    cfg.launch(kernel, rows, (x.data_ptr(), out.data_ptr(), rows, len_), dev)
 
 
-def _softmax_into(x: torch.Tensor, out: torch.Tensor, dim: int, variant: Optional[str]) -> None:
+def _softmax_into(x: torch.Tensor, out: torch.Tensor, dim: int, variant: Optional[str], config: Optional[str]) -> None:
+    """out <- softmax(x, dim); config: a configuration's repr (config_text)."""
     if x.numel() == 0:
         return
     v = pick_variant(OP, variant, x.dtype)
@@ -134,40 +160,41 @@ def _softmax_into(x: torch.Tensor, out: torch.Tensor, dim: int, variant: Optiona
     len_ = xc.shape[-1] if xc.dim() else 1
     rows = xc.numel() // len_
     if last and out.is_contiguous():
-        _run(v, xc, out, rows, len_)
+        _run(v.name, config, xc, out, rows, len_)
         return
     tmp = torch.empty_like(xc)
-    _run(v, xc, tmp, rows, len_)
+    _run(v.name, config, xc, tmp, rows, len_)
     out.copy_(tmp if last else tmp.movedim(-1, dim))
 
 
-@torch.library.custom_op("kernelkit::softmax_out", mutates_args=("out",))
-def _softmax_out_op(x: torch.Tensor, out: torch.Tensor, dim: int, variant: Optional[str]) -> None:
-    _softmax_into(x, out, dim, variant)
-
-
-@_softmax_out_op.register_fake
-def _(x, out, dim, variant):
-    return None
+_softmax_out = out_op("softmax_out", _softmax_into)
 
 
 def softmax(x: torch.Tensor, dim: int = -1, *, out: Optional[torch.Tensor] = None,
-            variant: Optional[str] = None) -> torch.Tensor:
+            variant: Optional[str] = None, config: Optional[SoftmaxConfig] = None) -> torch.Tensor:
     """torch.softmax(x, dim): exp(x - max) / sum along ``dim`` with fp32 statistics, in x's dtype.
 
     Rows holding +inf or NaN come out NaN and a row of -inf is NaN, as in torch. ``out``: optional
     result tensor of x's shape and dtype (may be x itself). ``variant``: a rung of
-    ``kernelkit.ladder("softmax")``; None picks the fastest for the row length.
+    ``kernelkit.ladder("softmax")``; None picks the fastest for the row length. ``config``: for tuning
+    and tests; the configuration to launch instead of the rule's choice (a ``SoftmaxTile`` or ``Loop``
+    of kernelkit.ops.reduction.softmax; ``configs(dtype)`` there lists those the rules choose); raises
+    ValueError if it cannot run this input.
     """
     check_tensor(x, "x", FLOAT_DTYPES, "softmax")
     d = wrap_dim(dim, x.dim(), "softmax")
     out = output_for(out, x, "softmax")
-    if variant is not None:
+    text = None
+    if config is not None:
+        if variant is not None:
+            raise ValueError("softmax: pass variant= or config=, not both (a configuration names its kernel)")
+        if not isinstance(config, CONFIG_CLASSES):
+            raise TypeError(f"softmax: config must be a SoftmaxTile or Loop (kernelkit.ops.reduction.softmax), "
+                            f"got {type(config).__name__}")
+        text = config_text(config)
+    elif variant is not None:
         OP.variant(variant)
-    if torch.compiler.is_compiling():
-        torch.ops.kernelkit.softmax_out(x, out, d, variant)
-    else:
-        _softmax_into(x, out, d, variant)
+    _softmax_out(x, out, d, variant, text)
     return out
 
 

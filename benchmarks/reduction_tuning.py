@@ -118,20 +118,19 @@ def sec_full(res, copy_large):
 def sec_sweep(res, copy_large):
     import kernelkit
 
-    R = modules()["reduce"]
-    saved = (R.FAST_BLOCK, R.FAST_UNROLL, R.FAST_BLOCKS_PER_SM)
+    from kernelkit.ops.reduction.reduce import ReduceConfig
+
     for dt, op in ((torch.float32, "sum"), (torch.float16, "sum"), (torch.float16, "amax"), (torch.bfloat16, "sum")):
         x = torch.randn(N, device="cuda", dtype=dt)
         nb = x.numel() * x.element_size()
         f = getattr(kernelkit, op)
         for b, u, bps in SWEEP:
-            R.FAST_BLOCK, R.FAST_UNROLL, R.FAST_BLOCKS_PER_SM = b, u, bps
-            us, gbs = timed(lambda: f(x), nb)
+            cfg = ReduceConfig(b, u, bps)
+            us, gbs = timed(lambda: f(x, config=cfg), nb)
             res.append(dict(section="sweep", op=op, dtype=str(dt)[6:], block=b, unroll=u, blocks_per_sm=bps, us=us,
                             gbs=gbs, pct_copy=100 * gbs / copy_large))
             print(f"sweep {op} {str(dt)[6:]:9s} block={b:4d} U={u} bps={bps}: {gbs:7.0f} GB/s", flush=True)
         del x
-    R.FAST_BLOCK, R.FAST_UNROLL, R.FAST_BLOCKS_PER_SM = saved
 
 
 def sec_dims(res):

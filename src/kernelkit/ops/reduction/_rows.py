@@ -159,16 +159,3 @@ class HandoutCounters:
 
 
 handout_counters = HandoutCounters()
-
-
-class SourceNames:
-    """reduce.py's kernel loader, kept only until that module loads through ``runtime.get_kernel`` (its
-    owner's change): one NVRTC build per instantiation. Delete with its last import."""
-
-    def __init__(self, source: str, ops: tuple[str, ...] = ()):
-        self.source = source
-
-    def load(self, name: str, dtype: torch.dtype, dev: int):
-        from ...runtime import get_kernel
-
-        return get_kernel(self.source, name, device_index=dev)

@@ -123,17 +123,13 @@ def launch(kernel, grid, block, *args, shmem: int = 0, cluster: int = 1, coopera
     the host time of cuda.core's launch); clusters, cooperative grids and installs without the shim
     go through cuda.core's launch.
     """
-    key = (grid, block, shmem, cluster, cooperative)
-    cfg = _configs.get(key)
-    if cfg is None:
-        cfg = _make_config(grid, block, shmem, cluster, cooperative)
-    current = _get_device() == device_index
     if _fast_launch is not None and cluster == 1 and not cooperative:
-        handle = _handles.get(id(kernel))
-        if handle is None:
-            handle = _handle(kernel)
-        g, b = cfg.dims
-        if current:
+        handle = _handles.get(id(kernel)) or _handle(kernel)
+        if type(grid) is int and type(block) is int:
+            g, b = (grid, 1, 1), (block, 1, 1)
+        else:
+            g, b = _dims(grid), _dims(block)
+        if _get_device() == device_index:
             err = _fast_launch(handle, g[0], g[1], g[2], b[0], b[1], b[2], shmem, _raw_stream(device_index), args)
         else:  # the kernel runs in the current context: make the tensors' device current for the launch
             with on_device(device_index):
@@ -142,15 +138,19 @@ def launch(kernel, grid, block, *args, shmem: int = 0, cluster: int = 1, coopera
             raise KernelLaunchError(f"launching {name} (grid={grid}, block={block}, shmem={shmem}) on "
                                     f"cuda:{device_index} failed: {_error_string(err)}")
     else:
+        key = (grid, block, shmem, cluster, cooperative)
+        cfg = _configs.get(key)
+        if cfg is None:
+            cfg = _make_config(grid, block, shmem, cluster, cooperative)
         stream = _streams.get((device_index, _raw_stream(device_index)))
         if stream is None:
             stream = current_stream(device_index)
         try:
-            if current:
-                _cc_launch(stream, cfg.config, kernel, *args)
+            if _get_device() == device_index:
+                _cc_launch(stream, cfg, kernel, *args)
             else:
                 with on_device(device_index):
-                    _cc_launch(stream, cfg.config, kernel, *args)
+                    _cc_launch(stream, cfg, kernel, *args)
         except Exception as exc:
             raise KernelLaunchError(f"launching {name} (grid={grid}, block={block}, shmem={shmem}, cluster={cluster}"
                                     f"{', cooperative' if cooperative else ''}) on cuda:{device_index} failed: {exc}"
@@ -208,15 +208,6 @@ def _dims(v) -> tuple[int, int, int]:
     return (*t, *(1,) * (3 - len(t)))
 
 
-class _Config:
-    """A launch shape: grid and block as 3-tuples for the C shim, cuda.core's LaunchConfig for the rest."""
-
-    __slots__ = ("dims", "config")
-
-    def __init__(self, dims, config):
-        self.dims, self.config = dims, config
-
-
 def _make_config(grid, block, shmem: int, cluster: int, cooperative: bool):
     from cuda.core import LaunchConfig
 
@@ -230,7 +221,7 @@ def _make_config(grid, block, shmem: int, cluster: int, cooperative: bool):
         extra["cluster"] = cluster
     if cooperative:
         extra["cooperative_launch"] = True
-    cfg = _Config((_dims(grid), _dims(block)), LaunchConfig(grid=g, block=b, shmem_size=shmem, **extra))
+    cfg = LaunchConfig(grid=g, block=b, shmem_size=shmem, **extra)
     if len(_configs) < 8192:
         _configs[(grid, block, shmem, cluster, cooperative)] = cfg
     return cfg

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant
-from ...runtime import launch
+from ...runtime import launch, plain_launcher
 from .._shared.checks import pick_variant
 from .._shared.cxx import CXX_PAIR, CXX_TYPE
 from .._shared.launch_rules import grid_for, occupancy_limiter
@@ -41,6 +41,7 @@ class UnarySpec:
     functor: Callable[..., str]  # functor(dtype, fast: bool, **params) -> C++ type name
     param: Optional[str] = None
     plans: dict = field(default_factory=plan_cache, compare=False, repr=False)
+    lanes: dict = field(default_factory=plan_cache, compare=False, repr=False)
 
 
 def _kernels(spec: UnarySpec, kind: str, width: int, dtype, **params) -> tuple[Kernel, ...]:
@@ -170,3 +171,52 @@ def _through_contiguous(spec: UnarySpec, op: Op, x: torch.Tensor, out: torch.Ten
     unary_into(spec, op, xc, target, variant, param, config)
     if target is not out:
         out.copy_(target)
+
+
+_Tensor = torch.Tensor
+_empty_like = torch.empty_like
+_compiling = torch.compiler.is_compiling
+
+
+def unary_call(spec: UnarySpec, op: Op, x, param: Optional[str] = None):
+    """``f(x)`` into a new tensor by the fast rung when x is a contiguous CUDA tensor whose (dtype,
+    device, parameter) has a lane, else None (the caller takes the checked path, which makes the lane).
+
+    The eager hot path of gelu(x) and relu(x): one lookup, the allocation, a few integer operations
+    and one launch; the checks it skips were made when its lane was made.
+    """
+    if type(x) is not _Tensor or _compiling():
+        return None
+    lane = spec.lanes.get((x.dtype, x.get_device(), param))
+    if lane is None or not x.is_contiguous():
+        return None
+    return lane(x)
+
+
+def make_lane(spec: UnarySpec, op: Op, dtype: torch.dtype, dev: int, param: Optional[str]) -> None:
+    """Resolve the fast rung's lane for (dtype, device, parameter): called once the checked path has
+    accepted such an input, so that later calls may skip the checks."""
+    if (dtype, dev, param) in spec.lanes:
+        return
+    p = spec.plans.get((None, dtype, dev, param, None)) or _plan(spec, op, (None, dtype, dev, param, None))
+    aligned = plain_launcher(p.kernels[0], dev, p.name)
+    unaligned = plain_launcher(p.kernels[1], dev, p.name)
+    esize, per = p.esize, p.per_item
+    (block, _), (block_large, shmem_large) = p.small, p.large
+    large = LARGE_BYTES // esize
+
+    def lane(x: torch.Tensor) -> torch.Tensor:
+        out = _empty_like(x)
+        n = x.numel()
+        if n == 0:
+            return out
+        xp, op_ = x.data_ptr(), out.data_ptr()
+        head = min(n, ((-op_) & 15) // esize)
+        if n < large:
+            (unaligned if (xp - op_) & 15 else aligned)((n - head) // (per * block) + 1, block, 0, (op_, xp, n, head))
+        else:
+            (unaligned if (xp - op_) & 15 else aligned)((n - head) // (per * block_large) + 1, block_large,
+                                                       shmem_large, (op_, xp, n, head))
+        return out
+
+    remember(spec.lanes, (dtype, dev, param), lane)

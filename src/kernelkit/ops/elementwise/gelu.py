@@ -9,7 +9,7 @@ from ...ladder import FLOAT_DTYPES, Op, register
 from .._shared.checks import check_tensor, output_for
 from .._shared.custom_op import out_op
 from ._launch import ElementwiseLaunch, check_config
-from ._unary import UnarySpec, unary_into, unary_ladder
+from ._unary import UnarySpec, make_lane, unary_call, unary_into, unary_ladder
 
 __all__ = ["gelu"]
 
@@ -66,6 +66,10 @@ def gelu(
     ``ElementwiseLaunch`` for the ``fast`` rung, eager calls only); raises ValueError if it cannot
     run this input.
     """
+    if out is None and variant is None and config is None:
+        got = unary_call(SPEC, OP, x, approximate)
+        if got is not None:
+            return got
     check_tensor(x, "x", FLOAT_DTYPES, "gelu")
     if approximate not in APPROXIMATIONS:
         raise _bad_approximate(approximate)
@@ -74,6 +78,8 @@ def gelu(
         OP.variant(variant)  # unknown names fail here, before any tracing
     if config is None:
         _gelu_out(x, out, approximate, variant)
+        if variant is None and x.is_contiguous() and not torch.compiler.is_compiling():
+            make_lane(SPEC, OP, x.dtype, x.get_device(), approximate)
     else:
         check_config("gelu", config, variant)
         unary_into(SPEC, OP, x, out, variant, approximate, config)

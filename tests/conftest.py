@@ -13,7 +13,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Each test session compiles into its own cache unless KERNELKIT_CACHE_DIR is already set."""
+    """Each pytest run compiles into its own cache unless KERNELKIT_CACHE_DIR is already set."""
     import os
 
     if "KERNELKIT_CACHE_DIR" not in os.environ:

@@ -151,17 +151,3 @@ def report(title: str, labels, times, nbytes: int, against: str = "copy", *, wid
         rel = f"{ref / t.median_us:6.1%} of copy" if against == "copy" else f"{ref / t.median_us:6.3f}x {against}"
         p = f" (p20 {t.p20_us:6.2f}, p80 {t.p80_us:6.2f})" if spread else ""
         print(f"  {label:{width}s} {t.median_us:8.2f} us{p}  {nbytes / t.seconds / 1e9:7.0f} GB/s  {rel}")
-
-
-def prefer_shared_carveout(kernel, percent: int, dev: int) -> None:
-    """Ask the driver to split an SM's unified L1 / shared memory so that `percent` of the most shared
-    memory an SM can have is shared (the rest stays L1). A hint, which the driver follows even where it
-    costs occupancy: at 43% a 97 KB-a-CTA kernel that fits twice an SM ran once an SM."""
-    from cuda.bindings import driver
-
-    from kernelkit.runtime import KernelLaunchError
-
-    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
-    (err,) = driver.cuKernelSetAttribute(attr, percent, kernel.handle, driver.CUdevice(dev))
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise KernelLaunchError(f"cannot set a kernel's shared memory carveout to {percent}%: {err}")

@@ -1,8 +1,10 @@
 """The element-wise family on one GPU: every rung at 2^28 elements with torch beside it, the fast
 rungs' launch shapes (through each op's ``config=``, an ``ElementwiseLaunch``), and the misaligned cases.
 
-    python benchmarks/elementwise_tuning.py --warm          # compile every kernel (parallel, no GPU timing)
-    python benchmarks/elementwise_tuning.py --out DIR [--seconds 0.25] [--only add,saxpy]
+    python benchmarks/elementwise_tuning.py --warm          # build every element-wise kernel for sm_90 (parallel)
+    python benchmarks/elementwise_tuning.py --out DIR [--seconds 0.25] [--only add,relu,saxpy,invert_colors,...]
+
+Writes DIR/elementwise-tuning-<ops>.json (``all`` without --only).
 
 Timing: kernelkit.bench.time_cuda (CUDA events around each call, warm-up first, median); buffers of
 2^28 elements are far larger than L2, so no flush is needed. Rates count the op's bytes_moved

@@ -3,7 +3,9 @@ compute-sanitizer and Nsight Compute.
 
     python benchmarks/rearrangement_gpu.py bench OUT.json   # rungs + torch + copy ceiling + tile sweep
     python benchmarks/rearrangement_gpu.py small            # every rung x element size, small shapes
-                                                            # (run under compute-sanitizer / ncu)
+                                                            # (run under compute-sanitizer)
+    python benchmarks/rearrangement_gpu.py ncu              # one call of each shared-memory rung (under ncu)
+    python benchmarks/rearrangement_gpu.py ncu-summary NCU.csv   # bank conflicts per kernel from `ncu --csv`
 
 Every rung is checked bit for bit against torch before it is timed. Timing: kernelkit.bench.time_cuda
 (CUDA events, warm-up, median, cold L2 where the working set would fit in it). The sweep launches each

@@ -1,9 +1,11 @@
 """Record ladders on the GPU: JSON + roofline PNG per op, and a markdown summary for the README.
 
-    python benchmarks/record.py gelu [more ops...] [--out benchmarks/results] [--no-compile]
+    python benchmarks/record.py [op ...] [--out benchmarks/results] [--no-compile]
 
-Every rung of every op at the op's bench shapes and dtypes (Op.bench_shapes / bench_dtypes), checked
-against the float64 reference before it is timed, with torch eager and torch.compile beside it.
+Every rung of every op (default: every op) at the op's bench shapes and dtypes (Op.bench_shapes /
+bench_dtypes), checked against the float64 reference before it is timed, with torch eager, a
+same-bytes copy and (unless --no-compile) torch.compile beside it. Writes <op>.json, a roofline PNG
+per case and summary-<ops>.md into --out.
 """
 from __future__ import annotations
 

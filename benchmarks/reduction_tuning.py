@@ -2,13 +2,16 @@
 rms_norm on the five benchmark shapes, torch and the device copy beside each, and tuning sweeps (row ops:
 alternative configurations passed through config=).
 
-    python benchmarks/reduction_tuning.py --warm            # compile every kernel (parallel, no GPU)
+    python benchmarks/reduction_tuning.py --warm            # build the family's kernels (parallel; KK_ARCH=sm_90)
     python benchmarks/reduction_tuning.py --out FILE [--sections full,sweep,dims,rows,alts]
+        [--shapes 1024x65536,...] [--ops layer_norm,...] [--dtypes float16,...]   (the rows section only)
+    python benchmarks/reduction_tuning.py --summary FILE    # print a recorded FILE's figures
 
-Timing: kernelkit.bench.time_cuda (CUDA events around each call, warm-up first, median; inputs under
-2x L2 get a cold-L2 flush before every rep). Full reductions count the bytes read and compare with
-the large-buffer copy; row ops count read + write and compare with a copy of the same number of
-bytes, measured in the same run.
+The full reduction's launch shapes are swept as ``config=ReduceConfig(...)``; the default --out is
+benchmarks/results/reduction-tuning.json. Timing: kernelkit.bench.time_cuda (CUDA events around each
+call, warm-up first, median; working sets up to 8x L2 get a cold-L2 flush before every rep). Full
+reductions count the bytes read and compare with the large-buffer copy; row ops count read + write
+and compare with a copy of the same number of bytes, measured in the same run.
 """
 from __future__ import annotations
 

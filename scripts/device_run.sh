@@ -3,9 +3,10 @@
 #
 #   scripts/device_run.sh [ops...]          ops to record (default: every op)
 #   KK_TESTS=0 / KK_BENCH=0 / KK_SANITIZE=0  skip a stage;  KK_PYTEST="-k gelu" narrows the tests
+#   KK_SANITIZE_K="..."                      the -k expression of the sanitized tests (default "4097 and not 2_31")
 #
-# $OUT gets: gpu-tests.log, sanitizer.log, bench.log, results.tar.gz (benchmarks/results/*.json,
-# *.png, summary), ceilings.json, overhead.json.
+# $OUT gets: build.log (the C launch shim, built in place), gpu-tests.log, sanitizer.log, bench.log,
+# results.tar.gz (benchmarks/results/*.json, *.png, summary), ceilings.json, overhead.json.
 set -u
 OUT=${OUT:-/tmp/kk-out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src:$PWD/tests PYTHONUNBUFFERED=1 KERNELKIT_CACHE_DIR=${KERNELKIT_CACHE_DIR:-/tmp/kk-cache}

@@ -2,14 +2,16 @@
 kernelkit's own choice, kernelkit.softmax on the same input and a same-bytes copy, interleaved: does the
 number of resident clusters (and so rows a cluster) set the rate?
 
-    python scripts/persistent_grid.py [--dtype float16] [--cfg 256x4x8] [--clusters 0,-1,64,62,60,56,48]
-        [--dynamic] [--staged] [--no-weight] [--no-bias] [--shmem 0,16384] [--shape 1984x65536]
+    python scripts/persistent_grid.py [--shape 1024x65536] [--dtype float16] [--cfg 256x4x8]
+        [--clusters 0,64,62,60,56,52,48] [--dynamic] [--staged] [--no-weight] [--no-bias]
+        [--shmem 0,16384] [--reps 200]
 
 --cfg GROUPxVECSxCLUSTER is a norm.NormTile (staged: clusters always stage weight and bias); --dynamic
 hands rows out at run time (handout=True: norm_rows_dyn, with the host's counter buffer for the stream);
 --staged with a cluster of 1 is the one-CTA staged form. --clusters: 0 every resident cluster, -1 one
-cluster a row. Used to choose norm_configs.CLUSTER_ROWS_RMS and CLUSTER_ROWS_LN
-(docs/design/row-reductions.md); the chosen configurations are then reachable through config=.
+cluster a row. A launch whose result is wrong is reported and not timed. Used to choose
+norm_configs.CLUSTER_ROWS_RMS and CLUSTER_ROWS_LN (docs/design/row-reductions.md); the chosen
+configurations are then reachable through config=.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""What the row-op tuners (smem_rows_tune, persistent_grid, ln_cluster_lengths) share: their common
-arguments, the provenance line, the inputs of each rows x length case, and the timing report."""
+"""What the row-op tuners (persistent_grid, ln_cluster_lengths) share: their common arguments, the
+provenance line, the inputs of each rows x length case, and the timing report."""
 from __future__ import annotations
 
 import datetime

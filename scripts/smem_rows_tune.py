@@ -8,8 +8,9 @@ near L2), each checked against float64 first.
                                      [--configs "SmemRows(threads=512, per=2, chunks=4, stages=6, cluster=2); ..."]
                                      [--rows 256x4x8,...]
 
---configs takes configurations as their repr (kernelkit.ops.reduction.norm: Welford, NormTile, BulkRing,
-SmemRows; kernelkit.ops.reduction.softmax: SoftmaxTile, Loop), separated by ';'; a configuration that
+--configs takes configurations as their repr (the norms': Welford, NormTile, BulkRing, SmemRows of
+kernelkit.ops.reduction.norm_configs; softmax's: SoftmaxTile, Loop of kernelkit.ops.reduction.softmax),
+separated by ';', fields left out taking their defaults; a configuration that
 cannot run a case is reported and skipped. --rows GROUPxVECSxCLUSTER adds the norms' register-tile
 clusters (NormTile, weight and bias staged), dealt rows in a fixed stride and handed out.
 """

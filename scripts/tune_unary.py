@@ -2,12 +2,14 @@
 SM), kernelkit's own rule and torch, timed interleaved, plus a misaligned input.
 
     KK_OP=gelu|relu KK_DTYPES=float16,bfloat16,float32 KK_SIZES=268435456,16777216 \
-        KK_CANDIDATES=256:0,512:0,128:12,128:13,128:14 KK_TRIES=2 python scripts/tune_unary.py
+        KK_CANDIDATES=512:0,128:11,128:12,128:13,128:14 KK_TRIES=2 python scripts/tune_unary.py
 
-A candidate ``block:blocks_per_sm`` (0: as many as fit) is an ``ElementwiseLaunch`` passed to the op's
-``config=``; "kernelkit (rule)" is the op's own choice (256-thread blocks, from 128 MiB of input
-128-thread blocks at most 13 an SM). Every call allocates its output, as torch's does, so that the
-allocator places both alike. Findings: docs/design/elementwise.md.
+Defaults: KK_OP=gelu, KK_DTYPES=float32,float16, KK_SIZES=268435456, KK_TRIES=1,
+KK_CANDIDATES=128:0,256:0,512:0,128:12,128:13,128:14. A candidate ``block:blocks_per_sm`` (0: as many
+as fit) is an ``ElementwiseLaunch`` passed to the op's ``config=``; "kernelkit (rule)" is the op's own
+choice (``_unary.FAST``: 256-thread blocks; from 128 MiB of input ``_unary.FAST_LARGE``: 128-thread
+blocks at most 13 an SM), the constants this script tunes. Every call allocates its output, as torch's
+does, so that the allocator places both alike. Findings: docs/design/elementwise.md.
 """
 import os
 

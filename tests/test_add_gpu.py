@@ -1,10 +1,13 @@
-"""add on the GPU: every rung x dtype x size x misalignment against float64, layouts, errors, graphs."""
+"""add on the GPU: every rung x dtype x size x misalignment against float64, layouts, errors, graphs,
+and the lane of the plain call against the checked path."""
 import pytest
 import torch
 
 import kernelkit
 from kernelkit import reference
+from kernelkit.ops._shared.plans import clear_plans
 from kernelkit.ops.elementwise import ElementwiseLaunch
+from kernelkit.ops.elementwise import add as add_module
 from gpu_helpers import SIZES, assert_close, poisoned_like, random_input
 
 pytestmark = pytest.mark.gpu
@@ -130,6 +133,69 @@ def test_torch_compile_and_cuda_graph():
     g.replay()
     torch.cuda.synchronize()
     assert_close(out, reference.add(a, b), torch.float32, "graph replay")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_lane_matches_the_checked_path(dtype):
+    """The first plain call takes the checked path and makes the lane of (dtype, device); every later
+    plain call of contiguous inputs takes the lane. Both, on odd sizes and offset views (the aligned
+    and the shuffle kernel), give the float64 result bit for bit alike."""
+    clear_plans()
+    dev = torch.cuda.current_device()
+    first = True
+    for n in (1, 5, 17, 255, 4097, 2**20 + 3):
+        for offsets in OFFSETS:
+            a, b = random_input(n, dtype, offsets[0]), random_input(n, dtype, offsets[1])
+            checked = kernelkit.add(a, b, out=poisoned_like(a))  # out= never takes the lane
+            if first:
+                assert not add_module.LANES
+                assert_close(kernelkit.add(a, b), reference.add(a, b), dtype, "first plain call")
+                first = False
+            assert (dtype, dtype, dev, dev) in add_module.LANES
+            laned = kernelkit.add(a, b)
+            assert laned.shape == a.shape and laned.is_contiguous()
+            assert torch.equal(laned, checked), f"lane differs from the checked path: n={n} offsets={offsets}"
+            assert_close(laned, reference.add(a, b), dtype, f"lane n={n} offsets={offsets}")
+    for shape in ((37, 129), (3, 5, 7), (), (0, 5)):  # 0-d and empty tensors through the lane
+        a, b = torch.randn(shape, device="cuda", dtype=dtype), torch.randn(shape, device="cuda", dtype=dtype)
+        got = kernelkit.add(a, b)
+        assert got.shape == a.shape
+        assert_close(got, reference.add(a, b), dtype, f"lane {shape}")
+
+
+def test_lane_only_for_the_plain_call_and_falls_through():
+    """variant=, config= and out= calls make no lane; with one made, inputs it does not take
+    (non-contiguous, mismatched, on the CPU) get the checked path's result or error."""
+    clear_plans()
+    a, b = torch.randn(37, 129, device="cuda"), torch.randn(37, 129, device="cuda")
+    kernelkit.add(a, b, variant="fast")
+    kernelkit.add(a, b, config=ElementwiseLaunch(256))
+    kernelkit.add(a, b, out=torch.empty_like(a))
+    assert not add_module.LANES
+    kernelkit.add(a, b)
+    assert len(add_module.LANES) == 1
+    assert_close(kernelkit.add(a.t(), b.t()), reference.add(a.t(), b.t()), torch.float32, "transposed after lane")
+    with pytest.raises(ValueError, match="does not broadcast"):
+        kernelkit.add(a, b[:, :-1])
+    with pytest.raises(TypeError, match="does not promote"):
+        kernelkit.add(a, b.half())
+    with pytest.raises(ValueError, match="a must be a CUDA tensor"):
+        kernelkit.add(a.cpu(), b.cpu())
+    assert len(add_module.LANES) == 1
+    clear_plans()
+    assert not add_module.LANES
+
+
+def test_lane_in_a_cuda_graph():
+    a, b = torch.randn(4097, device="cuda"), torch.randn(4097, device="cuda")
+    kernelkit.add(a, b)  # makes the lane outside the capture
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = kernelkit.add(a, b)
+    a.copy_(torch.randn_like(a))
+    g.replay()
+    torch.cuda.synchronize()
+    assert_close(out, reference.add(a, b), torch.float32, "lane in a graph")
 
 
 @pytest.mark.slow

@@ -1,10 +1,13 @@
-"""binarize on the GPU: every rung x size x byte offset x threshold, exact against the reference."""
+"""binarize on the GPU: every rung x size x byte offset x threshold, exact against the reference, and
+the lane of the plain call against the checked path."""
 import pytest
 import torch
 
 import kernelkit
 from kernelkit import reference
+from kernelkit.ops._shared.plans import clear_plans
 from kernelkit.ops.elementwise import ElementwiseLaunch
+from kernelkit.ops.elementwise import binarize as binarize_module
 
 pytestmark = pytest.mark.gpu
 
@@ -87,3 +90,34 @@ def test_torch_compile():
     img = _gray(1000)
     f = torch.compile(lambda t: kernelkit.binarize(t, 42), fullgraph=True)
     _exact(f(img), img, 42, "compiled")
+
+
+def test_lane_matches_the_checked_path():
+    """The first plain call takes the checked path and makes the lane of the device; later plain calls
+    of contiguous images with a threshold in [0, 255) take it, exactly as the checked path
+    (variant="fast"); other thresholds (no kernel) and non-contiguous images keep the checked path."""
+    clear_plans()
+    dev = torch.cuda.current_device()
+    img = _gray(1000, 3)
+    _exact(kernelkit.binarize(img, 7), img, 7, "first plain call")
+    assert (torch.uint8, dev) in binarize_module.SPEC.lanes
+    for n in (1, 3, 17, 4097, 2**20 + 3):
+        for offset in (0, 1, 4, 13):
+            img = _gray(n, offset)
+            for t in (0, 127, 127.5, 254, 254.9):
+                laned = kernelkit.binarize(img, t)
+                assert torch.equal(laned, kernelkit.binarize(img, t, variant="fast")), f"n={n} +{offset} t={t}"
+                _exact(laned, img, t, f"lane n={n} +{offset} t={t}")
+    gray = torch.arange(256, dtype=torch.uint8, device="cuda").repeat(5)
+    for t in (-5, -0.5, 255, 300, 1e9):
+        assert torch.equal(kernelkit.binarize(gray, t), (gray.int() > t).to(torch.uint8) * 255), f"threshold {t}"
+    square = torch.randint(0, 256, (37, 129), dtype=torch.uint8, device="cuda")
+    _exact(kernelkit.binarize(square.t(), 90), square.t(), 90, "transposed after lane")
+    with pytest.raises(TypeError, match="threshold must be a real number"):
+        kernelkit.binarize(gray, float("nan"))
+    kernelkit.binarize(gray, 1, variant="byte")
+    assert len(binarize_module.SPEC.lanes) == 1
+    clear_plans()
+    kernelkit.binarize(gray, 1, variant="fast")
+    kernelkit.binarize(gray, 1, config=ElementwiseLaunch(256))
+    assert not binarize_module.SPEC.lanes

@@ -78,3 +78,43 @@ def test_fast_rungs_take_any_alignment():
     """The default rung of every op needs no alignment: offset views run on it."""
     for name in OPS:
         assert kernelkit.get_op(name).default_variant.align == 0
+
+
+def _lane_caches():
+    from kernelkit.ops.elementwise import add, binarize, gelu, invert_colors, relu, saxpy
+
+    return {"add": add.LANES, "saxpy": saxpy.LANES, "invert_colors": invert_colors.SPEC.lanes,
+            "binarize": binarize.SPEC.lanes, "gelu": gelu.SPEC.lanes, "relu": relu.SPEC.lanes}
+
+
+CPU_CALLS = {
+    "add": lambda: kernelkit.add(torch.ones(8), torch.ones(8)),
+    "saxpy": lambda: kernelkit.saxpy(2.0, torch.ones(8), torch.ones(8)),
+    "invert_colors": lambda: kernelkit.invert_colors(torch.zeros(2, 2, 4, dtype=torch.uint8)),
+    "binarize": lambda: kernelkit.binarize(torch.zeros(8, dtype=torch.uint8), 3),
+    "gelu": lambda: kernelkit.gelu(torch.ones(8)),
+    "relu": lambda: kernelkit.relu(torch.ones(8)),
+}
+
+
+@pytest.mark.parametrize("name", CPU_CALLS)
+def test_cpu_tensors_raise_and_make_no_lane(name):
+    """A plain call on CPU tensors takes the checked path (which raises) every time and leaves no lane."""
+    from kernelkit.ops._shared.plans import clear_plans
+
+    clear_plans()
+    for _ in range(2):
+        with pytest.raises(ValueError, match="must be a CUDA tensor"):
+            CPU_CALLS[name]()
+    assert not _lane_caches()[name]
+
+
+def test_lanes_are_dropped_with_the_plans():
+    """Every op's lanes live in plan caches: clear_plans() empties them with the plans."""
+    from kernelkit.ops._shared.plans import clear_plans
+
+    caches = _lane_caches()
+    for cache in caches.values():
+        cache["probe"] = None
+    clear_plans()
+    assert not any(caches.values())

@@ -1,10 +1,13 @@
-"""invert_colors on the GPU: every rung x shape x byte offset, exact against the reference."""
+"""invert_colors on the GPU: every rung x shape x byte offset, exact against the reference, and the
+lane of the plain call against the checked path."""
 import pytest
 import torch
 
 import kernelkit
 from kernelkit import reference
+from kernelkit.ops._shared.plans import clear_plans
 from kernelkit.ops.elementwise import ElementwiseLaunch
+from kernelkit.ops.elementwise import invert_colors as invert_module
 
 pytestmark = pytest.mark.gpu
 
@@ -100,6 +103,49 @@ def test_torch_compile():
     img = _image((16, 16, 4))
     f = torch.compile(lambda t: kernelkit.invert_colors(t), fullgraph=True)
     _exact(f(img), img, "compiled")
+
+
+def test_lane_matches_the_checked_path():
+    """The first plain call takes the checked path and makes the lane of the device; later plain calls
+    of contiguous (..., H, W, 4) images take it, out of place and in place (where a byte offset moves
+    the head), exactly as the checked path (variant="fast")."""
+    clear_plans()
+    dev = torch.cuda.current_device()
+    img = _image((3, 5, 4), 1)
+    _exact(kernelkit.invert_colors(img), img, "first plain call")
+    assert (torch.uint8, dev) in invert_module.SPEC.lanes
+    for shape in ((1, 1, 4), (3, 5, 4), (7, 33, 4), (2, 17, 129, 4), (513, 1031, 4), (0, 7, 4)):
+        for offset in (0, 1, 4, 7, 13):
+            img = _image(shape, offset)
+            keep = img.clone()
+            checked = kernelkit.invert_colors(img, variant="fast")
+            laned = kernelkit.invert_colors(img)
+            assert laned.shape == img.shape and torch.equal(laned, checked), f"{shape} +{offset}"
+            _exact(laned, keep, f"lane {shape} +{offset}")
+            assert torch.equal(img, keep), "input modified"
+            assert kernelkit.invert_colors(img, inplace=True) is img
+            _exact(img, keep, f"lane {shape} +{offset} in place")
+
+
+def test_lane_only_for_the_plain_call_and_falls_through():
+    """variant= and config= calls make no lane; with one made, images it does not take (non-contiguous,
+    wrong shape or dtype) get the checked path's result or error."""
+    clear_plans()
+    img = _image((40, 30, 4))
+    kernelkit.invert_colors(img, variant="fast")
+    kernelkit.invert_colors(img, config=ElementwiseLaunch(256))
+    assert not invert_module.SPEC.lanes
+    kernelkit.invert_colors(img)
+    assert len(invert_module.SPEC.lanes) == 1
+    crop = img[5:30, 3:20]
+    _exact(kernelkit.invert_colors(crop), crop, "crop after lane")
+    with pytest.raises(ValueError, match=r"\(\.\.\., H, W, 4\)"):
+        kernelkit.invert_colors(torch.zeros(2, 2, 3, dtype=torch.uint8, device="cuda"))
+    with pytest.raises(ValueError, match=r"\(\.\.\., H, W, 4\)"):
+        kernelkit.invert_colors(torch.zeros(8, 4, dtype=torch.uint8, device="cuda"))
+    with pytest.raises(TypeError, match="image must have dtype uint8"):
+        kernelkit.invert_colors(torch.zeros(2, 2, 4, device="cuda"))
+    assert len(invert_module.SPEC.lanes) == 1
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
-"""The byte-map rungs and launcher shared by invert_colors and binarize (uint8 in, uint8 out, one byte
-to one): the templates of csrc/elementwise/byte_map.cuh instantiated with each op's functor. The
+"""The byte-map rungs, launcher and lane shared by invert_colors and binarize (uint8 in, uint8 out, one
+byte to one): the templates of csrc/elementwise/byte_map.cuh instantiated with each op's functor. The
 launcher also runs invert_colors' own rungs (thread coarsening), whose fallback is the byte kernel."""
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ import numpy as np
 import torch
 
 from ...ladder import Kernel, Op, Variant
-from ...runtime import launch
+from ...runtime import launch, plain_launcher
 from .._shared.checks import pick_variant
 from .._shared.launch_rules import cdiv
 from .._shared.plans import load, plan_cache, remember
 from ._launch import SMALL_I32, ElementwiseLaunch, launch_shape
 
 U8 = (torch.uint8,)
+U32 = tuple(np.uint32(v) for v in range(256))  # the kernels' uint32 parameter for the values a byte map takes
 BLOCK = 256
 # fast rungs: one 16-byte vector a thread over a grid covering the image; the block size barely
 # matters (within 0.5% from 128 to 1024 threads, docs/design/elementwise.md)
@@ -25,12 +26,14 @@ FAST = ElementwiseLaunch(block=512)
 
 @dataclass(frozen=True)
 class ByteMap:
-    """One byte-map op: its name, source and C++ functor, and the cache of its launch plans."""
+    """One byte-map op: its name, source and C++ functor, the cache of its launch plans and its lanes
+    (one a device, made by ``make_lane``)."""
 
     name: str
     source: str
     functor: str
     plans: dict = field(default_factory=plan_cache, compare=False, repr=False)
+    lanes: dict = field(default_factory=plan_cache, compare=False, repr=False)
 
     def kernels(self, kind: str) -> tuple[Kernel, ...]:
         """The instantiations of the shared rung ``kind`` (byte, uchar4 or fast), in launch order."""
@@ -76,7 +79,7 @@ def _launch(spec: ByteMap, op: Op, variant: Optional[str], src: torch.Tensor, ou
     p = spec.plans.get(key)
     if p is None:
         p = _plan(spec, op, key)
-    ip, op_, prm = src.data_ptr(), out.data_ptr(), np.uint32(param)
+    ip, op_, prm = src.data_ptr(), out.data_ptr(), U32[param] if 0 <= param < 256 else np.uint32(param)
     kind, ks = p.kind, p.kernels
     if kind == "fast":
         head = min(n, (-op_) & 15)  # bytes before out's first 16-byte boundary
@@ -113,3 +116,29 @@ def map_into(spec: ByteMap, op: Op, src: torch.Tensor, out: torch.Tensor, param:
     _launch(spec, op, variant, sc, target, param, config)
     if target is not out:
         out.copy_(target)
+
+
+def make_lane(spec: ByteMap, op: Op, dev: int) -> None:
+    """The fast rung's lane of a byte map on device ``dev``: ``lane(src, out, param)`` runs
+    out = f(src) for contiguous uint8 tensors of one size on ``dev``, ``out`` either ``src`` itself or
+    a fresh tensor (no partial overlap), and ``0 <= param < 256``, as ``_launch`` does. Called once
+    the checked path has accepted an image on ``dev``."""
+    key = (torch.uint8, dev)
+    if key in spec.lanes:
+        return
+    pkey = (None, dev, None)
+    p = spec.plans.get(pkey) or _plan(spec, op, pkey)
+    name = f"{spec.name}_fast"
+    aligned, unaligned = plain_launcher(p.kernels[0], dev, name), plain_launcher(p.kernels[1], dev, name)
+    block, shmem, small, u32 = p.block, p.shmem, SMALL_I32, U32
+
+    def lane(src: torch.Tensor, out: torch.Tensor, param: int) -> None:
+        n = src.numel()
+        if n == 0:
+            return
+        ip, op_ = src.data_ptr(), out.data_ptr()
+        head = min(n, (-op_) & 15)
+        (aligned if (ip - op_) & 15 == 0 else unaligned)(((n - head) // 16 + block - 1) // block or 1, block, shmem,
+                                                         (op_, ip, n, small[head], u32[param]))
+
+    remember(spec.lanes, key, lane)

@@ -2,7 +2,8 @@
 
 A unary op supplies its .cu file and, per dtype, rung kind and op parameter, the name of its C++
 functor; this module builds the rungs from the templates of csrc/elementwise/unary.cuh, resolves a
-plan once per (rung, dtype, device, parameter, launch) and launches it.
+plan once per (rung, dtype, device, parameter, launch) and launches it, and makes the plain call's
+lane per (dtype, device, parameter) (_lane.py).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .._shared.checks import pick_variant
 from .._shared.cxx import CXX_PAIR, CXX_TYPE
 from .._shared.launch_rules import grid_for, occupancy_limiter
 from .._shared.plans import load, plan_cache, remember
+from ._lane import COMPILING, EMPTY_LIKE, TENSOR
 from ._launch import ElementwiseLaunch, launch_shape
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
@@ -173,11 +175,6 @@ def _through_contiguous(spec: UnarySpec, op: Op, x: torch.Tensor, out: torch.Ten
         out.copy_(target)
 
 
-_Tensor = torch.Tensor
-_empty_like = torch.empty_like
-_compiling = torch.compiler.is_compiling
-
-
 def unary_call(spec: UnarySpec, op: Op, x, param: Optional[str] = None):
     """``f(x)`` into a new tensor by the fast rung when x is a contiguous CUDA tensor whose (dtype,
     device, parameter) has a lane, else None (the caller takes the checked path, which makes the lane).
@@ -185,7 +182,7 @@ def unary_call(spec: UnarySpec, op: Op, x, param: Optional[str] = None):
     The eager hot path of gelu(x) and relu(x): one lookup, the allocation, a few integer operations
     and one launch; the checks it skips were made when its lane was made.
     """
-    if type(x) is not _Tensor or _compiling():
+    if type(x) is not TENSOR or COMPILING():
         return None
     lane = spec.lanes.get((x.dtype, x.get_device(), param))
     if lane is None or not x.is_contiguous():
@@ -206,7 +203,7 @@ def make_lane(spec: UnarySpec, op: Op, dtype: torch.dtype, dev: int, param: Opti
     large = LARGE_BYTES // esize
 
     def lane(x: torch.Tensor) -> torch.Tensor:
-        out = _empty_like(x)
+        out = EMPTY_LIKE(x)
         n = x.numel()
         if n == 0:
             return out

@@ -1,4 +1,4 @@
-"""add: out = a + b for tensors of one shape and dtype, its ladder, torch.library op and public function."""
+"""add: out = a + b for tensors of one shape and dtype, its ladder, lane, torch.library op and public function."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,13 +7,14 @@ from typing import Optional
 import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, kind_variants, register
-from ...runtime import launch
+from ...runtime import launch, plain_launcher
 from .._shared.checks import (check_no_partial_overlap, check_same_device, check_tensor, dtype_name, output_for,
                               pick_variant)
 from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
 from .._shared.launch_rules import cdiv, grid_for, occupancy_limiter
 from .._shared.plans import load, plan_cache, remember
+from ._lane import COMPILING, EMPTY_LIKE, TENSOR
 from ._launch import SMALL_I32, ElementwiseLaunch, check_config, launch_shape
 
 __all__ = ["add"]
@@ -143,6 +144,46 @@ def _launch(variant: Optional[str], a: torch.Tensor, b: torch.Tensor, out: torch
         launch(ks[1], cdiv(n, BLOCK), BLOCK, op, ap, bp, n, name="add_1d", device_index=dev)
 
 
+LANES = plan_cache()  # (a's dtype, b's dtype, a's device, b's device) -> the lane of add(a, b)
+
+
+def _make_lane(dtype: torch.dtype, dev: int) -> None:
+    """The fast rung's lane for (dtype, device): called once the checked path has accepted such inputs.
+
+    It runs the fast rung as ``_launch`` does for a fresh output (which no input can overlap): the
+    aligned kernel when a and b are misaligned like out, else the shuffle kernel, each with the
+    block and shared memory of the rung's plan."""
+    key = (dtype, dtype, dev, dev)
+    if key in LANES:
+        return
+    pkey = (None, dtype, dev, None)
+    p = _plans.get(pkey) or _plan(pkey)
+    aligned = plain_launcher(p.kernels[0], dev, "add_aligned")
+    shuffle = plain_launcher(p.kernels[1], dev, "add_shuffle")
+    es, per = p.esize, 16 // p.esize
+    (vblock, vshmem), (sblock, sshmem) = p.vec, p.shuffle
+    small = SMALL_I32
+
+    def lane(a: torch.Tensor, b: torch.Tensor) -> Optional[torch.Tensor]:
+        if a.shape != b.shape or not (a.is_contiguous() and b.is_contiguous()):
+            return None
+        out = EMPTY_LIKE(a)
+        n = a.numel()
+        if n == 0:
+            return out
+        ap, bp, op = a.data_ptr(), b.data_ptr(), out.data_ptr()
+        head = min(n, ((-op) & 15) // es)
+        nvec = (n - head) // per
+        if (ap - op) & 15 == 0 and (bp - op) & 15 == 0:
+            aligned((nvec + vblock - 1) // vblock or 1, vblock, vshmem, (op, ap, bp, n, small[head]))
+        else:
+            shuffle((nvec + sblock - 1) // sblock or 1, sblock, sshmem,
+                    (op, ap, bp, n, small[head], small[(ap + head * es) & 15], small[(bp + head * es) & 15]))
+        return out
+
+    remember(LANES, key, lane)
+
+
 def _add_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, variant: Optional[str],
               config: Optional[ElementwiseLaunch] = None) -> None:
     """out <- a + b for any layouts (non-contiguous ones go through contiguous copies)."""
@@ -180,6 +221,14 @@ def add(
     ``ElementwiseLaunch`` for the ``fast`` rung, eager calls only); raises ValueError if it cannot
     run this input (inputs misaligned unlike ``out`` take the shuffle kernel: at most 512 threads).
     """
+    if out is None and variant is None and config is None and type(a) is TENSOR and type(b) is TENSOR \
+            and not COMPILING():
+        lane = LANES.get((a.dtype, b.dtype, a.get_device(), b.get_device()))
+        if lane is not None:
+            got = lane(a, b)
+            if got is not None:
+                return got
+    plain = out is None and variant is None
     check_tensor(a, "a", FLOAT_DTYPES, "add")
     check_tensor(b, "b", FLOAT_DTYPES, "add")
     if b.dtype != a.dtype:
@@ -195,6 +244,8 @@ def add(
         OP.variant(variant)  # unknown names fail here, before any tracing
     if config is None:
         _add_out(a, b, out, variant)
+        if plain and not COMPILING():
+            _make_lane(a.dtype, a.get_device())
     else:
         check_config("add", config, variant)
         _add_into(a, b, out, variant, config)

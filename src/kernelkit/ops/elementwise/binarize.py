@@ -1,4 +1,5 @@
-"""binarize: grayscale uint8 to {0, 255} by a threshold, its ladder, torch.library op and public function."""
+"""binarize: grayscale uint8 to {0, 255} by a threshold, its ladder, torch.library op and public function
+(its lane: the byte maps' one, _bytes.make_lane)."""
 from __future__ import annotations
 
 import math
@@ -10,7 +11,8 @@ import torch
 from ...ladder import Op, register
 from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
-from ._bytes import U8, ByteMap, map_into
+from ._bytes import U8, ByteMap, make_lane, map_into
+from ._lane import COMPILING, EMPTY_LIKE, TENSOR
 from ._launch import ElementwiseLaunch, check_config
 
 __all__ = ["binarize"]
@@ -54,6 +56,14 @@ def binarize(image: torch.Tensor, threshold, *, variant: Optional[str] = None,
     configuration to launch instead of the rule's choice (an ``ElementwiseLaunch`` for the ``fast``
     rung, eager calls only); raises ValueError if it cannot run this input.
     """
+    if variant is None and config is None and type(image) is TENSOR and not COMPILING():
+        lane = SPEC.lanes.get((image.dtype, image.get_device()))
+        if lane is not None and image.is_contiguous():
+            kind = type(threshold)  # thresholds in [0, 255) launch; for them int() is the floor the checked path takes
+            if (kind is int and 0 <= threshold < 255) or (kind is float and 0.0 <= threshold < 255.0):
+                out = EMPTY_LIKE(image)
+                lane(image, out, int(threshold))
+                return out
     check_tensor(image, "image", U8, "binarize")
     if isinstance(threshold, torch.Tensor) and threshold.numel() == 1 and threshold.device.type == "cpu":
         threshold = threshold.item()
@@ -66,6 +76,8 @@ def binarize(image: torch.Tensor, threshold, *, variant: Optional[str] = None,
     out = torch.empty_like(image, memory_format=torch.contiguous_format)
     if config is None:
         _binarize_out(image, t, out, variant)
+        if variant is None and not COMPILING():
+            make_lane(SPEC, OP, image.get_device())
     else:
         check_config("binarize", config, variant)
         _binarize(image, t, out, variant, config)

@@ -1,4 +1,5 @@
-"""invert_colors: RGBA colour inversion (alpha kept), its ladder, torch.library ops and public function."""
+"""invert_colors: RGBA colour inversion (alpha kept), its ladder, torch.library ops and public function
+(its lane: the byte maps' one, _bytes.make_lane)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -9,7 +10,8 @@ from ...ladder import Kernel, Op, Variant, register
 from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
 from .._shared.plans import plan_cache
-from ._bytes import U8, ByteMap, map_into
+from ._bytes import U8, ByteMap, make_lane, map_into
+from ._lane import COMPILING, EMPTY_LIKE, TENSOR
 from ._launch import ElementwiseLaunch, check_config
 
 __all__ = ["invert_colors"]
@@ -58,6 +60,14 @@ def invert_colors(image: torch.Tensor, *, inplace: bool = False, variant: Option
     the configuration to launch instead of the rule's choice (an ``ElementwiseLaunch`` for the
     ``fast`` rung, eager calls only); raises ValueError if it cannot run this input.
     """
+    if variant is None and config is None and type(image) is TENSOR and not COMPILING():
+        lane = SPEC.lanes.get((image.dtype, image.get_device()))
+        if lane is not None:
+            shape = image.shape
+            if len(shape) >= 3 and shape[-1] == 4 and image.is_contiguous():
+                out = image if inplace else EMPTY_LIKE(image)
+                lane(image, out, 0)
+                return out
     check_tensor(image, "image", U8, "invert_colors")
     if image.dim() < 3 or image.shape[-1] != 4:
         raise ValueError(f"invert_colors: image must have shape (..., H, W, 4) (RGBA, channels last), "
@@ -68,10 +78,13 @@ def invert_colors(image: torch.Tensor, *, inplace: bool = False, variant: Option
     if config is not None:
         check_config("invert_colors", config, variant)
         map_into(SPEC, OP, image, out, 0, variant, config)
-    elif inplace:
-        _invert_inplace(image, variant)
     else:
-        _invert_out(image, out, variant)
+        if inplace:
+            _invert_inplace(image, variant)
+        else:
+            _invert_out(image, out, variant)
+        if variant is None and not COMPILING():
+            make_lane(SPEC, OP, image.get_device())
     return out
 
 

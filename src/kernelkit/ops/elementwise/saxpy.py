@@ -1,4 +1,4 @@
-"""saxpy: y = alpha * x + y in place, its ladder, the serial debug launch, torch.library op and public function.
+"""saxpy: y = alpha * x + y in place, its ladder, the serial debug launch, lane, torch.library op and public function.
 
 Serial debugging: a grid-stride loop covers any n with any grid, so the same kernel launched as one
 block of one thread runs the loop in index order. ``saxpy(..., variant="serial")`` does that with the
@@ -6,7 +6,9 @@ grid-stride kernel; ``KERNELKIT_SERIAL=1`` in the environment makes every saxpy 
 grid-stride and vectorized rungs run their own kernel as <<<1, 1>>>, the monolithic rung, which has no
 loop, runs the grid-stride kernel). A ``printf`` added to csrc/elementwise/saxpy.cu (recompiled on the
 next call: the cache key covers the source) then prints in index order, and the result is
-bit-identical to the parallel launch. It is slow (one thread): use it on small inputs.
+bit-identical to the parallel launch. It is slow (one thread): use it on small inputs. The variable
+is read when a launch plan is made (a dtype's first call on a device): set it before that, or call
+``kernelkit.ops._shared.plans.clear_plans()`` after changing it.
 """
 from __future__ import annotations
 
@@ -17,12 +19,13 @@ from typing import Optional
 import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, kind_variants, register
-from ...runtime import launch
+from ...runtime import launch, plain_launcher
 from .._shared.checks import check_no_partial_overlap, check_same_device, check_tensor, dtype_name, pick_variant
 from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
-from .._shared.launch_rules import cdiv, f32, occupancy_limiter, serial_requested, sm_count
+from .._shared.launch_rules import cdiv, occupancy_limiter, serial_requested, sm_count
 from .._shared.plans import load, plan_cache, remember
+from ._lane import COMPILING, F32, TENSOR
 from ._launch import SMALL_I32, ElementwiseLaunch, check_config, launch_shape
 
 __all__ = ["saxpy"]
@@ -64,6 +67,7 @@ class _Plan:
     """What a launch needs beyond its pointers, resolved once per (rung, dtype, device, config)."""
 
     kind: str  # the rung's kind; "serial" for variant="serial"
+    serial: bool  # launch as one block of one thread (variant="serial", or KERNELKIT_SERIAL=1 when planned)
     kernels: tuple  # loaded kernels, in the order of the rung's Kernel records
     esize: int
     block: int  # the vectorized rung's launch
@@ -82,8 +86,8 @@ def _plan(key: tuple) -> _Plan:
         block, shmem = launch_shape("saxpy", config, dev)
     else:
         block, shmem = FAST.block, occupancy_limiter(dev, FAST.blocks_per_sm) if kind == "vectorized" else 0
-    plan = _Plan(kind, load(v.kernels(dtype), dev), torch.finfo(dtype).bits // 8, block, shmem,
-                 GRID_STRIDE_BLOCKS_PER_SM * sm_count(dev))
+    plan = _Plan(kind, kind == SERIAL or serial_requested(), load(v.kernels(dtype), dev), torch.finfo(dtype).bits // 8,
+                 block, shmem, GRID_STRIDE_BLOCKS_PER_SM * sm_count(dev))
     return remember(_plans, key, plan)
 
 
@@ -95,11 +99,10 @@ def _launch(variant: Optional[str], alpha: float, x: torch.Tensor, y: torch.Tens
     p = _plans.get(key)
     if p is None:
         p = _plan(key)
-    xp, yp, a, es = x.data_ptr(), y.data_ptr(), f32(alpha), p.esize
+    xp, yp, a, es, serial = x.data_ptr(), y.data_ptr(), F32(alpha), p.esize, p.serial
     nb = n * es
     if xp != yp and xp < yp + nb and yp < xp + nb:
         check_no_partial_overlap("saxpy", y, x=x)  # raises
-    serial = p.kind == SERIAL or serial_requested()
     if p.kind == "vectorized":
         head = min(n, ((-yp) & 15) // es)  # elements before y's first 16-byte boundary
         k = p.kernels[0] if (xp - yp) & 15 == 0 else p.kernels[1]
@@ -113,6 +116,46 @@ def _launch(variant: Optional[str], alpha: float, x: torch.Tensor, y: torch.Tens
     else:  # the grid-stride kernel (monolithic's serial launch included)
         grid, block = (1, 1) if serial else (min(cdiv(n, BLOCK), p.grid_stride_blocks), BLOCK)
         launch(p.kernels[-1], grid, block, yp, xp, n, a, name="saxpy_grid_stride", device_index=dev)
+
+
+LANES = plan_cache()  # (x's dtype, y's dtype, x's device, y's device) -> the lane of saxpy(alpha, x, y)
+
+
+def _make_lane(dtype: torch.dtype, dev: int) -> None:
+    """The vectorized rung's lane for (dtype, device): called once the checked path has accepted such
+    inputs; none while the plan is serial (KERNELKIT_SERIAL=1), whose launches stay on the checked path.
+
+    It takes int and float alphas and contiguous x and y that do not overlap partially, and launches
+    as ``_launch`` does: x's vector or element loads by its alignment against y's."""
+    key = (dtype, dtype, dev, dev)
+    if key in LANES:
+        return
+    pkey = (None, dtype, dev, None)
+    p = _plans.get(pkey) or _plan(pkey)
+    if p.serial:
+        return
+    aligned = plain_launcher(p.kernels[0], dev, "saxpy_vec")
+    unaligned = plain_launcher(p.kernels[1], dev, "saxpy_vec")
+    es, per, block, shmem, small, f32 = p.esize, 16 // p.esize, p.block, p.shmem, SMALL_I32, F32
+
+    def lane(alpha, x: torch.Tensor, y: torch.Tensor) -> bool:
+        t = type(alpha)
+        if (t is not float and t is not int) or x.shape != y.shape or not (x.is_contiguous() and y.is_contiguous()):
+            return False
+        a = f32(float(alpha))
+        n = x.numel()
+        if n == 0:
+            return True
+        xp, yp = x.data_ptr(), y.data_ptr()
+        nb = n * es
+        if xp != yp and xp < yp + nb and yp < xp + nb:
+            return False  # a partial overlap: the checked path raises
+        head = min(n, ((-yp) & 15) // es)
+        (aligned if (xp - yp) & 15 == 0 else unaligned)(((n - head) // per + block - 1) // block or 1, block, shmem,
+                                                         (yp, xp, n, a, small[head]))
+        return True
+
+    remember(LANES, key, lane)
 
 
 def _saxpy(alpha: float, x: torch.Tensor, y: torch.Tensor, variant: Optional[str],
@@ -159,6 +202,10 @@ def saxpy(alpha, x: torch.Tensor, y: torch.Tensor, *, variant: Optional[str] = N
     configuration to launch instead of the rule's choice (an ``ElementwiseLaunch`` for the
     ``vectorized`` rung, eager calls only); raises ValueError if it cannot run this input.
     """
+    if variant is None and config is None and type(x) is TENSOR and type(y) is TENSOR and not COMPILING():
+        lane = LANES.get((x.dtype, y.dtype, x.get_device(), y.get_device()))
+        if lane is not None and lane(alpha, x, y):
+            return y
     alpha = _alpha(alpha)
     check_tensor(x, "x", FLOAT_DTYPES, "saxpy")
     check_tensor(y, "y", FLOAT_DTYPES, "saxpy")
@@ -172,6 +219,8 @@ def saxpy(alpha, x: torch.Tensor, y: torch.Tensor, *, variant: Optional[str] = N
         OP.variant(variant)  # unknown names fail here, before any tracing
     if config is None:
         _saxpy_(alpha, x, y, variant)
+        if variant is None and not COMPILING():
+            _make_lane(x.dtype, x.get_device())
     else:
         check_config("saxpy", config, variant, fast="vectorized")
         _saxpy(alpha, x, y, variant, config)

@@ -383,6 +383,20 @@ def reduced_dims(dim, ndim: int, op: str) -> tuple[int, ...]:
     return tuple(sorted(d for d in wrapped if d < ndim))  # a 0-d tensor's dim 0 reduces nothing
 
 
+def dim_as_key(dim):
+    """``dim`` as a cache key: None, an int, or a tuple of ints (from a tuple or list of plain ints);
+    False for anything else (bools, floats, numpy ints: equal and hashing equal to ints, refused by
+    reduced_dims), which is never looked up."""
+    if dim is None or type(dim) is int:
+        return dim
+    if type(dim) is not tuple and type(dim) is not list:
+        return False
+    for d in dim:
+        if type(d) is not int:
+            return False
+    return tuple(dim)
+
+
 def _resolve_call(op: str, shape: torch.Size, dim, keepdim: bool, variant: Optional[str],
                   config: Optional[ReduceConfig]) -> tuple:
     """(result shape, dims as a list, config as a list or None) of a call; raises on bad arguments."""
@@ -409,11 +423,13 @@ _calls = plan_cache()
 
 def _reduce(op: str, x, dim, keepdim: bool, out, variant, config) -> torch.Tensor:
     check_tensor(x, "x", FLOAT_DTYPES, op)
-    if type(dim) is list:
-        dim = tuple(dim)  # hashable, for the cache key
-    if torch.compiler.is_compiling():  # no cache lookups while tracing: shapes may be symbolic
+    dim_key = dim_as_key(dim)
+    # no cache lookups while tracing (shapes may be symbolic), nor for a dim that is not one as a key
+    # (True or 1.0 would find the call of 1): resolving it raises
+    if dim_key is False or torch.compiler.is_compiling():
         call = _resolve_call(op, x.shape, dim, keepdim, variant, config)
     else:
+        dim = dim_key
         key = (op, x.shape, dim, keepdim, variant, config)
         try:
             call = _calls.get(key)
@@ -441,19 +457,6 @@ _compiling = torch.compiler.is_compiling
 _empty_like = torch.empty_like
 
 
-def _lane_dim(dim):
-    """``dim`` as a lane key: None, an int, or a tuple of ints (from a tuple or list of plain ints);
-    False where it is anything else (such calls take the checked path)."""
-    if dim is None or type(dim) is int:
-        return dim
-    if type(dim) is not tuple and type(dim) is not list:
-        return False
-    for d in dim:
-        if type(d) is not int:
-            return False
-    return tuple(dim)
-
-
 def _lane_call(op: str, x, dim, keepdim):
     """op(x, dim, keepdim) into a new tensor when x is a CUDA tensor whose (shape, strides, dtype,
     device) and (dim, keepdim) have a lane; else None (the caller takes the checked path, which makes
@@ -461,7 +464,7 @@ def _lane_call(op: str, x, dim, keepdim):
     if type(x) is not _Tensor or (keepdim is not False and keepdim is not True) or _compiling():
         return None
     if dim is not None and type(dim) is not int:
-        dim = _lane_dim(dim)
+        dim = dim_as_key(dim)
         if dim is False:
             return None
     lane = _lanes.get((op, x.shape, x.stride(), x.dtype, x.device, dim, keepdim))
@@ -477,8 +480,12 @@ _scalars = plan_cache()  # (dtype, device) -> a 0-d tensor: the lanes' templates
 
 
 def result_template(dtype: torch.dtype, device: torch.device, shape: tuple) -> torch.Tensor:
-    """A tensor whose empty_like is a new contiguous result of ``shape``, ``dtype`` and ``device`` (a
-    cached 0-d tensor expanded: one element of memory, whatever the shape)."""
+    """A tensor whose empty_like is a new result of ``shape``, ``dtype`` and ``device`` laid out as
+    new_empty lays it out: a cached 0-d tensor expanded (one element of memory, whatever the shape;
+    empty_like of it is contiguous), or for at most one element a tensor of that shape itself (an
+    expanded one would keep its zero strides)."""
+    if math.prod(shape) <= 1:
+        return torch.empty(shape, dtype=dtype, device=device)
     scalar = _scalars.get((dtype, device))
     if scalar is None:
         scalar = remember(_scalars, (dtype, device), torch.empty((), dtype=dtype, device=device))
@@ -490,7 +497,7 @@ def _make_lane(op: str, x: torch.Tensor, dim, keepdim, out_shape: tuple, dims: l
     path has accepted it: (a template of the result, the checked path's plan)."""
     if type(x) is not _Tensor or (keepdim is not False and keepdim is not True) or _compiling():
         return
-    dim = _lane_dim(dim)
+    dim = dim_as_key(dim)
     key = (op, x.shape, x.stride(), x.dtype, x.device, dim, keepdim)
     if dim is False or key in _lanes:
         return

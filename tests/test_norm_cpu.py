@@ -341,7 +341,7 @@ def test_the_lane_launches_what_the_checked_path_launches(dtype, rms):
                 x = torch.randn(rows * len_ + offset).to(dtype)[offset:].view(rows, *shape)
                 w = torch.randn(len_ + woff).to(dtype)[woff:].view(shape) if has_w else None
                 b = torch.randn(len_ + woff).to(dtype)[woff:].view(shape) if has_b else None
-                for eps in ((None,) if rms else ()) + (1e-5, 0.25):
+                for eps in ((None,) if rms else ()) + (1e-5, 0.25, 0.0, -0.0, 1e-5):
                     out = lane(x, w, b, eps)
                     assert out.shape == x.shape and out.dtype == dtype
                     assert out.stride() == torch.empty(x.shape).stride()
@@ -352,6 +352,7 @@ def test_the_lane_launches_what_the_checked_path_launches(dtype, rms):
                     got_vec, got_rows, got_args = record[-1]
                     assert (got_vec, got_rows) == (vec, rows)
                     assert got_args == args and [type(a) for a in got_args] == [type(a) for a in args]
+                    assert np.signbit(got_args[6]) == np.signbit(args[6])
 
 
 @pytest.mark.parametrize("rms", (False, True))

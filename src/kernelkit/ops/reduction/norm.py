@@ -4,7 +4,10 @@ Both ops live here because they share every kernel (norm.cu takes `rms` as a run
 dispatcher: Welford over a looping block, then the row in registers (mean, then squared deviations
 from it: two passes over registers), then per row length warp-packed rows, a CTA per row or a cluster
 per row, and on sm_90 bulk-copy rings and rows kept in shared memory. The configurations and the rule
-choosing one are in norm_configs.py; ``config=`` launches a given one (tuning and tests).
+choosing one are in norm_configs.py; ``config=`` launches a given one (tuning and tests). A plain eager
+call on contiguous tensors, once accepted by the checked path, makes a lane for its (dtype, device,
+normalized shape, weight and bias given): later such calls check those tensors' dtype, shape, device
+and layout, allocate and launch the same plan's runner.
 """
 from __future__ import annotations
 
@@ -73,8 +76,11 @@ _RMS = (np.int32(0), np.int32(1))
 
 
 def _f32(eps: float) -> np.float32:
+    """np.float32(eps), cached by value (but for zeros: 0.0 and -0.0 are one key)."""
     e = _eps32.get(eps)
-    return remember(_eps32, eps, np.float32(eps)) if e is None else e
+    if e is None or not eps:
+        e = remember(_eps32, eps, np.float32(eps))
+    return e
 
 
 def _run(rung: str, text: Optional[str], x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
@@ -203,7 +209,7 @@ def build_lane(dtype: torch.dtype, device: torch.device, shape_key, has_weight: 
             bp = 0
         if type(eps) is float:
             e = eps_of.get(eps)
-            if e is None:
+            if e is None or not eps:  # zeros: 0.0 and -0.0 are one key
                 if len(eps_of) >= 64:
                     eps_of.clear()
                 e = eps_of[eps] = np.float32(eps)

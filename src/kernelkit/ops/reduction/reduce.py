@@ -10,6 +10,9 @@ shape, the alignment and the device's SM count: the same input gives the same bi
 
 A call is resolved once per (op, shape, strides, dtype, device, dims, rung, config) into a plan that
 holds the loaded kernels and launch shapes; a later call with that key reads pointers and launches.
+A plain eager call (no out=, variant= or config=) that the checked path has accepted once makes a lane
+for its (op, shape, strides, dtype, device, dim, keepdim): later such calls allocate the result and run
+the same plan, with no other work.
 """
 from __future__ import annotations
 

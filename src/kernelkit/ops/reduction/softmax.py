@@ -3,6 +3,9 @@ configurations (``SoftmaxTile``, ``Loop``) and the rule choosing one, dispatch.
 
 The kernels work on the last dim of a contiguous tensor; another dim is moved last (a copy in, a copy
 out: the correct path, not the fast one). ``config=`` launches a given configuration (tuning and tests).
+A plain eager call along the last dim of a contiguous tensor, once accepted by the checked path, makes
+a lane for its (dtype, device, row length): later such calls allocate, test alignment and launch the
+same plan's runner.
 """
 from __future__ import annotations
 

@@ -286,3 +286,132 @@ def test_norm_smem_kernels_claim_bulk_copies_and_wide_stores():
 
 def test_per_vec():
     assert [per_vec(d) for d in DTYPES] == [4, 8, 8]
+
+
+# ---- the lanes -----------------------------------------------------------------------------------
+def test_rows_matter_exactly_where_the_rule_reads_the_row_count():
+    """rows_matter is False only where rows_class is (False, False) for every row count."""
+    rows = sorted({r + e for r in ROWS for e in (-1, 0, 1)} - {0})
+    for dtype in DTYPES:
+        for rms in (False, True):
+            classes = {nc.rows_class(dtype, r, rms) for r in rows}
+            assert nc.rows_matter(dtype, rms) == (classes != {(False, False)}), (dtype, rms)
+
+
+def test_the_lane_key_of_normalized_shape():
+    """An int for one dim, a tuple for several, from ints, tuples, lists and torch.Size of plain ints;
+    None (the checked path) for anything the checked path could read otherwise or refuses."""
+    import numpy as np
+
+    key = norm._shape_key
+    assert key(4096) == key((4096,)) == key([4096]) == key(torch.Size([4096])) == 4096
+    assert key((8, 512)) == key([8, 512]) == key(torch.Size([8, 512])) == (8, 512)
+    for bad in ((), [], (4096.0,), 4096.0, True, (True,), np.int64(4096), (np.int64(4096),), "4096", None):
+        assert key(bad) is None, bad
+
+
+def _recording_form(record):
+    """A fake form(vec, rows): runners that record (vec, rows class, rows, args) instead of launching."""
+    def form(vec, rows):
+        return lambda r, args: record.append((vec, r, args))
+    return form
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rms", (False, True))
+def test_the_lane_launches_what_the_checked_path_launches(dtype, rms):
+    """build_lane's lane on CPU tensors with a recording form: the checked path's alignment test over x,
+    out, weight and bias, its arguments (pointers, 0 for an absent weight or bias, rows, length,
+    np.float32 eps, np.int32 rms) and output layout, for weight and bias present or not and views
+    starting off a 16-byte boundary."""
+    import numpy as np
+
+    from kernelkit.ops.reduction._rows import vec_ok
+
+    dev = torch.device("cpu")
+    for ns in (4096, 1000, 7, (4, 24)):
+        shape = (ns,) if isinstance(ns, int) else ns
+        len_ = int(np.prod(shape))
+        for has_w, has_b in ((True, True), (True, False), (False, False), (False, True)):
+            if rms and has_b:
+                continue
+            record = []
+            lane = norm.build_lane(dtype, dev, ns, has_w, has_b, rms, _recording_form(record))
+            for rows, offset, woff in ((1, 0, 0), (3, 0, 0), (5, 1, 0), (2, 0, 1), (6, 8, 8)):
+                x = torch.randn(rows * len_ + offset).to(dtype)[offset:].view(rows, *shape)
+                w = torch.randn(len_ + woff).to(dtype)[woff:].view(shape) if has_w else None
+                b = torch.randn(len_ + woff).to(dtype)[woff:].view(shape) if has_b else None
+                for eps in ((None,) if rms else ()) + (1e-5, 0.25, 0.0, -0.0, 1e-5):
+                    out = lane(x, w, b, eps)
+                    assert out.shape == x.shape and out.dtype == dtype
+                    assert out.stride() == torch.empty(x.shape).stride()
+                    wp, bp = (0 if t is None else t.data_ptr() for t in (w, b))
+                    want_eps = np.float32(torch.finfo(dtype).eps if eps is None else eps)
+                    args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, want_eps, np.int32(rms))
+                    vec = vec_ok(len_, dtype, x.data_ptr(), out.data_ptr(), wp, bp)
+                    got_vec, got_rows, got_args = record[-1]
+                    assert (got_vec, got_rows) == (vec, rows)
+                    assert got_args == args and [type(a) for a in got_args] == [type(a) for a in args]
+                    assert np.signbit(got_args[6]) == np.signbit(args[6])
+
+
+@pytest.mark.parametrize("rms", (False, True))
+def test_the_lane_lets_through_what_it_does_not_take(rms):
+    """None (the checked path, which raises or copies) for: x not ending in the normalized shape, x empty
+    or not contiguous, a weight or bias of another dtype, shape, or layout, or not a plain tensor, eps
+    not a float (layer_norm's None included); a Parameter weight is taken."""
+    record = []
+    lane = norm.build_lane(F32, torch.device("cpu"), 64, True, not rms, rms, _recording_form(record))
+    x, w = torch.randn(3, 64), torch.randn(64)
+    b = None if rms else torch.randn(64)
+    assert lane(x, w, b, 1e-5) is not None
+    assert lane(x, torch.nn.Parameter(w), b, 1e-5) is not None
+    bad_calls = [
+        (torch.randn(3, 65), w, b, 1e-5), (torch.randn(64, 3).t(), w, b, 1e-5), (torch.randn(0, 64), w, b, 1e-5),
+        (torch.randn(()), w, b, 1e-5), (x, w.double(), b, 1e-5), (x, w.half(), b, 1e-5), (x, torch.randn(65), b, 1e-5),
+        (x, torch.randn(1, 64), b, 1e-5), (x, torch.randn(128)[::2], b, 1e-5), (x, w.numpy(), b, 1e-5),
+        (x, w, b, 1), (x, w, b, "1e-5"), (x, w, b, torch.tensor(1e-5)),
+    ]
+    if not rms:
+        bad_calls += [(x, w, b.double(), 1e-5), (x, w, torch.randn(128)[::2], 1e-5), (x, w, b, None)]
+    n = len(record)
+    for args in bad_calls:
+        assert lane(*args) is None, [getattr(a, "shape", a) for a in args]
+    assert len(record) == n  # nothing launched
+
+
+def test_cpu_tensors_make_no_lane():
+    from kernelkit.ops._shared.plans import clear_plans
+
+    clear_plans()
+    x, w = torch.randn(2, 64), torch.randn(64)
+    with pytest.raises(ValueError, match="CUDA tensor"):
+        norm.layer_norm(x, (64,), w, w)
+    with pytest.raises(ValueError, match="CUDA tensor"):
+        norm.rms_norm(x, (64,), w)
+    assert not norm._lanes[False] and not norm._lanes[True]
+
+
+def test_the_lane_asks_a_form_per_rows_class_where_rows_matter():
+    """fp16 rows of 4096: the rule reads the row count (staged up to 8192 rows; rms_norm within its row
+    range), so the lane keeps a runner per (alignment, rows_class) and asks the form with the rows of the
+    first call of each; fp32: one per alignment."""
+    for dtype, rms, rows_list in ((F16, False, (1, 8192, 8193, 20000)), (F16, True, (1, 3583, 3584, 5632, 5633, 8193)),
+                                  (F32, False, (1, 8193))):
+        asked = []
+
+        def form(vec, rows):
+            asked.append((vec, rows))
+            return lambda r, args: None
+
+        lane = norm.build_lane(dtype, torch.device("cpu"), 4096, False, False, rms, form)
+        for rows in rows_list:
+            assert lane(torch.empty(rows, 4096, dtype=dtype), None, None, 1e-5) is not None
+        classes = {nc.rows_class(dtype, r, rms) for r in rows_list}
+        want = [(True, r) for r in rows_list if nc.rows_matter(dtype, rms)] or [(True, rows_list[0])]
+        seen, firsts = set(), []
+        for vec, r in want:
+            if nc.rows_class(dtype, r, rms) not in seen:
+                seen.add(nc.rows_class(dtype, r, rms))
+                firsts.append((vec, r))
+        assert asked == firsts and len(asked) == (len(classes) if nc.rows_matter(dtype, rms) else 1)

@@ -472,3 +472,120 @@ def test_tight_rows_read_weight_and_bias_per_row(dtype):
         assert _chosen(dtype, len_, False, rows) == norm.NormTile(128 if dtype == torch.float16 else 256, 4)
         x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 40
         _check_weight_bias_combinations(x, len_, dtype, f"tight {rows}x{len_}")
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    as_int = torch.int32 if a.dtype == torch.float32 else torch.int16
+    return a.shape == b.shape and a.stride() == b.stride() and torch.equal(a.view(as_int), b.view(as_int))
+
+
+def _lane_call(op, x, ns, w, b, eps="default", out=None):
+    kw = {} if eps == "default" else {"eps": eps}
+    if op == "layer_norm":
+        return kernelkit.layer_norm(x, ns, w, b, out=out, **kw)
+    return kernelkit.rms_norm(x, ns, w, out=out, **kw)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_the_lane_gives_the_checked_paths_result(op):
+    """A plain call takes the checked path and makes the lane of its (dtype, device, normalized shape,
+    weight and bias given); the next calls take it, with other row counts, views off a 16-byte boundary,
+    a Parameter weight and other eps values: the bits and layout of the checked path (out= given, which
+    makes no lane), against float64."""
+    from kernelkit.ops._shared.plans import clear_plans
+
+    rms = op == "rms_norm"
+    clear_plans()
+    for dtype in DTYPES:
+        for len_ in (3, 128, 1000, 4096, 40000):
+            for with_bias in ((False,) if rms else (True, False)):
+                for rows, offset in ((1, 0), (5, 1), (37, 0), (3, 8)):
+                    x = (random_input(rows * len_, dtype, offset) + 0.7).view(rows, len_)
+                    w = random_input(len_, dtype, offset)
+                    b = random_input(len_, dtype) if with_bias else None
+                    first = _lane_call(op, x, (len_,), w, b)
+                    assert (dtype, x.device, len_, False, not with_bias) in norm._lanes[rms]
+                    checked = _lane_call(op, x, (len_,), w, b, out=poisoned_like(x))
+                    lanes = [_lane_call(op, x, (len_,), w, b), _lane_call(op, x, [len_], torch.nn.Parameter(w), b),
+                             _lane_call(op, x, len_, w, b)]
+                    for got in (first, *lanes):
+                        assert _same_bits(got, checked), (op, dtype, len_, rows, offset)
+                    assert_close(lanes[0], ref(op, x, len_, w, b), dtype, f"lane {op} {rows}x{len_} offset={offset}")
+                for eps in (1e-3, 0.5) + ((None,) if rms else ()):
+                    got = _lane_call(op, x, (len_,), w, b, eps)
+                    assert _same_bits(got, _lane_call(op, x, (len_,), w, b, eps, out=poisoned_like(x))), eps
+    # multi-dim normalized shape, and no weight
+    x = random_input(6 * 5 * 48, torch.float32).view(6, 5, 48)
+    for _ in range(2):
+        got = _lane_call(op, x, (5, 48), None, None)
+        assert _same_bits(got, _lane_call(op, x, (5, 48), None, None, out=poisoned_like(x)))
+    assert (torch.float32, x.device, (5, 48), True, True) in norm._lanes[rms]
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_the_lane_follows_the_row_count_rules(op):
+    """fp16 rows of 4096 elements: the configuration depends on the row count (staged persistent CTAs up
+    to STAGED_MAX_ROWS rows, rms_norm within STAGED_RMS_ROWS); one lane across those row counts launches
+    what the checked path launches for each."""
+    from kernelkit.ops._shared.plans import clear_plans
+
+    clear_plans()
+    len_, dtype = 4096, torch.float16
+    lo, hi = nc.STAGED_RMS_ROWS[dtype]
+    w, b = random_input(len_, dtype), random_input(len_, dtype)
+    for rows in (1, lo - 1, lo, hi, hi + 1, nc.STAGED_MAX_ROWS[dtype], nc.STAGED_MAX_ROWS[dtype] + 1, 2):
+        x = (random_input(rows * len_, dtype) + 0.7).view(rows, len_)
+        bias = b if op == "layer_norm" else None
+        got = _lane_call(op, x, (len_,), w, bias)
+        assert _same_bits(got, _lane_call(op, x, (len_,), w, bias, out=poisoned_like(x))), rows
+        assert_close(got, ref(op, x, len_, w, bias), dtype, f"{op} {rows} rows")
+
+
+def test_a_lane_only_where_it_takes_the_call():
+    """No lane after calls with out=, variant=, config=, a non-contiguous input or weight, or an empty
+    input; one after a plain call; calls the checked path refuses still raise with a lane there, and one
+    it copies (a non-contiguous weight) still gives its result."""
+    from kernelkit.ops._shared.plans import clear_plans
+
+    clear_plans()
+    x, w = torch.randn(8, 256, device="cuda"), torch.randn(256, device="cuda")
+    kernelkit.layer_norm(x, (256,), w, w, out=torch.empty_like(x))
+    kernelkit.layer_norm(x, (256,), w, w, variant="fast")
+    kernelkit.layer_norm(x, (256,), w, w, config=norm.NormTile(64, 1))
+    kernelkit.layer_norm(torch.randn(256, 8, device="cuda").t(), (8,))
+    kernelkit.layer_norm(x, (256,), torch.randn(512, device="cuda")[::2])
+    kernelkit.rms_norm(torch.empty(0, 256, device="cuda"), (256,))
+    assert not norm._lanes[False] and not norm._lanes[True]
+    kernelkit.layer_norm(x, (256,), w, w)
+    kernelkit.rms_norm(x, (256,), w)
+    assert list(norm._lanes[False]) == [(torch.float32, x.device, 256, False, False)]
+    assert list(norm._lanes[True]) == [(torch.float32, x.device, 256, False, True)]
+    with pytest.raises(TypeError, match="weight must have dtype"):
+        kernelkit.layer_norm(x, (256,), w.half(), w)
+    with pytest.raises(ValueError, match="weight is on cpu"):
+        kernelkit.rms_norm(x, (256,), w.cpu())
+    with pytest.raises(ValueError, match="normalized_shape"):
+        kernelkit.layer_norm(x, (256.0,), w, w)
+    with pytest.raises(TypeError):
+        kernelkit.layer_norm(x, (256,), w, w, None)  # layer_norm's eps is a number
+    wt = torch.randn(512, device="cuda")[::2]
+    assert_close(kernelkit.rms_norm(x, (256,), wt), reference.rms_norm(x, (256,), wt), torch.float32,
+                 "non-contiguous weight beside a lane")
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_lanes_keep_to_their_device():
+    """A lane made on cuda:1 takes only cuda:1 calls: a weight on cuda:0 beside x on cuda:1 is refused
+    naming both, and the same call on cuda:0 makes and takes that device's own lane."""
+    x = torch.randn(4, 64, device="cuda:1")
+    w = torch.randn(64, device="cuda:1")
+    with torch.cuda.device(0):
+        first = kernelkit.layer_norm(x, (64,), w)
+        assert _same_bits(kernelkit.layer_norm(x, (64,), w), first) and first.device == x.device
+        with pytest.raises(ValueError, match=r"cuda:1.*cuda:0|cuda:0.*cuda:1"):
+            kernelkit.layer_norm(x, (64,), w.to("cuda:0"))
+        x0, w0 = x.to("cuda:0"), w.to("cuda:0")
+        for _ in range(2):
+            got = kernelkit.layer_norm(x0, (64,), w0)
+            assert got.device == x0.device
+            assert _same_bits(got.cpu(), first.cpu())

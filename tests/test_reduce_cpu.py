@@ -32,3 +32,43 @@ def test_the_fast_rung_lists_the_launches_its_rules_choose(op, dtype):
     assert sum("reduce_cols" in n for n in names) == (2 if dtype == torch.float32 else 6)
     for v in kernelkit.ladder(op):
         assert v.kernels(dtype), v.name
+
+
+# ---- the lane ------------------------------------------------------------------------------------
+def test_dim_as_a_key_takes_only_what_the_checked_path_takes_as_such():
+    """dim as a key of the call cache and the lanes: None, plain ints and tuples or lists of plain ints;
+    not bools, floats or numpy ints (equal and hashing equal to ints, but refused by the checked path)."""
+    import numpy as np
+
+    from kernelkit.ops.reduction.reduce import dim_as_key
+
+    assert dim_as_key(None) is None and dim_as_key(1) == 1 and dim_as_key(-1) == -1
+    assert dim_as_key((0, 2)) == (0, 2) and dim_as_key([0, 2]) == (0, 2) and dim_as_key(()) == ()
+    for bad in (True, 1.0, np.int64(1), (1, True), [0, 1.0], "0", {0}):
+        assert dim_as_key(bad) is False, bad
+
+
+def test_the_result_template_gives_the_checked_paths_layout():
+    """empty_like of the lane's template: the shape, dtype and strides of x.new_empty(shape), for shapes
+    with size-1 and size-0 dims too."""
+    from kernelkit.ops._shared.plans import clear_plans
+    from kernelkit.ops.reduction.reduce import result_template
+
+    x = torch.randn(3)
+    for dtype in DTYPES:
+        for shape in ((), (1,), (5,), (4, 1, 8), (1, 1), (1, 3), (3, 1), (0,), (3, 0, 2), (2, 3, 4), (1, 1, 2)):
+            got = torch.empty_like(result_template(dtype, x.device, shape))
+            want = x.to(dtype).new_empty(shape)
+            assert (got.shape, got.dtype, got.stride()) == (want.shape, want.dtype, want.stride()), shape
+    clear_plans()
+
+
+def test_cpu_tensors_make_no_lane():
+    from kernelkit.ops._shared.plans import clear_plans
+    from kernelkit.ops.reduction import reduce
+
+    clear_plans()
+    for op in ("sum", "mean", "amax", "amin"):
+        with pytest.raises(ValueError, match="CUDA tensor"):
+            getattr(reduce, op)(torch.randn(4096))
+    assert not reduce._lanes

@@ -253,3 +253,65 @@ def test_second_device_while_the_first_is_current():
                 check("mean", m, kernelkit.mean(m, 1, variant=variant), 1, False, f"cuda:1 {variant}")
         with pytest.raises(ValueError, match="cuda:0"):
             kernelkit.sum(x, out=torch.empty((), device="cuda:0", dtype=x.dtype))
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    as_int = torch.int32 if a.dtype == torch.float32 else torch.int16
+    return a.shape == b.shape and a.stride() == b.stride() and torch.equal(a.view(as_int), b.view(as_int))
+
+
+LANE_CASES = [((4097,), None, False), ((4096,), None, True), ((37, 129), -1, False), ((37, 129), 0, True),
+              ((5, 7, 33), (0, 2), False), ((3, 1, 4097), [2], True), ((2**20 + 3,), None, False),
+              ((4, 1), 1, False), ((1, 1), None, True), ((), None, False), ((3, 2**22 + 1), 1, False),
+              ((513, 1025), 0, False)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", OPS)
+def test_the_lane_gives_the_checked_paths_result(op, dtype):
+    """A plain call takes the checked path and makes the lane of its (shape, strides, dtype, device, dim,
+    keepdim); the next call takes it: the bits and layout of the checked path (out= given, which makes no
+    lane), against float64; views off a 16-byte boundary and a transposed input too."""
+    from kernelkit.ops._shared.plans import clear_plans
+    from kernelkit.ops.reduction import reduce
+
+    clear_plans()
+    fn = getattr(kernelkit, op)
+    for shape, dim, keepdim in LANE_CASES:
+        n = torch.Size(shape).numel()
+        for offset in (0, 1):
+            x = random_input(n, dtype, offset).view(shape)
+            inputs = [x] + ([x.t()] if len(shape) == 2 else [])
+            for t in inputs:
+                first = fn(t, dim, keepdim)
+                key_dim = tuple(dim) if isinstance(dim, list) else dim
+                assert (op, t.shape, t.stride(), dtype, t.device, key_dim, keepdim) in reduce._lanes
+                second = fn(t, dim, keepdim)
+                checked = run(op, t, dim, keepdim)
+                assert _same_bits(first, checked) and _same_bits(second, checked), (shape, dim, offset)
+                d = tuple(dim) if isinstance(dim, list) else dim
+                check(op, t, second, d, keepdim, f"lane {shape} dim={dim} offset={offset}")
+
+
+def test_a_lane_only_where_it_takes_the_call():
+    """No lane after calls with out=, variant= or config=; one after a plain call; calls the checked path
+    refuses still raise with a lane there (dim as a bool or a float, equal to an int as a key)."""
+    from kernelkit.ops._shared.plans import clear_plans
+    from kernelkit.ops.reduction import reduce
+
+    clear_plans()
+    x = torch.randn(8, 256, device="cuda")
+    kernelkit.sum(x, 1, out=torch.empty(8, device="cuda"))
+    kernelkit.sum(x, 1, variant="fast")
+    kernelkit.sum(x, 1, config=ROWS)
+    kernelkit.sum(x, 1, 1)  # keepdim as an int: the checked path reads its truth
+    assert not reduce._lanes
+    kernelkit.sum(x, 1)
+    assert list(reduce._lanes) == [("sum", x.shape, x.stride(), torch.float32, x.device, 1, False)]
+    for bad_dim in (True, 1.0):
+        with pytest.raises(TypeError, match="dim must be"):
+            kernelkit.sum(x, bad_dim)
+    with pytest.raises(ValueError, match="CUDA tensor"):
+        kernelkit.sum(x.cpu(), 1)
+    with pytest.raises(RuntimeError, match="empty"):
+        kernelkit.amax(torch.empty(0, device="cuda"))

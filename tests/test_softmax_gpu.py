@@ -167,3 +167,58 @@ def test_config_that_cannot_run_the_input_raises():
     with pytest.raises(TypeError, match="config must be"):
         kernelkit.softmax(x, config=(256, 4, 1))
     assert_close(kernelkit.softmax(x, config=sm.Loop("three_pass")), reference.softmax(x), torch.float32, "loop")
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    as_int = torch.int32 if a.dtype == torch.float32 else torch.int16
+    return a.shape == b.shape and a.stride() == b.stride() and torch.equal(a.view(as_int), b.view(as_int))
+
+
+def test_the_lane_gives_the_checked_paths_result():
+    """A plain call takes the checked path and makes the lane of its (dtype, device, row length); the
+    next calls take the lane, with other row counts and views off a 16-byte boundary too: the bits and
+    layout of the checked path (out= given, which makes no lane), against float64."""
+    from kernelkit.ops._shared.plans import clear_plans
+    from kernelkit.ops.reduction import softmax as sm
+
+    clear_plans()
+    for dtype in DTYPES:
+        for len_ in (1, 3, 128, 129, 1000, 4096, 40000, 65536):
+            for rows, offset in ((1, 0), (5, 1), (37, 0), (3, 3), (2, 8)):
+                x = random_input(rows * len_, dtype, offset).view(rows, len_)
+                first = kernelkit.softmax(x)
+                assert (dtype, x.device, len_) in sm._lanes
+                second = kernelkit.softmax(x, -1)
+                checked = kernelkit.softmax(x, out=poisoned_like(x))
+                assert same_bits(first, checked) and same_bits(second, checked), (len_, rows, offset)
+                assert_close(second, reference.softmax(x), dtype, f"lane rows={rows} len={len_} offset={offset}")
+    y = random_input(4099, torch.float32)  # 1-D: dim 0 is the last
+    assert same_bits(kernelkit.softmax(y, 0), kernelkit.softmax(y, out=poisoned_like(y)))
+    assert same_bits(kernelkit.softmax(y, 0), kernelkit.softmax(y, -1))
+
+
+def test_a_lane_only_where_it_takes_the_call():
+    """No lane after calls with out=, variant=, config=, another dim, a non-contiguous, empty or 0-d
+    input; one after a plain call; a call the checked path refuses still raises with a lane there."""
+    from kernelkit.ops._shared.plans import clear_plans
+    from kernelkit.ops.reduction import softmax as sm
+
+    clear_plans()
+    x = torch.randn(8, 256, device="cuda")
+    kernelkit.softmax(x, out=torch.empty_like(x))
+    kernelkit.softmax(x, variant="fast")
+    kernelkit.softmax(x, config=sm.SoftmaxTile(32, 2))
+    kernelkit.softmax(x, 0)
+    kernelkit.softmax(torch.randn(256, 8, device="cuda").t())
+    kernelkit.softmax(torch.empty(0, 256, device="cuda"))
+    kernelkit.softmax(torch.tensor(1.5, device="cuda"), 0)
+    assert not sm._lanes
+    kernelkit.softmax(x)
+    assert list(sm._lanes) == [(torch.float32, x.device, 256)]
+    for bad_dim in (True, 1.0):
+        with pytest.raises(TypeError, match="dim must be an int"):
+            kernelkit.softmax(x, bad_dim)
+    with pytest.raises(ValueError, match="CUDA tensor"):
+        kernelkit.softmax(x.cpu())
+    xt = torch.randn(256, 8, device="cuda").t()  # not contiguous: the checked path, through a copy
+    assert_close(kernelkit.softmax(xt), reference.softmax(xt), torch.float32, "non-contiguous beside a lane")

@@ -15,14 +15,14 @@ from typing import Callable, Iterable, Mapping
 
 import torch
 
-from ...runtime import allow_shared, launch, resident_blocks, stream_handle
+from ...runtime import allow_shared, launch, plain_launcher, resident_blocks, stream_handle
 
 ROW_BLOCK = 128  # the block size of kernels packing several rows per block (threads <= 32)
 CLUSTER_SM = 90  # thread-block clusters, bulk copies and mbarriers: sm_90 and later
 
 
 def per_vec(dtype: torch.dtype) -> int:
-    return 128 // torch.finfo(dtype).bits  # elements per 16-byte vector
+    return 16 // dtype.itemsize  # elements per 16-byte vector
 
 
 def _pow2(v: int) -> bool:
@@ -74,9 +74,13 @@ def without_clusters(table: Mapping[int, RowTile]) -> dict[int, RowTile]:
     return {cap: t for cap, t in table.items() if t.cluster == 1}
 
 
-def vec_ok(len_: int, dtype: torch.dtype, *tensors) -> bool:
-    """Rows can move as 16-byte vectors: every pointer aligned and the row a whole number of vectors."""
-    return len_ % per_vec(dtype) == 0 and all(t is None or t.data_ptr() % 16 == 0 for t in tensors)
+def vec_ok(len_: int, dtype: torch.dtype, *ptrs: int) -> bool:
+    """Rows can move as 16-byte vectors: every pointer (0 for an absent tensor) aligned and the row a
+    whole number of vectors."""
+    p = 0
+    for q in ptrs:
+        p |= q
+    return p & 15 == 0 and len_ % per_vec(dtype) == 0
 
 
 def check_config(op: str, ok: bool, config, why: str) -> None:
@@ -117,9 +121,30 @@ def parse_config(text: str, classes: Iterable[type]) -> object:
 
 
 # ---- launches ------------------------------------------------------------------------------------
-def launch_rows(kernel, tile: RowTile, rows: int, *args, dev: int) -> None:
-    """One group (or cluster) per row: the whole grid at once."""
-    launch(kernel, tile.grid(rows), tile.block, *args, cluster=tile.cluster, name="row kernel", device_index=dev)
+# A plan holds a runner ``go(rows, args)`` made once from its configuration and loaded kernel; the
+# checked path and an op's lane both launch through it, so they launch the same thing.
+
+def row_runner(kernel, tile: RowTile, dev: int):
+    """``go(rows, args)``: one group (or cluster) a row, the whole grid at once (``tile.grid(rows)``
+    CTAs of ``tile.block`` threads). Without clusters, one C call (runtime.plain_launcher)."""
+    if tile.cluster > 1:
+        cluster, block = tile.cluster, tile.block
+
+        def go(rows: int, args: tuple) -> None:
+            launch(kernel, rows * cluster, block, *args, cluster=cluster, name="row kernel", device_index=dev)
+        return go
+    run = plain_launcher(kernel, dev, "row kernel")
+    if tile.threads <= 32:
+        per_block = ROW_BLOCK // tile.threads
+
+        def go(rows: int, args: tuple) -> None:
+            run(-(-rows // per_block), ROW_BLOCK, 0, args)
+    else:
+        block = tile.block
+
+        def go(rows: int, args: tuple) -> None:
+            run(rows, block, 0, args)
+    return go
 
 
 def launch_persistent(kernel, rows: int, block: int, cluster: int, shmem: int, *args, dev: int) -> None:
@@ -129,6 +154,18 @@ def launch_persistent(kernel, rows: int, block: int, cluster: int, shmem: int, *
     blocks = min(rows * cluster, resident_blocks(kernel, block, cluster, dev, shmem))
     launch(kernel, blocks, block, *args, shmem=shmem, cluster=cluster, name="persistent row kernel",
            device_index=dev)
+
+
+def persistent_runner(kernel, block: int, cluster: int, shmem: int, dev: int, handout: bool = False):
+    """``go(rows, args)``: launch_persistent with these arguments; ``handout``: the kernel takes the
+    address of a row-handout counter after ``args`` (that of torch's current stream, read per call)."""
+    if handout:
+        def go(rows: int, args: tuple) -> None:
+            launch_persistent(kernel, rows, block, cluster, shmem, *args, handout_counters(dev), dev=dev)
+    else:
+        def go(rows: int, args: tuple) -> None:
+            launch_persistent(kernel, rows, block, cluster, shmem, *args, dev=dev)
+    return go
 
 
 class HandoutCounters:

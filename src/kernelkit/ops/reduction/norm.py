@@ -4,7 +4,10 @@ Both ops live here because they share every kernel (norm.cu takes `rms` as a run
 dispatcher: Welford over a looping block, then the row in registers (mean, then squared deviations
 from it: two passes over registers), then per row length warp-packed rows, a CTA per row or a cluster
 per row, and on sm_90 bulk-copy rings and rows kept in shared memory. The configurations and the rule
-choosing one are in norm_configs.py; ``config=`` launches a given one (tuning and tests).
+choosing one are in norm_configs.py; ``config=`` launches a given one (tuning and tests). A plain eager
+call on contiguous tensors, once accepted by the checked path, makes a lane for its (dtype, device,
+normalized shape, weight and bias given): later such calls check those tensors' dtype, shape, device
+and layout, allocate and launch the same plan's runner.
 """
 from __future__ import annotations
 
@@ -20,9 +23,9 @@ from .._shared.checks import check_same_device, check_tensor, output_for, pick_v
 from .._shared.custom_op import out_op
 from .._shared.launch_rules import compute_capability
 from .._shared.plans import plan_cache, remember
-from ._rows import config_text, parse_config, vec_ok
+from ._rows import config_text, parse_config, per_vec, vec_ok
 from .norm_configs import (CONFIG_CLASSES, SRC, BulkRing, NormConfig, NormTile, SmemRows, Welford,  # noqa: F401
-                           config_for, config_order, configs, rows_class)
+                           config_for, config_order, configs, rows_class, rows_matter)
 
 __all__ = ["layer_norm", "rms_norm"]
 
@@ -45,6 +48,7 @@ _plans = plan_cache()
 
 def _plan(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: int, vec: bool, rms: bool,
           rows: int, weight: bool, bias: bool) -> tuple:
+    """(configuration, loaded kernel, dynamic shared bytes, runner ``go(rows, args)``) for a plan key."""
     op = "rms_norm" if rms else "layer_norm"
     sm = compute_capability(dev)
     if text is None:
@@ -53,21 +57,39 @@ def _plan(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: in
         cfg = parse_config(text, CONFIG_CLASSES)
         cfg.check(op, dtype, len_, vec, sm)
     kernel = get_kernel(SRC, cfg.name(dtype, vec), device_index=dev)
-    return cfg, kernel, cfg.shared_bytes(weight, bias)
+    shmem = cfg.shared_bytes(weight, bias)
+    return cfg, kernel, shmem, cfg.runner(kernel, shmem, dev)
+
+
+def _runner(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: int, vec: bool, rms: bool,
+            rows: int, weight: bool, bias: bool):
+    """The runner of the plan for this input (the plan key holds what config_for reads of ``rows``)."""
+    key = (rung, text, dtype, dev, len_, vec, rms, rows_class(dtype, rows, rms), weight, bias)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = remember(_plans, key, _plan(rung, text, dtype, dev, len_, vec, rms, rows, weight, bias))
+    return plan[3]
+
+
+_eps32 = plan_cache()  # eps (a float) -> np.float32, the kernels' parameter
+_RMS = (np.int32(0), np.int32(1))
+
+
+def _f32(eps: float) -> np.float32:
+    """np.float32(eps), cached by value (but for zeros: 0.0 and -0.0 are one key)."""
+    e = _eps32.get(eps)
+    if e is None or not eps:
+        e = remember(_eps32, eps, np.float32(eps))
+    return e
 
 
 def _run(rung: str, text: Optional[str], x, out, w, b, rows: int, len_: int, eps: float, rms: bool) -> None:
-    dev = x.get_device()
-    vec = vec_ok(len_, x.dtype, x, out, w, b)
-    key = (rung, text, x.dtype, dev, len_, vec, rms, rows_class(x.dtype, rows, rms), w is None, b is None)
-    plan = _plans.get(key)
-    if plan is None:
-        plan = remember(_plans, key, _plan(rung, text, x.dtype, dev, len_, vec, rms, rows, w is not None,
-                                           b is not None))
-    cfg, kernel, shmem = plan
-    args = (x.data_ptr(), out.data_ptr(), 0 if w is None else w.data_ptr(), 0 if b is None else b.data_ptr(),
-            rows, len_, np.float32(eps), np.int32(rms))
-    cfg.launch(kernel, rows, args, shmem, dev)
+    xp, op = x.data_ptr(), out.data_ptr()
+    wp = 0 if w is None else w.data_ptr()
+    bp = 0 if b is None else b.data_ptr()
+    go = _runner(rung, text, x.dtype, x.get_device(), len_, vec_ok(len_, x.dtype, xp, op, wp, bp), rms, rows,
+                 w is not None, b is not None)
+    go(rows, (xp, op, wp, bp, rows, len_, _f32(eps), _RMS[rms]))
 
 
 def _norm_into(x: torch.Tensor, out: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor],
@@ -125,6 +147,113 @@ def _config_arg(op: str, variant: Optional[str], config) -> Optional[str]:
     return config_text(config)
 
 
+# ---- the lanes: a norm of a contiguous CUDA tensor with contiguous weight and bias, checks made once ---
+# A lane per (dtype, device, normalized shape, weight given, bias given) of each op, made by the checked
+# path; the public functions look it up for plain tensors x outside torch.compile.
+_lanes = {False: plan_cache(), True: plan_cache()}  # by rms: layer_norm's, rms_norm's
+_Tensor, _Parameter, _Size = torch.Tensor, torch.nn.Parameter, torch.Size
+_compiling = torch.compiler.is_compiling
+_empty_like = torch.empty_like
+_CONTIGUOUS = torch.contiguous_format
+
+
+def _shape_key(normalized_shape):
+    """normalized_shape as a lane key: an int for one dim, a tuple for several; None where it is not a
+    plain int or a tuple, list or torch.Size of plain ints (such calls take the checked path)."""
+    t = type(normalized_shape)
+    if t is int:
+        return normalized_shape
+    if t is not tuple and t is not list and t is not _Size:
+        return None
+    for s in normalized_shape:
+        if type(s) is not int:
+            return None
+    n = len(normalized_shape)
+    return normalized_shape[0] if n == 1 else tuple(normalized_shape) if n else None
+
+
+def build_lane(dtype: torch.dtype, device: torch.device, shape_key, has_weight: bool, has_bias: bool, rms: bool,
+               form):
+    """``lane(x, weight, bias, eps)``: the checked path's launch for x of ``dtype`` on ``device`` normalised
+    over ``shape_key`` (an int or a tuple of ints) with a weight and bias where ``has_weight``/``has_bias``,
+    or None for a call it does not take: x or a weight or bias not contiguous, a weight or bias of another
+    dtype, shape or device or not a plain tensor (or Parameter), eps not a float (rms_norm: or None),
+    x empty or not ending in the normalized shape. ``form(vec, rows)`` gives the runner of the plan
+    for the alignment and row count (asked once per alignment and rows_class)."""
+    ns = (shape_key,) if type(shape_key) is int else shape_key
+    k, len_ = len(ns), math.prod(ns)
+    whole = len_ % per_vec(dtype) == 0
+    by_rows = rows_matter(dtype, rms)
+    forms: dict = {}
+    eps_of: dict = {}
+    none_eps = np.float32(torch.finfo(dtype).eps) if rms else None
+    rms32 = _RMS[rms]
+
+    def lane(x: torch.Tensor, w, b, eps) -> Optional[torch.Tensor]:
+        shape = x.shape
+        if (shape[-k:] != ns if k > 1 else not shape or shape[-1] != len_) or not x.is_contiguous():
+            return None
+        if has_weight:
+            if ((type(w) is not _Tensor and type(w) is not _Parameter) or w.dtype is not dtype or w.shape != ns
+                    or w.device != device or not w.is_contiguous()):
+                return None
+            wp = w.data_ptr()
+        else:
+            wp = 0
+        if has_bias:
+            if ((type(b) is not _Tensor and type(b) is not _Parameter) or b.dtype is not dtype or b.shape != ns
+                    or b.device != device or not b.is_contiguous()):
+                return None
+            bp = b.data_ptr()
+        else:
+            bp = 0
+        if type(eps) is float:
+            e = eps_of.get(eps)
+            if e is None or not eps:  # zeros: 0.0 and -0.0 are one key
+                if len(eps_of) >= 64:
+                    eps_of.clear()
+                e = eps_of[eps] = np.float32(eps)
+        elif eps is None and none_eps is not None:
+            e = none_eps
+        else:
+            return None
+        n = x.numel()
+        if not n:
+            return None
+        out = _empty_like(x, memory_format=_CONTIGUOUS)
+        xp, op = x.data_ptr(), out.data_ptr()
+        rows = n // len_
+        vec = whole and not (xp | op | wp | bp) & 15
+        fk = (vec, rows_class(dtype, rows, rms)) if by_rows else vec
+        go = forms.get(fk)
+        if go is None:
+            go = forms[fk] = form(vec, rows)
+        go(rows, (xp, op, wp, bp, rows, len_, e, rms32))
+        return out
+    return lane
+
+
+def _make_lane(rms: bool, x: torch.Tensor, normalized_shape, weight, bias) -> None:
+    """The lane of this call's (dtype, device, normalized shape, weight and bias presence), made once the
+    checked path has accepted it, where the lane would take such a call."""
+    if type(x) is not _Tensor or not x.numel() or not x.is_contiguous() or _compiling():
+        return
+    if any(t is not None and (type(t) not in (_Tensor, _Parameter) or not t.is_contiguous()) for t in (weight, bias)):
+        return
+    shape_key = _shape_key(normalized_shape)
+    key = (x.dtype, x.device, shape_key, weight is None, bias is None)
+    if shape_key is None or key in _lanes[rms]:
+        return
+    dtype, dev, has_w, has_b = x.dtype, x.get_device(), weight is not None, bias is not None
+    rung = OPS["rms_norm" if rms else "layer_norm"].default_variant.name
+    len_ = math.prod((shape_key,) if type(shape_key) is int else shape_key)
+
+    def form(vec: bool, rows: int):
+        return _runner(rung, None, dtype, dev, len_, vec, rms, rows, has_w, has_b)
+
+    remember(_lanes[rms], key, build_lane(dtype, x.device, shape_key, has_w, has_b, rms, form))
+
+
 def layer_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.Tensor] = None,
                bias: Optional[torch.Tensor] = None, eps: float = 1e-5, *, out: Optional[torch.Tensor] = None,
                variant: Optional[str] = None, config: Optional[NormConfig] = None) -> torch.Tensor:
@@ -136,9 +265,18 @@ def layer_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.
     ``NormTile``, ``BulkRing`` or ``SmemRows`` of kernelkit.ops.reduction.norm; ``norm.configs(dtype,
     aligned=...)`` lists those the rules choose); raises ValueError if it cannot run this input.
     """
+    if out is None and variant is None and config is None and type(x) is _Tensor and not _compiling():
+        lane = _lanes[False].get((x.dtype, x.device, _shape_key(normalized_shape), weight is None, bias is None))
+        if lane is not None:
+            got = lane(x, weight, bias, eps)
+            if got is not None:
+                return got
+    fresh = out is None
     len_, out = _check("layer_norm", x, normalized_shape, weight, bias, out)
     text = _config_arg("layer_norm", variant, config)
     _norm_out(x, out, weight, bias, len_, float(eps), False, variant, text)
+    if fresh and text is None and variant is None:
+        _make_lane(False, x, normalized_shape, weight, bias)
     return out
 
 
@@ -150,10 +288,19 @@ def rms_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.Te
     ``variant`` and ``config`` as for layer_norm: ``config`` is for tuning and tests; the configuration
     to launch instead of the rule's choice; raises ValueError if it cannot run this input.
     """
+    if out is None and variant is None and config is None and type(x) is _Tensor and not _compiling():
+        lane = _lanes[True].get((x.dtype, x.device, _shape_key(normalized_shape), weight is None, True))
+        if lane is not None:
+            got = lane(x, weight, None, eps)
+            if got is not None:
+                return got
+    fresh = out is None
     len_, out = _check("rms_norm", x, normalized_shape, weight, None, out)
     eps = torch.finfo(x.dtype).eps if eps is None else float(eps)
     text = _config_arg("rms_norm", variant, config)
     _norm_out(x, out, weight, None, len_, eps, True, variant, text)
+    if fresh and text is None and variant is None:
+        _make_lane(True, x, normalized_shape, weight, None)
     return out
 
 

@@ -18,16 +18,17 @@ import torch
 
 from ...ladder import Kernel
 from .._shared.cxx import CXX_TYPE, cxx_bool
-from ._rows import (CLUSTER_SM, RowTile, check_config, handout_counters, launch_persistent, launch_rows,
-                    needs_sm90, per_vec, pick, without_clusters)
-from ...runtime import launch
+from ...runtime import plain_launcher
+from ._rows import (CLUSTER_SM, RowTile, check_config, needs_sm90, per_vec, persistent_runner, pick, row_runner,
+                    without_clusters)
 
 SRC = "reduction/norm.cu"
 LOOP_BLOCK = 512  # norm_welford's block
 
 
-def _args_without_rows(args: tuple) -> tuple:
-    return args[:4] + args[5:]  # (x, out, weight, bias, rows, len, eps, rms) less rows
+# Every configuration's ``runner(kernel, shmem, dev)`` gives ``go(rows, args)``, its launch of ``rows`` rows
+# with args = (x, out, weight, bias, rows, len, eps, rms): pointers (0 for an absent weight or bias),
+# two ints, np.float32 eps, np.int32 rms.
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,12 @@ class Welford:
     def shared_bytes(self, weight: bool, bias: bool) -> int:
         return 0
 
-    def launch(self, kernel, rows: int, args: tuple, shmem: int, dev: int) -> None:
-        launch(kernel, rows, self.block, *_args_without_rows(args), name="norm_welford", device_index=dev)
+    def runner(self, kernel, shmem: int, dev: int):
+        run = plain_launcher(kernel, dev, "norm_welford")
+
+        def go(rows: int, args: tuple) -> None:
+            run(rows, LOOP_BLOCK, 0, args[:4] + args[5:])  # a block a row; the kernel takes no row count
+        return go
 
 
 @dataclass(frozen=True)
@@ -101,13 +106,10 @@ class NormTile(RowTile):
         slice_bytes = self.threads * self.vecs * 16
         return slice_bytes * (1 + bias) if self.handout else 2 * slice_bytes
 
-    def launch(self, kernel, rows: int, args: tuple, shmem: int, dev: int) -> None:
+    def runner(self, kernel, shmem: int, dev: int):
         if not self.staged:
-            launch_rows(kernel, self, rows, *args, dev=dev)
-        elif self.handout:
-            launch_persistent(kernel, rows, self.block, self.cluster, shmem, *args, handout_counters(dev), dev=dev)
-        else:
-            launch_persistent(kernel, rows, self.block, self.cluster, shmem, *args, dev=dev)
+            return row_runner(kernel, self, dev)
+        return persistent_runner(kernel, self.block, self.cluster, shmem, dev, handout=self.handout)
 
 
 @dataclass(frozen=True)
@@ -163,9 +165,8 @@ class BulkRing:
         slice_bytes = self.threads * self.vecs * 16
         return self.stages * slice_bytes // self.chunks + ((weight + bias) * slice_bytes if self.staged else 0)
 
-    def launch(self, kernel, rows: int, args: tuple, shmem: int, dev: int) -> None:
-        extra = (handout_counters(dev),) if self.cluster == 1 else ()
-        launch_persistent(kernel, rows, self.block, self.cluster, shmem, *args, *extra, dev=dev)
+    def runner(self, kernel, shmem: int, dev: int):
+        return persistent_runner(kernel, self.block, self.cluster, shmem, dev, handout=self.cluster == 1)
 
 
 @dataclass(frozen=True)
@@ -211,8 +212,8 @@ class SmemRows:
         """The ring of chunk stages."""
         return self.stages * self.threads * self.per * 16
 
-    def launch(self, kernel, rows: int, args: tuple, shmem: int, dev: int) -> None:
-        launch_persistent(kernel, rows, self.block, self.cluster, shmem, *args, dev=dev)
+    def runner(self, kernel, shmem: int, dev: int):
+        return persistent_runner(kernel, self.block, self.cluster, shmem, dev)
 
 
 NormConfig = Union[Welford, NormTile, BulkRing, SmemRows]
@@ -329,6 +330,11 @@ def rows_class(dtype: torch.dtype, rows: int, rms: bool) -> tuple[bool, bool]:
     """What of the row count config_for reads: past STAGED_MAX_ROWS, inside STAGED_RMS_ROWS (a plan key)."""
     lo, hi = STAGED_RMS_ROWS.get(dtype, (1, 0))
     return rows > STAGED_MAX_ROWS.get(dtype, rows), rms and lo <= rows <= hi
+
+
+def rows_matter(dtype: torch.dtype, rms: bool) -> bool:
+    """Whether rows_class depends on the row count for this dtype and op (else it is (False, False))."""
+    return dtype in STAGED_MAX_ROWS or (rms and dtype in STAGED_RMS_ROWS)
 
 
 def config_order(cfg) -> tuple:

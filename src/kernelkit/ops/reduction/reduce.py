@@ -10,6 +10,9 @@ shape, the alignment and the device's SM count: the same input gives the same bi
 
 A call is resolved once per (op, shape, strides, dtype, device, dims, rung, config) into a plan that
 holds the loaded kernels and launch shapes; a later call with that key reads pointers and launches.
+A plain eager call (no out=, variant= or config=) that the checked path has accepted once makes a lane
+for its (op, shape, strides, dtype, device, dim, keepdim): later such calls allocate the result and run
+the same plan, with no other work.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from typing import Optional, Sequence, Union
 import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
-from ...runtime import get_kernel, launch, stream_handle
+from ...runtime import get_kernel, launch, plain_launcher, stream_handle
 from .._shared.checks import check_out, check_tensor, pick_variant
 from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
@@ -154,21 +157,28 @@ def _workspace(dev: int, floats: int, counters: int) -> tuple[int, int]:
 def _fast_plan(kernel, grid: int, block: int, rows: int, args: tuple, dev: int):
     """reduce_fast over ``rows`` rows in ``grid`` blocks: one launch; where a row is split over several
     blocks, they meet in the workspace and the last one finishes the row."""
+    launcher = plain_launcher(kernel, dev, "reduce_fast")
     if grid == rows:
         def run(x, out):
             o = out.data_ptr()
-            launch(kernel, grid, block, x.data_ptr(), o, o, o, *args, device_index=dev)
+            launcher(grid, block, 0, (x.data_ptr(), o, o, o, *args))
     else:
         def run(x, out):
             part, tick = _workspace(dev, grid, rows)
-            launch(kernel, grid, block, x.data_ptr(), out.data_ptr(), part, tick, *args, device_index=dev)
+            launcher(grid, block, 0, (x.data_ptr(), out.data_ptr(), part, tick, *args))
     return run
 
 
-def _single_plan(kernel, grid, block, args: tuple, dev: int):
+def _single_plan(kernel, grid: int, block, args: tuple, dev: int, name: str):
     """One launch reading x and writing out (reduce_warp_rows, one pass of reduce_cols)."""
-    def run(x, out):
-        launch(kernel, grid, block, x.data_ptr(), out.data_ptr(), *args, device_index=dev)
+    if type(block) is int:
+        launcher = plain_launcher(kernel, dev, name)
+
+        def run(x, out):
+            launcher(grid, block, 0, (x.data_ptr(), out.data_ptr(), *args))
+    else:
+        def run(x, out):
+            launch(kernel, grid, block, x.data_ptr(), out.data_ptr(), *args, name=name, device_index=dev)
     return run
 
 
@@ -251,7 +261,7 @@ def _rows_plan(kind: str, op: str, dtype, dev: int, rows: int, len_: int, scale:
                              (finish, rows, VEC_BLOCK, (i32(bpr), f32(scale)), 0)), dev)
     if config is None and rows > 1 and len_ <= WARP_ROWS_MAX:
         return _single_plan(_load(_warp_rows_name(fn, dtype), dev), cdiv(rows, WARP_ROWS_BLOCK // 32),
-                            WARP_ROWS_BLOCK, (rows, len_, f32(scale)), dev)
+                            WARP_ROWS_BLOCK, (rows, len_, f32(scale)), dev, "reduce_warp_rows")
     cfg = config or (FULL if rows == 1 else ROWS)
     bpr = _blocks_per_row(dev, rows, len_, dtype, cfg.block, cfg.unroll, cfg.blocks_per_sm)
     return _fast_plan(_load(_fast_name(fn, dtype, cfg), dev), rows * bpr, cfg.block, rows,
@@ -272,7 +282,8 @@ def _cols_plan(fn: str, dtype, dev: int, outer: int, R: int, inner: int, scale: 
     rsplit = cdiv(R, rps)
     if rsplit == 1:
         k = _load(_cols_name(fn, dtype, dtype, v), dev)
-        return _single_plan(k, col_blocks * outer, block, (R, inner, col_blocks, 1, rps, f32(scale)), dev)
+        return _single_plan(k, col_blocks * outer, block, (R, inner, col_blocks, 1, rps, f32(scale)), dev,
+                            "reduce_cols")
     v2 = 4 if inner % 4 == 0 else 1
     cb2 = cdiv(inner, 32 * v2)
     first = (_load(_cols_name(fn, dtype, F32, v), dev), col_blocks * rsplit * outer, block,
@@ -319,16 +330,21 @@ def _make_plan(op: str, x: torch.Tensor, dims: tuple[int, ...], variant: Optiona
 _plans = plan_cache()
 
 
-def _reduce_into(x: torch.Tensor, out: torch.Tensor, op: str, dims: list[int], variant: Optional[str],
-                 config: Optional[list[int]]) -> None:
-    """out <- op(x) over ``dims`` (sorted, possibly none); out has the result's shape. ``config``: the
-    fields of a ReduceConfig, or None for the rule's launch."""
+def _plan_for(op: str, x: torch.Tensor, dims: list[int], variant: Optional[str], config: Optional[list[int]]):
     dev = x.get_device()
     key = (op, variant, config and tuple(config), x.shape, x.stride(), x.dtype, dev, *dims)
     plan = _plans.get(key)
     if plan is None:
         cfg = None if config is None else ReduceConfig(*config)
         plan = remember(_plans, key, _make_plan(op, x, tuple(dims), variant, cfg, dev))
+    return plan
+
+
+def _reduce_into(x: torch.Tensor, out: torch.Tensor, op: str, dims: list[int], variant: Optional[str],
+                 config: Optional[list[int]]) -> None:
+    """out <- op(x) over ``dims`` (sorted, possibly none); out has the result's shape. ``config``: the
+    fields of a ReduceConfig, or None for the rule's launch."""
+    plan = _plan_for(op, x, dims, variant, config)
     if out.is_contiguous():
         plan(x, out)
     else:
@@ -370,6 +386,20 @@ def reduced_dims(dim, ndim: int, op: str) -> tuple[int, ...]:
     return tuple(sorted(d for d in wrapped if d < ndim))  # a 0-d tensor's dim 0 reduces nothing
 
 
+def dim_as_key(dim):
+    """``dim`` as a cache key: None, an int, or a tuple of ints (from a tuple or list of plain ints);
+    False for anything else (bools, floats, numpy ints: equal and hashing equal to ints, refused by
+    reduced_dims), which is never looked up."""
+    if dim is None or type(dim) is int:
+        return dim
+    if type(dim) is not tuple and type(dim) is not list:
+        return False
+    for d in dim:
+        if type(d) is not int:
+            return False
+    return tuple(dim)
+
+
 def _resolve_call(op: str, shape: torch.Size, dim, keepdim: bool, variant: Optional[str],
                   config: Optional[ReduceConfig]) -> tuple:
     """(result shape, dims as a list, config as a list or None) of a call; raises on bad arguments."""
@@ -396,11 +426,13 @@ _calls = plan_cache()
 
 def _reduce(op: str, x, dim, keepdim: bool, out, variant, config) -> torch.Tensor:
     check_tensor(x, "x", FLOAT_DTYPES, op)
-    if type(dim) is list:
-        dim = tuple(dim)  # hashable, for the cache key
-    if torch.compiler.is_compiling():  # no cache lookups while tracing: shapes may be symbolic
+    dim_key = dim_as_key(dim)
+    # no cache lookups while tracing (shapes may be symbolic), nor for a dim that is not one as a key
+    # (True or 1.0 would find the call of 1): resolving it raises
+    if dim_key is False or torch.compiler.is_compiling():
         call = _resolve_call(op, x.shape, dim, keepdim, variant, config)
     else:
+        dim = dim_key
         key = (op, x.shape, dim, keepdim, variant, config)
         try:
             call = _calls.get(key)
@@ -409,13 +441,70 @@ def _reduce(op: str, x, dim, keepdim: bool, out, variant, config) -> torch.Tenso
         if call is None:
             call = remember(_calls, key, _resolve_call(op, x.shape, dim, keepdim, variant, config))
     out_shape, dims, cfg = call
-    if out is None:
+    fresh = out is None
+    if fresh:
         out = x.new_empty(out_shape)
     elif not (isinstance(out, torch.Tensor) and out.shape == out_shape and out.dtype == x.dtype
               and out.get_device() == x.get_device()):
         check_out(out, x.new_empty(()).expand(out_shape), op)  # names what is wrong
     _reduce_out(x, out, op, dims, variant, cfg)
+    if fresh and variant is None and config is None:
+        _make_lane(op, x, dim, keepdim, out_shape, dims)
     return out
+
+
+# ---- the lanes: op(x, dim, keepdim) of a CUDA tensor whose call resolved before, checks made once ---
+_lanes = plan_cache()
+_Tensor = torch.Tensor
+_compiling = torch.compiler.is_compiling
+_empty_like = torch.empty_like
+
+
+def _lane_call(op: str, x, dim, keepdim):
+    """op(x, dim, keepdim) into a new tensor when x is a CUDA tensor whose (shape, strides, dtype,
+    device) and (dim, keepdim) have a lane; else None (the caller takes the checked path, which makes
+    the lane)."""
+    if type(x) is not _Tensor or (keepdim is not False and keepdim is not True) or _compiling():
+        return None
+    if dim is not None and type(dim) is not int:
+        dim = dim_as_key(dim)
+        if dim is False:
+            return None
+    lane = _lanes.get((op, x.shape, x.stride(), x.dtype, x.device, dim, keepdim))
+    if lane is None:
+        return None
+    template, plan = lane
+    out = _empty_like(template)
+    plan(x, out)
+    return out
+
+
+_scalars = plan_cache()  # (dtype, device) -> a 0-d tensor: the lanes' templates expand it
+
+
+def result_template(dtype: torch.dtype, device: torch.device, shape: tuple) -> torch.Tensor:
+    """A tensor whose empty_like is a new result of ``shape``, ``dtype`` and ``device`` laid out as
+    new_empty lays it out: a cached 0-d tensor expanded (one element of memory, whatever the shape;
+    empty_like of it is contiguous), or for at most one element a tensor of that shape itself (an
+    expanded one would keep its zero strides)."""
+    if math.prod(shape) <= 1:
+        return torch.empty(shape, dtype=dtype, device=device)
+    scalar = _scalars.get((dtype, device))
+    if scalar is None:
+        scalar = remember(_scalars, (dtype, device), torch.empty((), dtype=dtype, device=device))
+    return scalar.expand(shape)
+
+
+def _make_lane(op: str, x: torch.Tensor, dim, keepdim, out_shape: tuple, dims: list[int]) -> None:
+    """The lane of this call's (op, shape, strides, dtype, device, dim, keepdim), made once the checked
+    path has accepted it: (a template of the result, the checked path's plan)."""
+    if type(x) is not _Tensor or (keepdim is not False and keepdim is not True) or _compiling():
+        return
+    dim = dim_as_key(dim)
+    key = (op, x.shape, x.stride(), x.dtype, x.device, dim, keepdim)
+    if dim is False or key in _lanes:
+        return
+    remember(_lanes, key, (result_template(x.dtype, x.device, out_shape), _plan_for(op, x, dims, None, None)))
 
 
 Dim = Union[None, int, Sequence[int]]
@@ -431,6 +520,10 @@ def sum(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Optiona
     choice (a ReduceConfig of the fast rung's reduce_fast, for a reduction of the whole tensor or of its
     last dims); raises ValueError if it cannot run this input.
     """
+    if out is None and variant is None and config is None:
+        got = _lane_call("sum", x, dim, keepdim)
+        if got is not None:
+            return got
     return _reduce("sum", x, dim, keepdim, out, variant, config)
 
 
@@ -440,6 +533,10 @@ def mean(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Option
 
     Arguments as for ``sum``.
     """
+    if out is None and variant is None and config is None:
+        got = _lane_call("mean", x, dim, keepdim)
+        if got is not None:
+            return got
     return _reduce("mean", x, dim, keepdim, out, variant, config)
 
 
@@ -449,6 +546,10 @@ def amax(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Option
 
     Arguments as for ``sum``.
     """
+    if out is None and variant is None and config is None:
+        got = _lane_call("amax", x, dim, keepdim)
+        if got is not None:
+            return got
     return _reduce("amax", x, dim, keepdim, out, variant, config)
 
 
@@ -458,6 +559,10 @@ def amin(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Option
 
     Arguments as for ``sum``.
     """
+    if out is None and variant is None and config is None:
+        got = _lane_call("amin", x, dim, keepdim)
+        if got is not None:
+            return got
     return _reduce("amin", x, dim, keepdim, out, variant, config)
 
 

@@ -3,6 +3,9 @@ configurations (``SoftmaxTile``, ``Loop``) and the rule choosing one, dispatch.
 
 The kernels work on the last dim of a contiguous tensor; another dim is moved last (a copy in, a copy
 out: the correct path, not the fast one). ``config=`` launches a given configuration (tuning and tests).
+A plain eager call along the last dim of a contiguous tensor, once accepted by the checked path, makes
+a lane for its (dtype, device, row length): later such calls allocate, test alignment and launch the
+same plan's runner.
 """
 from __future__ import annotations
 
@@ -12,14 +15,14 @@ from typing import Optional, Union
 import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, kind_variants, register
-from ...runtime import get_kernel, launch
+from ...runtime import get_kernel, plain_launcher
 from .._shared.checks import check_tensor, output_for, pick_variant
 from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE, cxx_bool
 from .._shared.launch_rules import compute_capability
 from .._shared.plans import plan_cache, remember
-from ._rows import (CLUSTER_SM, RowTile, check_config, config_text, launch_rows, needs_sm90, parse_config, per_vec,
-                    pick, vec_ok, without_clusters)
+from ._rows import (CLUSTER_SM, RowTile, check_config, config_text, needs_sm90, parse_config, per_vec, pick,
+                    row_runner, vec_ok, without_clusters)
 from .reduce import wrap_dim
 
 __all__ = ["softmax"]
@@ -49,8 +52,13 @@ class Loop:
     def check(self, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
         pass
 
-    def launch(self, kernel, rows: int, args: tuple, dev: int) -> None:
-        launch(kernel, rows, self.block, args[0], args[1], args[3], name=f"softmax_{self.kind}", device_index=dev)
+    def runner(self, kernel, dev: int):
+        """``go(rows, (x, out, rows, len))``: a block a row."""
+        run = plain_launcher(kernel, dev, f"softmax_{self.kind}")
+
+        def go(rows: int, args: tuple) -> None:
+            run(rows, LOOP_BLOCK, 0, (args[0], args[1], args[3]))
+        return go
 
 
 @dataclass(frozen=True)
@@ -71,8 +79,9 @@ class SoftmaxTile(RowTile):
         if self.cluster > 1:
             needs_sm90("softmax", self, sm, "thread-block clusters")
 
-    def launch(self, kernel, rows: int, args: tuple, dev: int) -> None:
-        launch_rows(kernel, self, rows, *args, dev=dev)
+    def runner(self, kernel, dev: int):
+        """``go(rows, (x, out, rows, len))``: a group (or cluster) a row."""
+        return row_runner(kernel, self, dev)
 
 
 SoftmaxConfig = Union[Loop, SoftmaxTile]
@@ -129,25 +138,30 @@ _plans = plan_cache()
 
 
 def _plan(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: int, vec: bool) -> tuple:
+    """(configuration, loaded kernel, its runner ``go(rows, (x, out, rows, len))``) for a plan key."""
     sm = compute_capability(dev)
     if text is None:
         cfg = config_for(rung, dtype, len_, sm=sm)
     else:
         cfg = parse_config(text, CONFIG_CLASSES)
         cfg.check(dtype, len_, vec, sm)
-    return cfg, get_kernel(SRC, cfg.name(dtype, vec), device_index=dev)
+    kernel = get_kernel(SRC, cfg.name(dtype, vec), device_index=dev)
+    return cfg, kernel, cfg.runner(kernel, dev)
+
+
+def _runner(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: int, vec: bool):
+    key = (rung, text, dtype, dev, len_, vec)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = remember(_plans, key, _plan(rung, text, dtype, dev, len_, vec))
+    return plan[2]
 
 
 def _run(rung: str, text: Optional[str], x: torch.Tensor, out: torch.Tensor, rows: int, len_: int) -> None:
     """Softmax of each row of contiguous (rows, len_) x into contiguous out."""
-    dev = x.get_device()
-    vec = vec_ok(len_, x.dtype, x, out)
-    key = (rung, text, x.dtype, dev, len_, vec)
-    plan = _plans.get(key)
-    if plan is None:
-        plan = remember(_plans, key, _plan(rung, text, x.dtype, dev, len_, vec))
-    cfg, kernel = plan
-    cfg.launch(kernel, rows, (x.data_ptr(), out.data_ptr(), rows, len_), dev)
+    xp, op = x.data_ptr(), out.data_ptr()
+    go = _runner(rung, text, x.dtype, x.get_device(), len_, vec_ok(len_, x.dtype, xp, op))
+    go(rows, (xp, op, rows, len_))
 
 
 def _softmax_into(x: torch.Tensor, out: torch.Tensor, dim: int, variant: Optional[str], config: Optional[str]) -> None:
@@ -155,9 +169,10 @@ def _softmax_into(x: torch.Tensor, out: torch.Tensor, dim: int, variant: Optiona
     if x.numel() == 0:
         return
     v = pick_variant(OP, variant, x.dtype)
-    last = x.dim() <= 1 or dim == x.dim() - 1
+    nd = x.dim()
+    last = nd <= 1 or dim == nd - 1
     xc = (x if last else x.movedim(dim, -1)).contiguous()
-    len_ = xc.shape[-1] if xc.dim() else 1
+    len_ = xc.shape[-1] if nd else 1
     rows = xc.numel() // len_
     if last and out.is_contiguous():
         _run(v.name, config, xc, out, rows, len_)
@@ -165,6 +180,47 @@ def _softmax_into(x: torch.Tensor, out: torch.Tensor, dim: int, variant: Optiona
     tmp = torch.empty_like(xc)
     _run(v.name, config, xc, tmp, rows, len_)
     out.copy_(tmp if last else tmp.movedim(-1, dim))
+
+
+# ---- the lane: softmax(x) of a contiguous CUDA tensor along its last dim, checks made once ---------
+_lanes = plan_cache()
+_Tensor = torch.Tensor
+_compiling = torch.compiler.is_compiling
+_empty_like = torch.empty_like
+_CONTIGUOUS = torch.contiguous_format
+
+
+def build_lane(dtype: torch.dtype, len_: int, form):
+    """``lane(x)``: the checked path's launch for a contiguous x of rows of ``len_`` elements of ``dtype``
+    (its device that of the lane's key): the allocation, the alignment test and one runner, or None
+    for inputs it does not take (empty or not contiguous). ``form(vec)`` gives the runner of the
+    16-byte (vec) or element-wise form, asked once each."""
+    forms = [None, None]
+    whole = len_ % per_vec(dtype) == 0
+
+    def lane(x: torch.Tensor) -> Optional[torch.Tensor]:
+        n = x.numel()
+        if not n or not x.is_contiguous():
+            return None
+        out = _empty_like(x, memory_format=_CONTIGUOUS)
+        xp, op = x.data_ptr(), out.data_ptr()
+        vec = whole and not (xp | op) & 15
+        go = forms[vec]
+        if go is None:
+            go = forms[vec] = form(vec)
+        rows = n // len_
+        go(rows, (xp, op, rows, len_))
+        return out
+    return lane
+
+
+def _make_lane(x: torch.Tensor) -> None:
+    """The lane of x's (dtype, device, row length): made once the checked path has accepted such an input."""
+    dtype, dev, len_ = x.dtype, x.get_device(), x.shape[-1]
+    key = (dtype, x.device, len_)
+    if key not in _lanes:
+        rung = OP.default_variant.name
+        remember(_lanes, key, build_lane(dtype, len_, lambda vec: _runner(rung, None, dtype, dev, len_, vec)))
 
 
 _softmax_out = out_op("softmax_out", _softmax_into)
@@ -181,8 +237,20 @@ def softmax(x: torch.Tensor, dim: int = -1, *, out: Optional[torch.Tensor] = Non
     of kernelkit.ops.reduction.softmax; ``configs(dtype)`` there lists those the rules choose); raises
     ValueError if it cannot run this input.
     """
+    # The lane: x a plain CUDA tensor (contiguous: the lane checks), dim its last, and a lane for (dtype,
+    # device, row length), made by an earlier call of the checked path; else the checked path.
+    if (out is None and variant is None and config is None and type(x) is _Tensor and type(dim) is int
+            and not _compiling()):
+        shape = x.shape
+        if shape and (dim == -1 or dim == len(shape) - 1):
+            lane = _lanes.get((x.dtype, x.device, shape[-1]))
+            if lane is not None:
+                got = lane(x)
+                if got is not None:
+                    return got
     check_tensor(x, "x", FLOAT_DTYPES, "softmax")
     d = wrap_dim(dim, x.dim(), "softmax")
+    fresh = out is None
     out = output_for(out, x, "softmax")
     text = None
     if config is not None:
@@ -195,6 +263,9 @@ def softmax(x: torch.Tensor, dim: int = -1, *, out: Optional[torch.Tensor] = Non
     elif variant is not None:
         OP.variant(variant)
     _softmax_out(x, out, d, variant, text)
+    if (fresh and variant is None and text is None and type(x) is _Tensor and d == x.dim() - 1 and x.numel()
+            and x.is_contiguous() and not _compiling()):
+        _make_lane(x)
     return out
 
 

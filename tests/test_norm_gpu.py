@@ -552,7 +552,7 @@ def test_a_lane_only_where_it_takes_the_call():
     kernelkit.layer_norm(x, (256,), w, w, out=torch.empty_like(x))
     kernelkit.layer_norm(x, (256,), w, w, variant="fast")
     kernelkit.layer_norm(x, (256,), w, w, config=norm.NormTile(64, 1))
-    kernelkit.layer_norm(torch.randn(256, 8, device="cuda").t(), (8,))
+    kernelkit.layer_norm(torch.randn(256, 8, device="cuda").t(), (256,))
     kernelkit.layer_norm(x, (256,), torch.randn(512, device="cuda")[::2])
     kernelkit.rms_norm(torch.empty(0, 256, device="cuda"), (256,))
     assert not norm._lanes[False] and not norm._lanes[True]

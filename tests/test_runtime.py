@@ -155,3 +155,28 @@ def test_fast_launch_packs_arguments_as_the_parameter_struct():
         pack(("text",))
     with pytest.raises(ValueError, match="at most"):
         pack(tuple(range(65)))
+
+
+def test_gpus_older_than_sm80_are_refused_with_one_clear_error():
+    """check_supported is the check get_kernel makes before the first kernel of a device is compiled."""
+    from kernelkit.runtime import KernelkitError, UnsupportedDeviceError, check_supported
+
+    for major, minor in ((8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (12, 0)):
+        check_supported(major, minor, "cuda:0 (a supported GPU)")
+    for major, minor in ((7, 5), (7, 0), (6, 1)):
+        with pytest.raises(UnsupportedDeviceError) as ei:
+            check_supported(major, minor, "cuda:1 (Tesla T4)")
+        msg = str(ei.value)
+        assert isinstance(ei.value, KernelkitError) and "\n" not in msg
+        assert "cuda:1 (Tesla T4)" in msg and f"{major}.{minor}" in msg and f"sm_{major}{minor}" in msg
+        assert "8.0 or later" in msg
+
+
+def test_header_search_asks_pathfinder_then_usr_local_cuda(monkeypatch):
+    import cuda.pathfinder
+
+    monkeypatch.setattr(cuda.pathfinder, "find_nvidia_header_directory", lambda lib: f"/opt/found/{lib}")
+    dirs = headers._candidate_include_dirs()
+    assert [str(d) for _, d in dirs] == ["/opt/found/cudart", "/usr/local/cuda/include"]
+    monkeypatch.setattr(cuda.pathfinder, "find_nvidia_header_directory", lambda lib: None)
+    assert [d for _, d in headers._candidate_include_dirs()][0] is None

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
-import shutil
 import subprocess
 import sys
+
+from .tools import ToolNotFoundError, find_tool
 
 # What the ladders are argued with: DRAM traffic and throughput, sectors per request
 # (4 for 32-bit accesses, 16 for 128-bit), shared-memory bank conflicts, achieved occupancy.
@@ -31,10 +31,13 @@ DEFAULT_METRICS = (
 
 
 def find_ncu() -> str:
-    for cand in (shutil.which("ncu"), os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ncu")):
-        if cand and os.path.exists(cand):
-            return cand
-    raise FileNotFoundError("ncu (Nsight Compute) not found on PATH or in $CUDA_HOME/bin")
+    """The path of ncu (tools.find_tool: cuda.pathfinder, /usr/local/cuda/bin, PATH).
+
+    Raises FileNotFoundError listing the places searched."""
+    try:
+        return find_tool("ncu")
+    except ToolNotFoundError as exc:
+        raise FileNotFoundError(str(exc)) from None
 
 
 def _kernel_regex(op_name: str, variant: str, dtype) -> str:

@@ -1,12 +1,11 @@
-"""Locate the CUDA binary utilities (``cuobjdump``, ``nvdisasm``) that the
-static analysis shells out to.
+"""Locate the CUDA binary utilities (``cuobjdump``, ``nvdisasm``, ``ncu``) that the analysis shells out to.
 
-Why a dedicated finder: kernelkit must work on machines with no CUDA toolkit
-installed at all (CI, laptops), where the only copies of these tools come from
-the ``nvidia-cuda-cuobjdump`` / ``nvidia-cuda-nvdisasm`` pip wheels.  Those
-wheels put the binaries under ``site-packages/nvidia/...`` which is not on
-``PATH``, so a plain ``shutil.which`` is not enough.  When nothing is found we
-raise an error that lists every place we looked, so the fix is obvious.
+kernelkit must work on machines with no CUDA toolkit at all (CI, laptops), where the only copies of
+cuobjdump and nvdisasm come from the ``nvidia-cuda-cuobjdump`` / ``nvidia-cuda-nvdisasm`` pip wheels,
+which are not on ``PATH``. cuda.pathfinder knows those wheel layouts, conda, ``$CUDA_PATH`` /
+``$CUDA_HOME`` and the toolkit of the loaded libcudart; ``/usr/local/cuda/bin`` and ``PATH``, which it
+does not search, come after it. When nothing is found the error lists every place searched and how to
+install the tool.
 """
 
 from __future__ import annotations
@@ -14,22 +13,16 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import site
-import sys
 from pathlib import Path
 
 __all__ = ["ToolNotFoundError", "find_tool"]
 
-# Layouts used by NVIDIA's pip wheels: the CUDA 13 wheels share one
-# ``nvidia/cu13/bin`` folder; the CUDA 12 era wheels used per-package folders.
-_WHEEL_SUBDIRS: tuple[str, ...] = (
-    "nvidia/cu13/bin",
-    "nvidia/cu12/bin",
-    "nvidia/cuda_cuobjdump/bin",
-    "nvidia/cuda_nvdisasm/bin",
-)
-
 _PIP_HINT = "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm"
+_HINTS = {
+    "cuobjdump": f"Install it with: {_PIP_HINT}",
+    "nvdisasm": f"Install it with: {_PIP_HINT}",
+    "ncu": "Install Nsight Compute (it comes with the CUDA toolkit) and put its folder on PATH, or set CUDA_HOME",
+}
 
 
 class ToolNotFoundError(RuntimeError):
@@ -44,43 +37,13 @@ def _executable(path: Path) -> str | None:
     return None
 
 
-def _site_roots() -> list[str]:
-    """Every directory a pip wheel might have been installed into."""
-    roots: list[str] = []
+def _from_pathfinder(name: str) -> str | None:
+    """cuda.pathfinder's answer; None where it finds nothing or does not know the name."""
     try:
-        roots.extend(site.getsitepackages())
-    except AttributeError:  # some virtualenv flavours lack it
-        pass
-    try:
-        roots.append(site.getusersitepackages())
-    except AttributeError:
-        pass
-    roots.extend(p for p in sys.path if p)
-    seen: set[str] = set()
-    unique = []
-    for r in roots:
-        if r not in seen:
-            seen.add(r)
-            unique.append(r)
-    return unique
+        from cuda.pathfinder import find_nvidia_binary_utility
 
-
-def _from_pathfinder(name: str, searched: list[str]) -> str | None:
-    """Ask ``cuda.pathfinder`` first: it knows conda and toolkit layouts too.
-
-    ``find_nvidia_binary_utility`` only exists from cuda-pathfinder 1.8 on and
-    rejects names outside its supported set, so every failure is tolerated.
-    """
-    searched.append("cuda.pathfinder.find_nvidia_binary_utility")
-    try:
-        import cuda.pathfinder as pathfinder  # noqa: PLC0415 - optional dep
-
-        finder = getattr(pathfinder, "find_nvidia_binary_utility", None)
-        if finder is None:
-            searched[-1] += " (not available in this cuda-pathfinder)"
-            return None
-        found = finder(name)
-    except Exception:  # noqa: BLE001 - any failure just means "not here"
+        found = find_nvidia_binary_utility(name)
+    except Exception:  # noqa: BLE001 - a name outside its set, or an older pathfinder: "not here"
         return None
     return str(found) if found else None
 
@@ -89,38 +52,18 @@ def _from_pathfinder(name: str, searched: list[str]) -> str | None:
 def find_tool(name: str) -> str:
     """Return the absolute path of the CUDA binary utility ``name``.
 
-    Search order: cuda.pathfinder, the pip wheel folders under every
-    site-packages / ``sys.path`` entry, ``$CUDA_HOME/bin`` (and
-    ``$CUDA_PATH/bin``), ``/usr/local/cuda/bin``, then ``PATH``.  Successful
-    lookups are cached for the life of the process (failures are not, so
-    installing the wheel and retrying works).
+    Search order: cuda.pathfinder (pip wheels, conda, ``$CUDA_PATH`` / ``$CUDA_HOME``, the toolkit of
+    the loaded libcudart), ``/usr/local/cuda/bin``, then ``PATH``. Successful lookups are cached for
+    the life of the process (failures are not, so installing the tool and retrying works).
 
     Raises:
-        ToolNotFoundError: listing every location searched.
+        ToolNotFoundError: listing every location searched and how to install the tool.
     """
-    searched: list[str] = []
-    found = _from_pathfinder(name, searched)
+    searched = ["cuda.pathfinder.find_nvidia_binary_utility (pip wheels, conda, $CUDA_PATH, $CUDA_HOME, "
+                "the loaded libcudart's toolkit)"]
+    found = _from_pathfinder(name)
     if found:
         return found
-
-    for root in _site_roots():
-        for sub in _WHEEL_SUBDIRS:
-            folder = Path(root) / sub
-            searched.append(str(folder))
-            hit = _executable(folder / name)
-            if hit:
-                return hit
-
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        home = os.environ.get(var)
-        if home:
-            folder = Path(home) / "bin"
-            searched.append(f"${var}/bin = {folder}")
-            hit = _executable(folder / name)
-            if hit:
-                return hit
-        else:
-            searched.append(f"${var}/bin (${var} not set)")
 
     folder = Path("/usr/local/cuda/bin")
     searched.append(str(folder))
@@ -134,7 +77,5 @@ def find_tool(name: str) -> str:
         return hit
 
     places = "\n  ".join(searched)
-    raise ToolNotFoundError(
-        f"could not find the CUDA utility {name!r}. Searched:\n  {places}\n"
-        f"Install it with: {_PIP_HINT}"
-    )
+    hint = _HINTS.get(name, f"Install the CUDA toolkit, or: {_PIP_HINT}")
+    raise ToolNotFoundError(f"could not find the CUDA utility {name!r}. Searched:\n  {places}\n{hint}")

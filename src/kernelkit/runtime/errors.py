@@ -20,3 +20,7 @@ class CompileError(KernelkitError):
 
 class KernelLaunchError(KernelkitError):
     """A launch, or (with KERNELKIT_SYNC=1) the kernel itself, failed; the message names the kernel."""
+
+
+class UnsupportedDeviceError(KernelkitError):
+    """The GPU is older than kernelkit's kernels support (compute capability below 8.0)."""

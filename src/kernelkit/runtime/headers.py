@@ -1,13 +1,14 @@
 """Which CUDA headers NVRTC compiles against.
 
 NVRTC >= 13.3 ships the CUDA headers inside itself (``use_bundled_headers``), so a machine with only
-the pip wheels can compile. Older NVRTC needs include directories: we look in cuda.pathfinder's
-answer, $CUDA_HOME and /usr/local/cuda, each with its ``cccl`` sub-directory (libcu++ and friends).
+the pip wheels can compile. Older NVRTC needs include directories: cuda.pathfinder's answer for the
+CUDA runtime headers (pip wheels, conda, $CUDA_PATH / $CUDA_HOME, the toolkit of the loaded libcudart),
+then /usr/local/cuda, which pathfinder does not search; each with its ``cccl`` sub-directory (libcu++
+and friends).
 """
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 
 from .errors import HeadersNotFoundError
@@ -36,22 +37,17 @@ def driver_cuda_version() -> str | None:
     return f"{ver // 1000}.{(ver % 1000) // 10}"
 
 
-def _candidate_include_dirs() -> list[tuple[str, Path]]:
-    """(where it came from, directory) in search order; may name directories that do not exist."""
-    found: list[tuple[str, Path]] = []
+def _candidate_include_dirs() -> list[tuple[str, Path | None]]:
+    """(where it came from, directory or None) in search order; a directory may not exist."""
     try:
         import cuda.pathfinder as pathfinder
 
         d = pathfinder.find_nvidia_header_directory("cudart")
-        if d:
-            found.append(("cuda.pathfinder('cudart')", Path(d)))
-    except Exception:  # older pathfinder or nothing installed: fall through to the env and defaults
-        pass
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            found.append((f"${var}/include", Path(os.environ[var]) / "include"))
-    found.append(("/usr/local/cuda/include", Path("/usr/local/cuda/include")))
-    return found
+    except Exception:  # pathfinder missing or broken: the fixed location below still counts
+        d = None
+    return [("cuda.pathfinder('cudart') (wheels, conda, $CUDA_PATH, $CUDA_HOME, the loaded libcudart's toolkit)",
+             Path(d) if d else None),
+            ("/usr/local/cuda/include", Path("/usr/local/cuda/include"))]
 
 
 @functools.cache
@@ -59,8 +55,8 @@ def include_dirs() -> tuple[str, ...]:
     """The first candidate directory holding cuda_fp16.h, plus its cccl directory when present."""
     searched = []
     for origin, d in _candidate_include_dirs():
-        searched.append(f"{origin}: {d}")
-        if (d / _PROBE_HEADER).is_file():
+        searched.append(f"{origin}: {d or 'nothing found'}")
+        if d is not None and (d / _PROBE_HEADER).is_file():
             dirs = [str(d)]
             if (d / "cccl").is_dir():
                 dirs.append(str(d / "cccl"))

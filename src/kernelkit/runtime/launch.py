@@ -18,6 +18,7 @@ import torch
 
 from .compiler import compile_source
 from .errors import KernelLaunchError
+from .support import check_device
 
 _kernels: dict[tuple, object] = {}
 _streams: dict[tuple[int, int], object] = {}
@@ -74,7 +75,9 @@ def get_kernel(source: str, name: str, *, device_index: int, arch_suffix: str = 
 
     Each instantiation is its own NVRTC run (a few tenths of a second), so a first call builds only
     what it launches; ``kernelkit warmup`` builds the rest ahead of time. ``arch_suffix`` is "a" for
-    kernels that use arch-specific instructions (wgmma, setmaxnreg).
+    kernels that use arch-specific instructions (wgmma, setmaxnreg). The first kernel loaded for a
+    device checks that the device is supported (``support.check_device``: UnsupportedDeviceError below
+    compute capability 8.0).
     """
     key = (device_index, source, name, arch_suffix, tuple(extra_options))
     kern = _kernels.get(key)
@@ -82,6 +85,7 @@ def get_kernel(source: str, name: str, *, device_index: int, arch_suffix: str = 
         return kern
     from cuda.core import Device, ObjectCode
 
+    check_device(device_index)  # a GPU older than sm_80: one clear error, before NVRTC runs
     arch = device_arch(device_index) + arch_suffix
     build = compile_source(source, (name,), arch, extra_options=extra_options)
     with on_device(device_index):

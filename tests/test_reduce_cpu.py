@@ -3,6 +3,7 @@ import pytest
 import torch
 
 import kernelkit
+from kernelkit.ops._shared.cxx import CXX_TYPE
 from kernelkit.ops.reduction.reduce import FULL, ROWS, ReduceConfig
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -22,16 +23,53 @@ def test_reduce_config_validates_its_fields():
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("op", ("sum", "mean", "amax", "amin"))
 def test_the_fast_rung_lists_the_launches_its_rules_choose(op, dtype):
-    """The rule's two reduce_fast shapes, the warp-per-row kernel and the column kernels, each once."""
+    """The rule's two reduce_fast shapes, the warp-per-row kernel and the column kernels, each once per
+    result type: the input's, and fp32 for sum and mean of 16-bit inputs (their dtype= argument)."""
     names = [k.name for k in kernelkit.get_op(op).variant("fast").kernels(dtype)]
     assert len(names) == len(set(names))
-    for cfg in (FULL, ROWS):
-        assert sum("reduce_fast<" in n and n.endswith(f", {cfg.block}, {cfg.unroll}>") for n in names) == 1
-    assert sum("reduce_warp_rows" in n for n in names) == 1
-    # 16-bit: (input, result, partials) x (16-byte loads or not); fp32's partials are its input type
-    assert sum("reduce_cols" in n for n in names) == (2 if dtype == torch.float32 else 6)
+    wide = op in ("sum", "mean") and dtype != torch.float32
+    touts = (CXX_TYPE[dtype], "float") if wide else (CXX_TYPE[dtype],)
+    for t in touts:
+        for cfg in (FULL, ROWS):
+            assert sum(f"reduce_fast<{CXX_TYPE[dtype]}, {t}," in n and n.endswith(f", {cfg.block}, {cfg.unroll}>")
+                       for n in names) == 1
+        assert sum(f"reduce_warp_rows<{CXX_TYPE[dtype]}, {t}," in n for n in names) == 1
+    # 16-bit: (input, result, partials) x (16-byte loads or not); fp32's partials are its input type;
+    # an fp32 result adds the second pass from fp32 partials to fp32 (16-byte loads or not)
+    assert sum("reduce_cols" in n for n in names) == (2 if dtype == torch.float32 else 8 if wide else 6)
+    finish = [n for n in kernelkit.get_op(op).variant("vector").kernels(dtype) if "reduce_finish" in n.name]
+    assert len(finish) == len(touts)
     for v in kernelkit.ladder(op):
         assert v.kernels(dtype), v.name
+
+
+@pytest.mark.parametrize("op", ("sum", "mean"))
+def test_dtype_argument_is_checked_before_anything_runs(op):
+    """dtype=, as torch's: a float dtype; anything else raises TypeError naming the op and what is allowed
+    (checked before x, so a CPU tensor shows it too)."""
+    fn = getattr(kernelkit, op)
+    x = torch.randn(8)
+    for bad in (torch.float64, torch.int32, torch.bool, torch.complex64):
+        with pytest.raises(TypeError, match=rf"{op}: dtype must be float32, float16 or bfloat16 .*got {str(bad)[6:]}"):
+            fn(x, dtype=bad)
+    for bad in ("float32", 32, float):
+        with pytest.raises(TypeError, match=rf"{op}: dtype must be a torch.dtype or None, got"):
+            fn(x, dtype=bad)
+    for good in DTYPES:  # accepted: the next check is x's (a CPU tensor)
+        with pytest.raises(ValueError, match="CUDA tensor"):
+            fn(x, dtype=good)
+    with pytest.raises(TypeError, match="dtype"):
+        kernelkit.amax(torch.randn(8), dtype=torch.float32)  # torch.amax takes no dtype either
+
+
+def test_reduction_signatures_follow_torch():
+    import inspect
+
+    for op in ("sum", "mean"):
+        params = inspect.signature(getattr(kernelkit, op)).parameters
+        assert list(params)[:3] == ["x", "dim", "keepdim"] and params["dtype"].kind is inspect.Parameter.KEYWORD_ONLY
+    for op in ("amax", "amin"):
+        assert "dtype" not in inspect.signature(getattr(kernelkit, op)).parameters
 
 
 # ---- the lane ------------------------------------------------------------------------------------

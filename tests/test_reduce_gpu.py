@@ -17,25 +17,28 @@ CASES = [(op, r, d) for op in OPS for r in RUNGS for d in DTYPES]
 IDS = [f"{o}-{r}-{str(d)[6:]}" for o, r, d in CASES]
 
 
-def check(op, x, got, dim=None, keepdim=False, what=""):
+def check(op, x, got, dim=None, keepdim=False, what="", dtype=None):
+    """got against the float64 reference, with the tolerance of its dtype (x's, or ``dtype``)."""
     ref = getattr(reference, op)(x, dim, keepdim)
+    want = x.dtype if dtype is None else dtype
     assert got.shape == ref.shape, f"{what}: shape {tuple(got.shape)} != {tuple(ref.shape)}"
-    assert got.dtype == x.dtype, f"{what}: dtype {got.dtype}"
-    bad = reduction_mismatches(got, ref, accumulation_magnitude(op, x, dim, keepdim), x.dtype)
+    assert got.dtype == want, f"{what}: dtype {got.dtype}, expected {want}"
+    bad = reduction_mismatches(got, ref, accumulation_magnitude(op, x, dim, keepdim), want)
     if bad.numel():
         i = bad[:6].tolist()
         raise AssertionError(f"{what}: {bad.numel()} of {ref.numel()} off; at {i}: "
                              f"got {[float(got.flatten()[j]) for j in i]} ref {[float(ref.flatten()[j]) for j in i]}")
 
 
-def run(op, x, dim=None, keepdim=False, variant=None, poison=True, config=None):
-    """The op with a NaN-poisoned out= (an unwritten result fails the check)."""
+def run(op, x, dim=None, keepdim=False, variant=None, poison=True, config=None, dtype=None):
+    """The op with a NaN-poisoned out= (an unwritten result fails the check); ``dtype``: sum's and mean's."""
     shape = torch.empty(x.shape, device="meta").sum(dim, keepdim).shape if dim is not None else \
         ((1,) * x.dim() if keepdim else ())
+    kw = {} if dtype is None else {"dtype": dtype}
     if not poison:
-        return getattr(kernelkit, op)(x, dim, keepdim, variant=variant, config=config)
-    out = torch.full(shape, float("nan"), dtype=x.dtype, device=x.device)
-    got = getattr(kernelkit, op)(x, dim, keepdim, out=out, variant=variant, config=config)
+        return getattr(kernelkit, op)(x, dim, keepdim, variant=variant, config=config, **kw)
+    out = torch.full(shape, float("nan"), dtype=x.dtype if dtype is None else dtype, device=x.device)
+    got = getattr(kernelkit, op)(x, dim, keepdim, out=out, variant=variant, config=config, **kw)
     assert got is out
     return got
 
@@ -315,3 +318,107 @@ def test_a_lane_only_where_it_takes_the_call():
         kernelkit.sum(x.cpu(), 1)
     with pytest.raises(RuntimeError, match="empty"):
         kernelkit.amax(torch.empty(0, device="cuda"))
+
+
+# ---- dtype= (sum, mean): fp32 accumulation written in the dtype asked for -------------------------
+DTYPE_CASES = [(op, r, d, rd) for op in ("sum", "mean") for r in RUNGS for d in DTYPES for rd in DTYPES if rd != d]
+DTYPE_IDS = [f"{o}-{r}-{str(d)[6:]}-to-{str(rd)[6:]}" for o, r, d, rd in DTYPE_CASES]
+DTYPE_SHAPES = [((4097,), None, False), ((70001,), None, True), ((2**20 + 3,), None, False), ((37, 129), 1, False),
+                ((37, 129), 0, True), ((5, 7, 33), 1, False), ((4, 6, 5), (0, 2), False), ((3, 2**22 + 1), 1, False),
+                ((100000, 33), 1, False), ((4096, 256), 0, False), ((3, 5000, 40), 1, False), ((513, 1025), 0, False),
+                ((), None, False), ((0, 3), 0, False)]
+
+
+@pytest.mark.parametrize("op,variant,dtype,rdtype", DTYPE_CASES, ids=DTYPE_IDS)
+def test_dtype_argument_every_rung(op, variant, dtype, rdtype):
+    """dtype= on every rung and path (full, rows, warp rows, split rows, columns with and without a split,
+    moved dims, 0-d, empty): the result in rdtype against float64 with rdtype's tolerance, into a
+    poisoned out= of rdtype, and the same result without out=; offset views too."""
+    for shape, dim, keepdim in DTYPE_SHAPES:
+        n = torch.Size(shape).numel()
+        for offset in (0, 1):
+            x = random_input(max(n, 1), dtype, offset)[:n].view(shape)
+            what = f"{variant} {shape} dim={dim} offset={offset} dtype={rdtype}"
+            got = run(op, x, dim, keepdim, variant, dtype=rdtype)
+            check(op, x, got, dim, keepdim, what, dtype=rdtype)
+            fresh = run(op, x, dim, keepdim, variant, poison=False, dtype=rdtype)
+            assert fresh.dtype == rdtype and fresh.is_contiguous() and _same_bits(fresh, got), what
+
+
+@pytest.mark.parametrize("op", ("sum", "mean"))
+def test_dtype_argument_is_the_fp32_result_rounded(op):
+    """The kernels write fp32 from the accumulator; any other dtype is that result rounded: the same bits
+    as the fp32 result cast, and dtype= equal to x's dtype is the plain call's result."""
+    fn = getattr(kernelkit, op)
+    for dtype in DTYPES:
+        x = random_input(2**20 + 5, dtype, 1)
+        m = x[: 1024 * 1000].view(1024, 1000)
+        for args in ((x,), (m, 1), (m, 0)):
+            wide = fn(*args, dtype=torch.float32)
+            assert wide.dtype == torch.float32
+            for rd in DTYPES:
+                got = fn(*args, dtype=rd)
+                assert torch.equal(got, wide.to(rd)), (op, dtype, rd, len(args))
+            assert torch.equal(fn(*args, dtype=dtype), fn(*args)), (op, dtype)
+
+
+def test_dtype_float32_keeps_a_16_bit_sum_that_overflows_its_dtype():
+    """As torch.sum(x, dtype=torch.float32): a float16 sum past 65504 is inf in float16, finite in fp32."""
+    x = torch.full((5000,), 60000.0, device="cuda", dtype=torch.float16)
+    assert torch.isinf(kernelkit.sum(x)).item() and torch.isinf(torch.sum(x)).item()
+    wide = kernelkit.sum(x, dtype=torch.float32)
+    assert wide.dtype == torch.float32 and wide.item() == 3e8 == torch.sum(x, dtype=torch.float32).item()
+    assert kernelkit.mean(x, dtype=torch.float32).item() == pytest.approx(60000.0, rel=1e-6)  # 3e8 * fp32(1/5000)
+    rows = x.view(50, 100)
+    assert torch.equal(kernelkit.sum(rows, 1, dtype=torch.float32), torch.full((50,), 6e6, device="cuda"))
+    assert torch.equal(kernelkit.sum(rows, 0, dtype=torch.float32), torch.full((100,), 3e6, device="cuda"))
+
+
+def test_dtype_argument_like_torch():
+    """Result dtype and shape as torch's for every (input, dtype) pair; out= must have the dtype asked for;
+    a non-contiguous out= is written too; no lane is made by a dtype= call."""
+    from kernelkit.ops._shared.plans import clear_plans
+    from kernelkit.ops.reduction import reduce
+
+    for dt in DTYPES:
+        x = torch.randn(4, 5, device="cuda", dtype=dt)
+        for op in ("sum", "mean"):
+            for rd in DTYPES:
+                for dim, keepdim in ((None, False), (1, False), (0, True), ((0, 1), True)):
+                    a = getattr(kernelkit, op)(x, dim, keepdim, dtype=rd)
+                    b = getattr(torch, op)(x, dtype=rd) if dim is None else getattr(torch, op)(x, dim, keepdim, dtype=rd)
+                    assert a.dtype == b.dtype == rd and a.shape == b.shape, (op, dim, rd)
+                    check(op, x, a, dim, keepdim, f"{op} {dt} dim={dim} dtype={rd}", dtype=rd)
+    x = torch.randn(64, 33, device="cuda", dtype=torch.float16)
+    with pytest.raises(TypeError, match="out has dtype float16, expected float32"):
+        kernelkit.sum(x, 1, out=torch.empty(64, device="cuda", dtype=torch.float16), dtype=torch.float32)
+    with pytest.raises(TypeError, match="dtype must be float32, float16 or bfloat16"):
+        kernelkit.mean(x, dtype=torch.float64)
+    out = torch.full((33, 2), float("nan"), device="cuda")[:, 0]  # stride 2
+    assert kernelkit.sum(x, 0, out=out, dtype=torch.float32) is out
+    check("sum", x, out, 0, False, "non-contiguous out", dtype=torch.float32)
+    clear_plans()
+    kernelkit.sum(x, 1, dtype=torch.float32)
+    kernelkit.mean(x, dtype=torch.bfloat16)
+    assert not reduce._lanes
+    assert kernelkit.sum(x, 1).dtype == torch.float16 and len(reduce._lanes) == 1
+
+
+def test_dtype_argument_under_torch_compile_and_cuda_graphs():
+    f = torch.compile(lambda t: kernelkit.sum(t, 1, dtype=torch.float32) + kernelkit.mean(t, dtype=torch.float32),
+                      fullgraph=True)
+    x = torch.randn(33, 1000, device="cuda", dtype=torch.float16)
+    got = f(x)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, x.float().sum(1) + x.float().mean(), rtol=1e-4, atol=1e-3)
+    y = torch.randn(2**20, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty((), device="cuda", dtype=torch.float32)
+    kernelkit.sum(y, out=out, dtype=torch.float32)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        kernelkit.sum(y, out=out, dtype=torch.float32)
+    y.copy_(torch.randn_like(y))
+    out.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    check("sum", y, out, what="graph replay, dtype=float32", dtype=torch.float32)

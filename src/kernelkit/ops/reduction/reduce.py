@@ -5,8 +5,10 @@ module. Every call becomes one of three shapes over a contiguous tensor: a full 
 numel elements), rows reduced along their last dim (a last-dim reduction, or several dims moved last),
 or an (outer, R, inner) volume reduced over R (a leading or middle dim, default rung only: coalesced
 column reads; the teaching rungs move the dim last instead). Accumulation is fp32 everywhere; the
-result has the input's dtype, as torch gives it. The order of every combination depends only on the
-shape, the alignment and the device's SM count: the same input gives the same bits every time.
+result has the input's dtype, as torch gives it, or for sum and mean the ``dtype=`` asked for: the
+kernels write fp32 results straight from the accumulator, and another dtype is that result rounded.
+The order of every combination depends only on the shape, the alignment and the device's SM count:
+the same input gives the same bits every time.
 
 A call is resolved once per (op, shape, strides, dtype, device, dims, rung, config) into a plan that
 holds the loaded kernels and launch shapes; a later call with that key reads pointers and launches.
@@ -24,7 +26,7 @@ import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ...runtime import get_kernel, launch, plain_launcher, stream_handle
-from .._shared.checks import check_out, check_tensor, pick_variant
+from .._shared.checks import check_out, check_tensor, dtype_name, pick_variant
 from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
 from .._shared.launch_rules import cdiv, f32, i32, sm_count
@@ -88,14 +90,22 @@ def _tree_name(kind: str, fn: str, tin, tout) -> str:
     return f"kk::reduce_{kind}<{CXX_TYPE[tin]}, {CXX_TYPE[tout]}, {fn}, {TREE_BLOCK}>"
 
 
-def _fast_name(fn: str, dtype, cfg: ReduceConfig) -> str:
-    ct = CXX_TYPE[dtype]
-    return f"kk::reduce_fast<{ct}, {ct}, {fn}, {cfg.block}, {cfg.unroll}>"
+def _fast_name(fn: str, dtype, cfg: ReduceConfig, tout) -> str:
+    return f"kk::reduce_fast<{CXX_TYPE[dtype]}, {CXX_TYPE[tout]}, {fn}, {cfg.block}, {cfg.unroll}>"
 
 
-def _warp_rows_name(fn: str, dtype) -> str:
-    ct = CXX_TYPE[dtype]
-    return f"kk::reduce_warp_rows<{ct}, {ct}, {fn}, {WARP_ROWS_BLOCK}>"
+def _warp_rows_name(fn: str, dtype, tout) -> str:
+    return f"kk::reduce_warp_rows<{CXX_TYPE[dtype]}, {CXX_TYPE[tout]}, {fn}, {WARP_ROWS_BLOCK}>"
+
+
+def _finish_name(fn: str, tout) -> str:
+    return f"kk::reduce_finish<{CXX_TYPE[tout]}, {fn}, {VEC_BLOCK}>"
+
+
+def result_types(op: str, dtype) -> tuple:
+    """The result types the kernels write for an input of ``dtype``: its own, and for sum and mean of a
+    16-bit input fp32 too (``dtype=`` other than the input's: fp32, or fp32 then rounded)."""
+    return (dtype,) if op in ("amax", "amin") or dtype == F32 else (dtype, F32)
 
 
 def _cols_name(fn: str, tin, tout, v: int) -> str:
@@ -103,25 +113,28 @@ def _cols_name(fn: str, tin, tout, v: int) -> str:
 
 
 def _kernels(op: str, kind: str, dtype) -> tuple[Kernel, ...]:
-    """Every instantiation rung ``kind`` launches for ``dtype`` (each pass, each path)."""
-    fn, ct, bits = FUNCTOR[op], CXX_TYPE[dtype], _bits(dtype)
+    """Every instantiation rung ``kind`` launches for ``dtype`` (each pass, each path, each result type)."""
+    fn, ct = FUNCTOR[op], CXX_TYPE[dtype]
+    touts = result_types(op, dtype)
     if kind in TREE_RUNGS:
         # first pass from the input (to partials or straight to the result), later passes from fp32
         pairs = dict.fromkeys([(dtype, F32), (dtype, dtype), (F32, F32), (F32, dtype)])
         return tuple(Kernel(SRC, _tree_name(kind, fn, a, b), _bits(a), _bits(b), block=TREE_BLOCK) for a, b in pairs)
     if kind == "vector":
         return (Kernel(SRC, f"kk::reduce_vector<{ct}, {fn}, {VEC_BLOCK}, {VEC_UNROLL}>", 128, 32, block=VEC_BLOCK),
-                Kernel(SRC, f"kk::reduce_finish<{ct}, {fn}, {VEC_BLOCK}>", 32, bits, block=VEC_BLOCK))
+                *(Kernel(SRC, _finish_name(fn, t), 32, _bits(t), block=VEC_BLOCK) for t in touts))
     n = _per_vec(dtype)
-    ks = [Kernel(SRC, _fast_name(fn, dtype, FULL), 128, 32, block=FULL.block),
-          Kernel(SRC, _fast_name(fn, dtype, ROWS), 128, 32, block=ROWS.block),
-          Kernel(SRC, _warp_rows_name(fn, dtype), 128, bits, block=WARP_ROWS_BLOCK)]
+    ks = []
+    for t in touts:
+        ks += [Kernel(SRC, _fast_name(fn, dtype, FULL, t), 128, 32, block=FULL.block),
+               Kernel(SRC, _fast_name(fn, dtype, ROWS, t), 128, 32, block=ROWS.block),
+               Kernel(SRC, _warp_rows_name(fn, dtype, t), 128, _bits(t), block=WARP_ROWS_BLOCK)]
     # a column reduction: one pass (input to result) or a split (input to fp32 partials, then partials
     # to result), each with 16-byte loads where the columns allow and one element a thread otherwise
-    for tin, tout, v in ((dtype, dtype, n), (dtype, dtype, 1), (dtype, F32, n), (dtype, F32, 1), (F32, dtype, 4),
-                         (F32, dtype, 1)):
-        ks.append(Kernel(SRC, _cols_name(fn, tin, tout, v), 128 if v > 1 else _bits(tin), _bits(tout),
-                         block=32 * COL_BLOCK_ROWS))
+    for t in touts:
+        for tin, tout, v in ((dtype, t, n), (dtype, t, 1), (dtype, F32, n), (dtype, F32, 1), (F32, t, 4), (F32, t, 1)):
+            ks.append(Kernel(SRC, _cols_name(fn, tin, tout, v), 128 if v > 1 else _bits(tin), _bits(tout),
+                             block=32 * COL_BLOCK_ROWS))
     return tuple(dict.fromkeys(ks))
 
 
@@ -238,8 +251,9 @@ def _blocks_per_row(dev: int, rows: int, len_: int, dtype, block: int, unroll: i
 
 
 def _rows_plan(kind: str, op: str, dtype, dev: int, rows: int, len_: int, scale: float,
-               config: Optional[ReduceConfig]):
-    """The plan of out[r] = reduce(x[r, :]) for a contiguous (rows, len_) input on rung ``kind``."""
+               config: Optional[ReduceConfig], tout):
+    """The plan of out[r] = reduce(x[r, :]) for a contiguous (rows, len_) input on rung ``kind``, out of
+    dtype ``tout``."""
     fn, ct = FUNCTOR[op], CXX_TYPE[dtype]
     if kind in TREE_RUNGS:  # pass after pass, each TREE_BLOCK (or twice that) times shorter, through fp32
         per_block = TREE_BLOCK * (2 if kind in ("first_add", "warp_shuffle") else 1)
@@ -247,7 +261,7 @@ def _rows_plan(kind: str, op: str, dtype, dev: int, rows: int, len_: int, scale:
         while True:
             bpr = cdiv(length, per_block)
             final = bpr == 1
-            k = _load(_tree_name(kind, fn, tin, dtype if final else F32), dev)
+            k = _load(_tree_name(kind, fn, tin, tout if final else F32), dev)
             passes.append((k, rows * bpr, TREE_BLOCK, (length, bpr, f32(scale if final else 1.0)),
                            0 if final else rows * bpr))
             if final:
@@ -256,21 +270,21 @@ def _rows_plan(kind: str, op: str, dtype, dev: int, rows: int, len_: int, scale:
     if kind == "vector":
         bpr = _blocks_per_row(dev, rows, len_, dtype, VEC_BLOCK, VEC_UNROLL, VEC_BLOCKS_PER_SM)
         first = _load(f"kk::reduce_vector<{ct}, {fn}, {VEC_BLOCK}, {VEC_UNROLL}>", dev)
-        finish = _load(f"kk::reduce_finish<{ct}, {fn}, {VEC_BLOCK}>", dev)
+        finish = _load(_finish_name(fn, tout), dev)
         return _passes_plan(((first, rows * bpr, VEC_BLOCK, (len_, i32(bpr)), rows * bpr),
                              (finish, rows, VEC_BLOCK, (i32(bpr), f32(scale)), 0)), dev)
     if config is None and rows > 1 and len_ <= WARP_ROWS_MAX:
-        return _single_plan(_load(_warp_rows_name(fn, dtype), dev), cdiv(rows, WARP_ROWS_BLOCK // 32),
+        return _single_plan(_load(_warp_rows_name(fn, dtype, tout), dev), cdiv(rows, WARP_ROWS_BLOCK // 32),
                             WARP_ROWS_BLOCK, (rows, len_, f32(scale)), dev, "reduce_warp_rows")
     cfg = config or (FULL if rows == 1 else ROWS)
     bpr = _blocks_per_row(dev, rows, len_, dtype, cfg.block, cfg.unroll, cfg.blocks_per_sm)
-    return _fast_plan(_load(_fast_name(fn, dtype, cfg), dev), rows * bpr, cfg.block, rows,
+    return _fast_plan(_load(_fast_name(fn, dtype, cfg, tout), dev), rows * bpr, cfg.block, rows,
                       (len_, i32(bpr), f32(scale)), dev)
 
 
-def _cols_plan(fn: str, dtype, dev: int, outer: int, R: int, inner: int, scale: float, v: int):
-    """The plan of out[o, c] = reduce(x[o, :, c]) for a contiguous (outer, R, inner) input, ``v`` columns
-    a thread. The rows are split while the grid is short of COL_BLOCKS_PER_SM blocks an SM (each split
+def _cols_plan(fn: str, dtype, dev: int, outer: int, R: int, inner: int, scale: float, v: int, tout):
+    """The plan of out[o, c] = reduce(x[o, :, c]) for a contiguous (outer, R, inner) input into out of
+    dtype ``tout``, ``v`` columns a thread. The rows are split while the grid is short of COL_BLOCKS_PER_SM blocks an SM (each split
     at least COL_MIN_ROWS rows); a split writes fp32 partials that a second launch reduces."""
     block = (32, COL_BLOCK_ROWS)
     col_blocks = cdiv(inner, 32 * v)
@@ -281,21 +295,22 @@ def _cols_plan(fn: str, dtype, dev: int, outer: int, R: int, inner: int, scale: 
     rps = cdiv(R, rsplit)
     rsplit = cdiv(R, rps)
     if rsplit == 1:
-        k = _load(_cols_name(fn, dtype, dtype, v), dev)
+        k = _load(_cols_name(fn, dtype, tout, v), dev)
         return _single_plan(k, col_blocks * outer, block, (R, inner, col_blocks, 1, rps, f32(scale)), dev,
                             "reduce_cols")
     v2 = 4 if inner % 4 == 0 else 1
     cb2 = cdiv(inner, 32 * v2)
     first = (_load(_cols_name(fn, dtype, F32, v), dev), col_blocks * rsplit * outer, block,
              (R, inner, col_blocks, rsplit, rps, f32(1.0)), outer * rsplit * inner)
-    second = (_load(_cols_name(fn, F32, dtype, v2), dev), cb2 * outer, block,
+    second = (_load(_cols_name(fn, F32, tout, v2), dev), cb2 * outer, block,
               (rsplit, inner, cb2, 1, rsplit, f32(scale)), 0)
     return _passes_plan((first, second), dev)
 
 
 def _make_plan(op: str, x: torch.Tensor, dims: tuple[int, ...], variant: Optional[str],
-               config: Optional[ReduceConfig], dev: int):
-    """The plan of reducing x (its shape, strides, dtype and device) over ``dims`` (sorted) by ``op``."""
+               config: Optional[ReduceConfig], dev: int, tout):
+    """The plan of reducing x (its shape, strides, dtype and device) over ``dims`` (sorted) by ``op`` into
+    a result of dtype ``tout`` (x's, or fp32: ``result_types``)."""
     v = pick_variant(OPS[op], variant, x.dtype)
     kind = v.params["kind"]
     if config is not None and kind != "fast":
@@ -316,11 +331,11 @@ def _make_plan(op: str, x: torch.Tensor, dims: tuple[int, ...], variant: Optiona
                              f"{nd}-dim tensor reads columns (reduce_cols), which takes no configuration")
         d, fn, n = dims[0], FUNCTOR[op], _per_vec(x.dtype)
         outer, inner = math.prod(shape[:d]), math.prod(shape[d + 1:])
-        plan = _cols_plan(fn, x.dtype, dev, outer, shape[d], inner, scale, 1)
+        plan = _cols_plan(fn, x.dtype, dev, outer, shape[d], inner, scale, 1, tout)
         if inner % n == 0:  # 16-byte loads where the input starts on a 16-byte boundary
-            plan = _aligned_or_not_plan(_cols_plan(fn, x.dtype, dev, outer, shape[d], inner, scale, n), plan)
+            plan = _aligned_or_not_plan(_cols_plan(fn, x.dtype, dev, outer, shape[d], inner, scale, n, tout), plan)
         return plan if x.is_contiguous() else _moved_plan(plan, None, True)
-    plan = _rows_plan(kind, op, x.dtype, dev, M, K, scale, config)
+    plan = _rows_plan(kind, op, x.dtype, dev, M, K, scale, config, tout)
     kept = [d for d in range(nd) if d not in dims]
     perm = (*kept, *dims) if any(d > dims[0] and shape[d] != 1 for d in kept) else None  # reduced dims last
     copy = not (x.permute(perm) if perm else x).is_contiguous()
@@ -330,25 +345,29 @@ def _make_plan(op: str, x: torch.Tensor, dims: tuple[int, ...], variant: Optiona
 _plans = plan_cache()
 
 
-def _plan_for(op: str, x: torch.Tensor, dims: list[int], variant: Optional[str], config: Optional[list[int]]):
+def _plan_for(op: str, x: torch.Tensor, dims: list[int], variant: Optional[str], config: Optional[list[int]],
+              tout: torch.dtype):
     dev = x.get_device()
-    key = (op, variant, config and tuple(config), x.shape, x.stride(), x.dtype, dev, *dims)
+    key = (op, variant, config and tuple(config), x.shape, x.stride(), x.dtype, dev, tout, *dims)
     plan = _plans.get(key)
     if plan is None:
         cfg = None if config is None else ReduceConfig(*config)
-        plan = remember(_plans, key, _make_plan(op, x, tuple(dims), variant, cfg, dev))
+        plan = remember(_plans, key, _make_plan(op, x, tuple(dims), variant, cfg, dev, tout))
     return plan
 
 
 def _reduce_into(x: torch.Tensor, out: torch.Tensor, op: str, dims: list[int], variant: Optional[str],
                  config: Optional[list[int]]) -> None:
-    """out <- op(x) over ``dims`` (sorted, possibly none); out has the result's shape. ``config``: the
-    fields of a ReduceConfig, or None for the rule's launch."""
-    plan = _plan_for(op, x, dims, variant, config)
-    if out.is_contiguous():
+    """out <- op(x) over ``dims`` (sorted, possibly none); out has the result's shape, and x's dtype or
+    (sum, mean) another float dtype. ``config``: the fields of a ReduceConfig, or None for the rule's
+    launch. The kernels write x's dtype or fp32 (the accumulator's); any other result is the fp32 one
+    rounded."""
+    tout = out.dtype if out.dtype == x.dtype else F32
+    plan = _plan_for(op, x, dims, variant, config, tout)
+    if out.dtype == tout and out.is_contiguous():
         plan(x, out)
     else:
-        dst = torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        dst = torch.empty(out.shape, dtype=tout, device=out.device)
         plan(x, dst)
         out.copy_(dst)
 
@@ -424,8 +443,21 @@ def _resolve_call(op: str, shape: torch.Size, dim, keepdim: bool, variant: Optio
 _calls = plan_cache()
 
 
-def _reduce(op: str, x, dim, keepdim: bool, out, variant, config) -> torch.Tensor:
+def check_dtype(op: str, dtype) -> None:
+    """Raise TypeError unless ``dtype`` (sum's and mean's ``dtype=``, given) is a result dtype the
+    kernels can write: float32, float16 or bfloat16."""
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"{op}: dtype must be a torch.dtype or None, got {type(dtype).__name__}")
+    if dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{op}: dtype must be float32, float16 or bfloat16 (the result of the fp32 accumulation, "
+                        f"rounded to it), got {dtype_name(dtype)}")
+
+
+def _reduce(op: str, x, dim, keepdim: bool, out, variant, config, dtype=None) -> torch.Tensor:
+    if dtype is not None:
+        check_dtype(op, dtype)
     check_tensor(x, "x", FLOAT_DTYPES, op)
+    rdtype = x.dtype if dtype is None else dtype
     dim_key = dim_as_key(dim)
     # no cache lookups while tracing (shapes may be symbolic), nor for a dim that is not one as a key
     # (True or 1.0 would find the call of 1): resolving it raises
@@ -443,12 +475,12 @@ def _reduce(op: str, x, dim, keepdim: bool, out, variant, config) -> torch.Tenso
     out_shape, dims, cfg = call
     fresh = out is None
     if fresh:
-        out = x.new_empty(out_shape)
-    elif not (isinstance(out, torch.Tensor) and out.shape == out_shape and out.dtype == x.dtype
+        out = x.new_empty(out_shape, dtype=rdtype)
+    elif not (isinstance(out, torch.Tensor) and out.shape == out_shape and out.dtype == rdtype
               and out.get_device() == x.get_device()):
-        check_out(out, x.new_empty(()).expand(out_shape), op)  # names what is wrong
+        check_out(out, x.new_empty((), dtype=rdtype).expand(out_shape), op)  # names what is wrong
     _reduce_out(x, out, op, dims, variant, cfg)
-    if fresh and variant is None and config is None:
+    if fresh and variant is None and config is None and dtype is None:
         _make_lane(op, x, dim, keepdim, out_shape, dims)
     return out
 
@@ -504,47 +536,106 @@ def _make_lane(op: str, x: torch.Tensor, dim, keepdim, out_shape: tuple, dims: l
     key = (op, x.shape, x.stride(), x.dtype, x.device, dim, keepdim)
     if dim is False or key in _lanes:
         return
-    remember(_lanes, key, (result_template(x.dtype, x.device, out_shape), _plan_for(op, x, dims, None, None)))
+    remember(_lanes, key, (result_template(x.dtype, x.device, out_shape), _plan_for(op, x, dims, None, None, x.dtype)))
 
 
 Dim = Union[None, int, Sequence[int]]
 
 
-def sum(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Optional[torch.Tensor] = None,  # noqa: A001
-        variant: Optional[str] = None, config: Optional[ReduceConfig] = None) -> torch.Tensor:
-    """torch.sum: over every dim (dim=None) or the given dim(s); fp32 accumulation, x's dtype out.
+def sum(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, dtype: Optional[torch.dtype] = None,  # noqa: A001
+        out: Optional[torch.Tensor] = None, variant: Optional[str] = None,
+        config: Optional[ReduceConfig] = None) -> torch.Tensor:
+    """torch.sum(x, dim, keepdim, dtype=dtype): the sum over every dim (dim=None) or the given dims.
 
-    ``x``: a float32, float16 or bfloat16 CUDA tensor of any shape and layout. ``out``: optional result
-    of the reduced shape and x's dtype. ``variant``: a rung of ``kernelkit.ladder("sum")``; None takes
-    the default. ``config``: for tuning and tests; the configuration to launch instead of the rule's
-    choice (a ReduceConfig of the fast rung's reduce_fast, for a reduction of the whole tensor or of its
-    last dims); raises ValueError if it cannot run this input.
+    Accumulated in fp32, in an order fixed by the shape, the alignment and the device: the same bits
+    every run. The result has x's dtype unless ``dtype`` is given, as in torch; a 16-bit sum past the
+    dtype's range is inf, as torch's. An empty reduction gives 0; NaN and inf propagate.
+
+    ``dtype``: as torch's, the result's dtype: float32, float16 or bfloat16 (None: x's); other dtypes
+    raise TypeError. The sum is accumulated in fp32 whatever ``dtype`` is and written in ``dtype``
+    (torch casts x to ``dtype`` first; for 16-bit x and ``dtype=torch.float32`` both give the fp32 sum).
+
+    ``x``: a float32, float16 or bfloat16 CUDA tensor of any shape and layout (offset views,
+    non-contiguous, 0-d, empty, more than 2^31 elements). ``dim``: None or () for every dim, an int, or
+    a tuple or list of distinct ints (negative ones count from the end). ``keepdim``: keep each reduced
+    dim with size 1.
+    ``out``: optional result of the reduced shape and the result's dtype, on x's device; returned.
+    ``variant``: a rung of ``kernelkit.ladder("sum")`` (naive first); None takes the default (``fast``).
+    Every rung gives the right answer for every input.
+    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
+    ``ReduceConfig`` of kernelkit.ops.reduction.reduce: the fast rung's reduce_fast, for a reduction of
+    the whole tensor or of its last dims); raises ValueError if it cannot run this input.
+
+    Raises TypeError for a non-tensor or non-float ``x`` (float64 included), a ``dim`` that is not an
+    int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a ReduceConfig; ValueError for a CPU tensor, an ``out``
+    of the wrong shape or device, a dim named twice, an unknown variant or a config the input cannot
+    take; IndexError for a dim out of range.
     """
-    if out is None and variant is None and config is None:
+    if out is None and variant is None and config is None and dtype is None:
         got = _lane_call("sum", x, dim, keepdim)
         if got is not None:
             return got
-    return _reduce("sum", x, dim, keepdim, out, variant, config)
+    return _reduce("sum", x, dim, keepdim, out, variant, config, dtype)
 
 
-def mean(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Optional[torch.Tensor] = None,
-         variant: Optional[str] = None, config: Optional[ReduceConfig] = None) -> torch.Tensor:
-    """torch.mean: the fp32 sum times 1/count, in x's dtype (NaN for an empty reduction).
+def mean(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, dtype: Optional[torch.dtype] = None,
+         out: Optional[torch.Tensor] = None, variant: Optional[str] = None,
+         config: Optional[ReduceConfig] = None) -> torch.Tensor:
+    """torch.mean(x, dim, keepdim, dtype=dtype): the fp32 sum over the given dims times 1/count.
 
-    Arguments as for ``sum``.
+    Accumulated in fp32 as ``sum`` (the same bits every run). The result has x's dtype unless
+    ``dtype`` is given, as in torch. An empty reduction gives NaN, as in torch; NaN and inf propagate.
+
+    ``dtype``: as torch's, the result's dtype: float32, float16 or bfloat16 (None: x's); other dtypes
+    raise TypeError. The mean is accumulated in fp32 whatever ``dtype`` is and written in ``dtype``
+    (torch casts x to ``dtype`` first; for 16-bit x and ``dtype=torch.float32`` both give the fp32 mean).
+
+    ``x``: a float32, float16 or bfloat16 CUDA tensor of any shape and layout (offset views,
+    non-contiguous, 0-d, empty, more than 2^31 elements). ``dim``: None or () for every dim, an int, or
+    a tuple or list of distinct ints (negative ones count from the end). ``keepdim``: keep each reduced
+    dim with size 1.
+    ``out``: optional result of the reduced shape and the result's dtype, on x's device; returned.
+    ``variant``: a rung of ``kernelkit.ladder("mean")`` (naive first); None takes the default (``fast``).
+    Every rung gives the right answer for every input.
+    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
+    ``ReduceConfig`` of kernelkit.ops.reduction.reduce: the fast rung's reduce_fast, for a reduction of
+    the whole tensor or of its last dims); raises ValueError if it cannot run this input.
+
+    Raises TypeError for a non-tensor or non-float ``x`` (float64 included), a ``dim`` that is not an
+    int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a ReduceConfig; ValueError for a CPU tensor, an ``out``
+    of the wrong shape or device, a dim named twice, an unknown variant or a config the input cannot
+    take; IndexError for a dim out of range.
     """
-    if out is None and variant is None and config is None:
+    if out is None and variant is None and config is None and dtype is None:
         got = _lane_call("mean", x, dim, keepdim)
         if got is not None:
             return got
-    return _reduce("mean", x, dim, keepdim, out, variant, config)
+    return _reduce("mean", x, dim, keepdim, out, variant, config, dtype)
 
 
 def amax(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Optional[torch.Tensor] = None,
          variant: Optional[str] = None, config: Optional[ReduceConfig] = None) -> torch.Tensor:
-    """torch.amax: NaN-propagating maximum; an empty reduced dim raises, as in torch.
+    """torch.amax(x, dim, keepdim): the maximum over every dim (dim=None) or the given dims.
 
-    Arguments as for ``sum``.
+    Exact, in x's dtype (torch.amax takes no ``dtype``). NaN-propagating as torch's: a reduced slice
+    holding a NaN gives NaN.
+
+    ``x``: a float32, float16 or bfloat16 CUDA tensor of any shape and layout (offset views,
+    non-contiguous, 0-d, empty, more than 2^31 elements). ``dim``: None or () for every dim, an int, or
+    a tuple or list of distinct ints (negative ones count from the end). ``keepdim``: keep each reduced
+    dim with size 1.
+    ``out``: optional result of the reduced shape and the result's dtype, on x's device; returned.
+    ``variant``: a rung of ``kernelkit.ladder("amax")`` (naive first); None takes the default (``fast``).
+    Every rung gives the right answer for every input.
+    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
+    ``ReduceConfig`` of kernelkit.ops.reduction.reduce: the fast rung's reduce_fast, for a reduction of
+    the whole tensor or of its last dims); raises ValueError if it cannot run this input.
+
+    Raises TypeError for a non-tensor or non-float ``x`` (float64 included), a ``dim`` that is not an
+    int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a ReduceConfig; ValueError for a CPU tensor, an ``out``
+    of the wrong shape or device, a dim named twice, an unknown variant or a config the input cannot
+    take; IndexError for a dim out of range, or reduced with size 0 (max or min of nothing); RuntimeError
+    for an empty tensor reduced over every dim, as in torch.
     """
     if out is None and variant is None and config is None:
         got = _lane_call("amax", x, dim, keepdim)
@@ -555,9 +646,27 @@ def amax(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Option
 
 def amin(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Optional[torch.Tensor] = None,
          variant: Optional[str] = None, config: Optional[ReduceConfig] = None) -> torch.Tensor:
-    """torch.amin: NaN-propagating minimum; an empty reduced dim raises, as in torch.
+    """torch.amin(x, dim, keepdim): the minimum over every dim (dim=None) or the given dims.
 
-    Arguments as for ``sum``.
+    Exact, in x's dtype (torch.amin takes no ``dtype``). NaN-propagating as torch's: a reduced slice
+    holding a NaN gives NaN.
+
+    ``x``: a float32, float16 or bfloat16 CUDA tensor of any shape and layout (offset views,
+    non-contiguous, 0-d, empty, more than 2^31 elements). ``dim``: None or () for every dim, an int, or
+    a tuple or list of distinct ints (negative ones count from the end). ``keepdim``: keep each reduced
+    dim with size 1.
+    ``out``: optional result of the reduced shape and the result's dtype, on x's device; returned.
+    ``variant``: a rung of ``kernelkit.ladder("amin")`` (naive first); None takes the default (``fast``).
+    Every rung gives the right answer for every input.
+    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
+    ``ReduceConfig`` of kernelkit.ops.reduction.reduce: the fast rung's reduce_fast, for a reduction of
+    the whole tensor or of its last dims); raises ValueError if it cannot run this input.
+
+    Raises TypeError for a non-tensor or non-float ``x`` (float64 included), a ``dim`` that is not an
+    int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a ReduceConfig; ValueError for a CPU tensor, an ``out``
+    of the wrong shape or device, a dim named twice, an unknown variant or a config the input cannot
+    take; IndexError for a dim out of range, or reduced with size 0 (max or min of nothing); RuntimeError
+    for an empty tensor reduced over every dim, as in torch.
     """
     if out is None and variant is None and config is None:
         got = _lane_call("amin", x, dim, keepdim)

@@ -386,7 +386,8 @@ def test_dtype_argument_like_torch():
             for rd in DTYPES:
                 for dim, keepdim in ((None, False), (1, False), (0, True), ((0, 1), True)):
                     a = getattr(kernelkit, op)(x, dim, keepdim, dtype=rd)
-                    b = getattr(torch, op)(x, dtype=rd) if dim is None else getattr(torch, op)(x, dim, keepdim, dtype=rd)
+                    fn = getattr(torch, op)
+                    b = fn(x, dtype=rd) if dim is None else fn(x, dim, keepdim, dtype=rd)
                     assert a.dtype == b.dtype == rd and a.shape == b.shape, (op, dim, rd)
                     check(op, x, a, dim, keepdim, f"{op} {dt} dim={dim} dtype={rd}", dtype=rd)
     x = torch.randn(64, 33, device="cuda", dtype=torch.float16)

@@ -212,14 +212,25 @@ def add(
     a: torch.Tensor, b: torch.Tensor, *, out: Optional[torch.Tensor] = None, variant: Optional[str] = None,
     config: Optional[ElementwiseLaunch] = None,
 ) -> torch.Tensor:
-    """a + b for two CUDA tensors of the same shape, dtype and device (float32, float16 or bfloat16).
+    """a + b element by element, as ``torch.add(a, b)`` for two tensors of one shape and dtype.
 
-    No broadcasting and no type promotion: shapes or dtypes that differ raise. Any layout and any
-    alignment (offset views) work. ``out``: optional result of the same shape and dtype (may be ``a``
-    or ``b`` itself). ``variant``: a rung of ``kernelkit.ladder("add")``; None picks the fastest.
+    ``a``, ``b``: float32, float16 or bfloat16 CUDA tensors of the same shape, dtype and device, any
+    shape, layout and alignment (offset views; non-contiguous ones through a contiguous copy). No
+    broadcasting and no type promotion.
+    ``out``: optional result of the same shape, dtype and device, returned; may be ``a`` or ``b``
+    itself (in place), not a view partly overlapping them. None: a new contiguous tensor.
+    ``variant``: a rung of ``kernelkit.ladder("add")`` (naive first); None picks the fastest valid for
+    the inputs. Rungs that need aligned data raise ValueError for offset views; the default takes any.
     ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (an
-    ``ElementwiseLaunch`` for the ``fast`` rung, eager calls only); raises ValueError if it cannot
-    run this input (inputs misaligned unlike ``out`` take the shuffle kernel: at most 512 threads).
+    ``ElementwiseLaunch`` of kernelkit.ops.elementwise for the ``fast`` rung, eager calls only); raises
+    ValueError if it cannot run this input (inputs misaligned unlike ``out`` take the shuffle kernel:
+    at most 512 threads).
+
+    Raises TypeError for a non-tensor, a dtype other than the three, dtypes that differ, an ``out`` of
+    another dtype, a rung without the dtype or a config that is not an ElementwiseLaunch; ValueError
+    for a CPU tensor, shapes that differ, tensors on different devices, an ``out`` of another shape or
+    device or partly overlapping an input, an unknown variant, or a config for another rung or under
+    torch.compile.
     """
     if out is None and variant is None and config is None and type(a) is TENSOR and type(b) is TENSOR \
             and not COMPILING():

@@ -48,13 +48,20 @@ _binarize_out = out_op("binarize_out", _binarize_into)
 
 def binarize(image: torch.Tensor, threshold, *, variant: Optional[str] = None,
              config: Optional[ElementwiseLaunch] = None) -> torch.Tensor:
-    """255 where ``image > threshold``, else 0, as a new uint8 tensor of the image's shape.
+    """255 where ``image > threshold``, else 0: a new uint8 tensor of the image's shape.
 
-    ``image``: uint8 CUDA tensor (grayscale) of any shape and layout. ``threshold``: a real number
-    (compared as torch does: 127.5 keeps values >= 128). ``variant``: a rung of
-    ``kernelkit.ladder("binarize")``; None picks the fastest. ``config``: for tuning and tests; the
-    configuration to launch instead of the rule's choice (an ``ElementwiseLaunch`` for the ``fast``
-    rung, eager calls only); raises ValueError if it cannot run this input.
+    As ``(image > threshold).to(torch.uint8) * 255``. ``image``: a uint8 CUDA tensor (grayscale) of any
+    shape, layout and alignment. ``threshold``: a real number or a one-element CPU tensor, compared as
+    torch does (127.5 keeps values >= 128; below 0 every pixel is 255, from 255 none is).
+    No ``out``: the result is always a new contiguous tensor.
+    ``variant``: a rung of ``kernelkit.ladder("binarize")`` (naive first); None picks the fastest.
+    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (an
+    ``ElementwiseLaunch`` of kernelkit.ops.elementwise for the ``fast`` rung, eager calls only); raises
+    ValueError if it cannot run this input.
+
+    Raises TypeError for a non-tensor, a dtype other than uint8, a ``threshold`` that is not a real
+    number (or NaN), or a config that is not an ElementwiseLaunch; ValueError for a CPU tensor, an
+    unknown variant, or a config for another rung or under torch.compile.
     """
     if variant is None and config is None and type(image) is TENSOR and not COMPILING():
         lane = SPEC.lanes.get((image.dtype, image.get_device()))

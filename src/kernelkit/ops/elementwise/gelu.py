@@ -57,14 +57,26 @@ def gelu(
     variant: Optional[str] = None,
     config: Optional[ElementwiseLaunch] = None,
 ) -> torch.Tensor:
-    """GELU of ``x`` as torch.nn.functional.gelu (approximate "tanh", kernelkit's default, or "none").
+    """GELU element by element, as ``torch.nn.functional.gelu(x, approximate=approximate)``.
 
-    ``x``: float32, float16 or bfloat16 CUDA tensor of any shape and layout. ``out``: optional result
-    tensor of the same shape and dtype (may be ``x`` itself). ``variant``: a rung of
-    ``kernelkit.ladder("gelu")``; None picks the fastest rung valid for the input. ``config``: for
-    tuning and tests; the configuration to launch instead of the rule's choice (an
-    ``ElementwiseLaunch`` for the ``fast`` rung, eager calls only); raises ValueError if it cannot
-    run this input.
+    ``approximate``: "tanh" (kernelkit's default: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))))
+    or "none" (torch's default: 0.5 x (1 + erf(x / sqrt(2)))). Computed in fp32; for 16-bit x the
+    default rung's tanh form uses the hardware tanh, whose error is below a 16-bit result's rounding.
+    ``x``: a float32, float16 or bfloat16 CUDA tensor of any shape, layout and alignment (offset views;
+    non-contiguous ones through a contiguous copy). The result has x's dtype and shape.
+    ``out``: optional result of x's shape, dtype and device, returned; may be ``x`` itself (in place).
+    None: a new contiguous tensor.
+    ``variant``: a rung of ``kernelkit.ladder("gelu")`` (naive first); None picks the fastest valid for
+    the input. Rungs that need aligned data (float2, float4, the pair rungs) raise ValueError for
+    offset views; the default takes any.
+    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (an
+    ``ElementwiseLaunch`` of kernelkit.ops.elementwise for the ``fast`` rung, eager calls only); raises
+    ValueError if it cannot run this input.
+
+    Raises TypeError for a non-tensor, a dtype other than the three, an ``out`` of another dtype, a
+    rung without x's dtype or a config that is not an ElementwiseLaunch; ValueError for a CPU tensor,
+    an ``approximate`` other than "tanh" or "none", an ``out`` of another shape or device, an unknown
+    variant, an offset view on an aligned rung, or a config for another rung or under torch.compile.
     """
     if out is None and variant is None and config is None:
         got = unary_call(SPEC, OP, x, approximate)

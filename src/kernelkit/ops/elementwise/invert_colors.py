@@ -54,11 +54,18 @@ def invert_colors(image: torch.Tensor, *, inplace: bool = False, variant: Option
                   config: Optional[ElementwiseLaunch] = None) -> torch.Tensor:
     """Invert the colours of RGBA images: R, G, B -> 255 - value, alpha unchanged.
 
-    ``image``: uint8 CUDA tensor of shape (..., H, W, 4), any layout or alignment. ``inplace``: write
-    the result into ``image`` (and return it) instead of a new tensor. ``variant``: a rung of
-    ``kernelkit.ladder("invert_colors")``; None picks the fastest. ``config``: for tuning and tests;
-    the configuration to launch instead of the rule's choice (an ``ElementwiseLaunch`` for the
-    ``fast`` rung, eager calls only); raises ValueError if it cannot run this input.
+    As ``image ^ torch.tensor([255, 255, 255, 0])``. ``image``: a uint8 CUDA tensor of shape
+    (..., H, W, 4) (channels last), any layout and alignment.
+    No ``out``: ``inplace``=True writes the result into ``image`` and returns it; otherwise the result
+    is a new contiguous tensor.
+    ``variant``: a rung of ``kernelkit.ladder("invert_colors")`` (naive first); None picks the fastest.
+    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (an
+    ``ElementwiseLaunch`` of kernelkit.ops.elementwise for the ``fast`` rung, eager calls only); raises
+    ValueError if it cannot run this input.
+
+    Raises TypeError for a non-tensor, a dtype other than uint8 or a config that is not an
+    ElementwiseLaunch; ValueError for a CPU tensor, a shape that is not (..., H, W, 4), an unknown
+    variant, or a config for another rung or under torch.compile.
     """
     if variant is None and config is None and type(image) is TENSOR and not COMPILING():
         lane = SPEC.lanes.get((image.dtype, image.get_device()))

@@ -189,13 +189,23 @@ def normalize_image(image: torch.Tensor, mean, std, *, dtype=torch.float16, layo
                     variant: Optional[str] = None, config: Optional[ElementwiseLaunch] = None) -> torch.Tensor:
     """(image / 255 - mean[c]) / std[c] for uint8 channels-last images, in one pass.
 
-    ``image``: uint8 CUDA tensor (N, H, W, C) or (H, W, C), C <= 4, any layout. ``mean``, ``std``: a
-    number or C numbers (a list, or a CPU tensor). ``dtype``: float16 (default), float32 or
-    bfloat16. ``layout``: "CHW" gives (N, C, H, W) / (C, H, W) contiguous (what a vision model
-    takes), "HWC" keeps the input's shape. ``variant``: a rung of ``kernelkit.ladder("normalize_image")``.
+    What vision pre-processing writes as ``((image.permute(2, 0, 1).float() / 255) - mean) / std``.
+    ``image``: a uint8 CUDA tensor (N, H, W, C) or (H, W, C) with 1 <= C <= 4, any layout and
+    alignment. ``mean``, ``std``: a number or C numbers (a list, or a CPU tensor); std non-zero.
+    ``dtype``: the result's dtype, float16 (default), float32 or bfloat16; the math is fp32.
+    ``layout``: "CHW" gives (N, C, H, W) / (C, H, W) contiguous (what a vision model takes), "HWC"
+    keeps the input's shape.
+    No ``out``: the result is always a new contiguous tensor.
+    ``variant``: a rung of ``kernelkit.ladder("normalize_image")`` (naive first); None picks the fastest.
     ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (an
-    ``ElementwiseLaunch`` for the ``fast`` rung's vector kernels, eager calls only); raises
-    ValueError if it cannot run this input.
+    ``ElementwiseLaunch`` of kernelkit.ops.elementwise for the ``fast`` rung's vector kernels, eager
+    calls only); raises ValueError if it cannot run this input.
+
+    Raises TypeError for a non-tensor, an image dtype other than uint8, a ``dtype`` other than the
+    three, a ``mean`` or ``std`` that is not numbers or a CPU tensor, or a config that is not an
+    ElementwiseLaunch; ValueError for a CPU tensor, another image shape, a ``layout`` other than "CHW"
+    or "HWC", a ``mean`` or ``std`` with another number of values than channels or not finite, a zero
+    std, an unknown variant, or a config for another rung or under torch.compile.
     """
     check_tensor(image, "image", (torch.uint8,), "normalize_image")
     if image.dim() not in (3, 4) or not 1 <= image.shape[-1] <= 4:

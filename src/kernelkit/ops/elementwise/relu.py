@@ -26,14 +26,23 @@ _relu_out = out_op("relu_out", _relu_into)
 
 def relu(x: torch.Tensor, *, out: Optional[torch.Tensor] = None, variant: Optional[str] = None,
          config: Optional[ElementwiseLaunch] = None) -> torch.Tensor:
-    """max(x, 0) as torch.relu (NaN stays NaN), for float32, float16 or bfloat16 CUDA tensors.
+    """max(x, 0) element by element, as ``torch.relu(x)``; NaN stays NaN.
 
-    Any shape and layout. ``out``: optional result of the same shape and dtype (may be ``x`` itself).
-    ``variant``: a rung of ``kernelkit.ladder("relu")``; None picks the fastest. Rungs that need
-    aligned data (float2, float4, the pair rungs) raise for offset views; the default takes any.
+    ``x``: a float32, float16 or bfloat16 CUDA tensor of any shape, layout and alignment (offset views;
+    non-contiguous ones through a contiguous copy). The result has x's dtype and shape.
+    ``out``: optional result of x's shape, dtype and device, returned; may be ``x`` itself (in place).
+    None: a new contiguous tensor.
+    ``variant``: a rung of ``kernelkit.ladder("relu")`` (naive first); None picks the fastest valid for
+    the input. Rungs that need aligned data (float2, float4, the pair rungs) raise ValueError for
+    offset views; the default takes any.
     ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (an
-    ``ElementwiseLaunch`` for the ``fast`` rung, eager calls only); raises ValueError if it cannot
-    run this input.
+    ``ElementwiseLaunch`` of kernelkit.ops.elementwise for the ``fast`` rung, eager calls only); raises
+    ValueError if it cannot run this input.
+
+    Raises TypeError for a non-tensor, a dtype other than the three, an ``out`` of another dtype, a
+    rung without x's dtype or a config that is not an ElementwiseLaunch; ValueError for a CPU tensor,
+    an ``out`` of another shape or device, an unknown variant, an offset view on an aligned rung, or a
+    config for another rung or under torch.compile.
     """
     if out is None and variant is None and config is None:
         got = unary_call(SPEC, OP, x, None)

@@ -192,15 +192,24 @@ def _alpha(alpha) -> float:
 
 def saxpy(alpha, x: torch.Tensor, y: torch.Tensor, *, variant: Optional[str] = None,
           config: Optional[ElementwiseLaunch] = None) -> torch.Tensor:
-    """y = alpha * x + y in place (fp32 math); returns y. As ``y.add_(x, alpha=alpha)``.
+    """y = alpha * x + y in place, as ``y.add_(x, alpha=alpha)``; returns y.
 
-    ``x``, ``y``: CUDA tensors of the same shape, dtype and device (float32, float16 or bfloat16), any
-    layout; ``x`` may be ``y`` itself. ``alpha``: a real number. ``variant``: a rung of
-    ``kernelkit.ladder("saxpy")``, None for the fastest, or ``"serial"`` for the grid-stride kernel
-    launched as one block of one thread (deterministic printf debugging; ``KERNELKIT_SERIAL=1``
-    makes every launch serial). See the module docstring. ``config``: for tuning and tests; the
-    configuration to launch instead of the rule's choice (an ``ElementwiseLaunch`` for the
-    ``vectorized`` rung, eager calls only); raises ValueError if it cannot run this input.
+    ``x``, ``y``: float32, float16 or bfloat16 CUDA tensors of the same shape, dtype and device, any
+    layout and alignment; ``x`` may be ``y`` itself, not a view partly overlapping it. The math is
+    fp32, rounded once to the dtype. ``alpha``: a real number (or a one-element CPU tensor).
+    No ``out``: the result is written into ``y``.
+    ``variant``: a rung of ``kernelkit.ladder("saxpy")`` (naive first); None picks the fastest, and
+    ``"serial"`` runs the grid-stride kernel as one block of one thread (deterministic ``printf``
+    debugging; ``KERNELKIT_SERIAL=1`` makes every launch serial).
+    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (an
+    ``ElementwiseLaunch`` of kernelkit.ops.elementwise for the ``vectorized`` rung, eager calls only); raises
+    ValueError if it cannot run this input.
+
+    Raises TypeError for a non-tensor, a dtype other than the three, dtypes that differ, an ``alpha``
+    that is not a real number (a CUDA tensor included: reading it would synchronise), a rung without
+    the dtype or a config that is not an ElementwiseLaunch; ValueError for a CPU tensor, shapes that
+    differ, tensors on different devices, ``x`` partly overlapping ``y``, an unknown variant, or a
+    config for another rung or under torch.compile.
     """
     if variant is None and config is None and type(x) is TENSOR and type(y) is TENSOR and not COMPILING():
         lane = LANES.get((x.dtype, y.dtype, x.get_device(), y.get_device()))

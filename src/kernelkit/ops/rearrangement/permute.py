@@ -80,14 +80,25 @@ def permute(x: torch.Tensor, dims: Sequence[int], *, out: Optional[torch.Tensor]
             variant: Optional[str] = None, config: Optional[TileConfig] = None) -> torch.Tensor:
     """``x.permute(dims).contiguous()``: a new contiguous tensor, bit for bit.
 
-    ``dims``: a permutation of x's dims (negative indices allowed). Fast paths: NCHW <-> NHWC,
+    No arithmetic: elements move as raw 1-, 2-, 4- or 8-byte words. ``x``: a CUDA tensor of any dtype of
+    those sizes, any shape and layout (views are read through their strides, with no copy).
+    ``dims``: a permutation of x's dims (negative ones count from the end). Fast paths: NCHW <-> NHWC,
     swapping the last two dims, moving the batch axis (any permutation that merges down to a batched
     transpose or to contiguous runs); every other permutation through a strided gather (at most 6
-    dims once neighbours that stay together are merged). ``out``: optional result of the permuted
-    shape and x's dtype, not overlapping x. ``variant``: a rung of ``kernelkit.ladder("permute")``; None
-    picks the fastest valid for the input. ``config``: for tuning and tests; the configuration to
-    launch instead of the rule's choice (a TileConfig: the wide tile of the best rung, for a
-    permutation that is a batched transpose); raises ValueError if it cannot run this input.
+    dims once neighbours that stay together are merged).
+    ``out``: optional result of the permuted shape, x's dtype and device, not sharing memory with x;
+    returned. None: a new tensor.
+    ``variant``: a rung of ``kernelkit.ladder("permute")`` (naive first); None picks the fastest valid
+    for the input.
+    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
+    ``TileConfig`` of kernelkit.ops.rearrangement.transpose: the wide tile of the best rung, for a permutation
+    that is a batched transpose); raises ValueError if it cannot run this input.
+
+    Raises TypeError for a non-tensor, an unsupported dtype, ``dims`` that are not a sequence of ints,
+    an ``out`` of another dtype or a config that is not a TileConfig; IndexError for a dim out of
+    range; ValueError for a CPU tensor, ``dims`` that are not a permutation of x's dims, more than 6
+    dims left after merging, an ``out`` of another shape or device or sharing memory with x, an
+    unknown variant, or a config the input cannot take.
     """
     check_tensor(x, "x", ACCEPTED, "permute")
     if type(dims) is list:

@@ -82,11 +82,22 @@ def transpose(x: torch.Tensor, dim0: int = -2, dim1: int = -1, *, out: Optional[
               variant: Optional[str] = None, config: Optional[TileConfig] = None) -> torch.Tensor:
     """``x.transpose(dim0, dim1).contiguous()``: a new contiguous tensor, bit for bit.
 
-    ``x``: a CUDA tensor of any dtype of 1, 2, 4 or 8 bytes, any shape and layout. ``out``: optional
-    result of the transposed shape and x's dtype, not overlapping x. ``variant``: a rung of
-    ``kernelkit.ladder("transpose")``; None picks the fastest valid for the input. ``config``: for tuning
-    and tests; the configuration to launch instead of the rule's choice (a TileConfig: the wide tile of
-    the wide and best rungs); raises ValueError if it cannot run this input.
+    No arithmetic: elements move as raw 1-, 2-, 4- or 8-byte words. ``x``: a CUDA tensor of any dtype of
+    those sizes (bool, the integer and float dtypes up to 8 bytes, complex32, complex64), any shape and
+    layout (offset, non-contiguous and expanded views are read through their strides, with no copy).
+    ``dim0``, ``dim1``: the dims to swap (negative ones count from the end); more dims are a batch.
+    ``out``: optional result of the transposed shape, x's dtype and device, not sharing memory with x;
+    returned (a non-contiguous ``out`` is written through a contiguous copy). None: a new tensor.
+    ``variant``: a rung of ``kernelkit.ladder("transpose")`` (naive first); None picks the fastest valid
+    for the input. ``"wide"`` needs rows, columns and strides in whole 16-byte vectors and aligned data.
+    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
+    ``TileConfig`` of kernelkit.ops.rearrangement.transpose: the wide tile of the wide and best rungs); raises
+    ValueError if it cannot run this input.
+
+    Raises TypeError for a non-tensor, an unsupported dtype, a dim that is not an int, an ``out`` of
+    another dtype or a config that is not a TileConfig; IndexError for a dim out of range; ValueError
+    for a CPU tensor, an ``out`` of another shape or device or sharing memory with x, an unknown
+    variant, a shape the wide rung cannot take, or a config the input cannot take.
     """
     check_tensor(x, "x", ACCEPTED, "transpose")
     if torch.compiler.is_compiling():  # no cache lookups while tracing: shapes may be symbolic

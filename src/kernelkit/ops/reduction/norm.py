@@ -257,13 +257,26 @@ def _make_lane(rms: bool, x: torch.Tensor, normalized_shape, weight, bias) -> No
 def layer_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.Tensor] = None,
                bias: Optional[torch.Tensor] = None, eps: float = 1e-5, *, out: Optional[torch.Tensor] = None,
                variant: Optional[str] = None, config: Optional[NormConfig] = None) -> torch.Tensor:
-    """torch.nn.functional.layer_norm: (x - mean) / sqrt(var + eps) * weight + bias over the trailing
-    ``normalized_shape`` (biased variance, fp32 statistics); weight and bias in x's dtype.
+    """``torch.nn.functional.layer_norm``: each row over the trailing ``normalized_shape`` normalized.
 
-    ``variant``: a rung of ``kernelkit.ladder("layer_norm")``; None runs the default. ``config``: for
-    tuning and tests; the configuration to launch instead of the rule's choice (a ``Welford``,
-    ``NormTile``, ``BulkRing`` or ``SmemRows`` of kernelkit.ops.reduction.norm; ``norm.configs(dtype,
-    aligned=...)`` lists those the rules choose); raises ValueError if it cannot run this input.
+    (x - mean) / sqrt(var + eps) * weight + bias with the biased variance, as torch's; statistics in
+    fp32, the result in x's dtype. ``x``: a float32, float16 or bfloat16 CUDA tensor whose trailing
+    dims are ``normalized_shape``, any layout (non-contiguous through a contiguous copy).
+    ``normalized_shape``: an int or a sequence of ints.
+    ``weight``, ``bias``: optional tensors of shape ``normalized_shape`` in x's dtype on x's device.
+    ``eps``: added to the variance.
+    ``out``: optional result of x's shape, dtype and device, returned. None: a new contiguous tensor.
+    ``variant``: a rung of ``kernelkit.ladder("layer_norm")`` (naive first); None runs the default.
+    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
+    ``Welford``, ``NormTile``, ``BulkRing`` or ``SmemRows`` of kernelkit.ops.reduction.norm;
+    ``norm.configs(dtype, aligned=...)`` lists those the rules choose); raises ValueError if it cannot
+    run this input.
+
+    Raises TypeError for a non-tensor, a dtype other than the three, a weight or bias of another dtype,
+    an ``out`` of another dtype or a config of another class; ValueError for a CPU tensor, a
+    ``normalized_shape`` that is empty or does not end x's shape, a weight or bias of another shape,
+    tensors on different devices, an ``out`` of another shape or device, an unknown variant, both
+    ``variant`` and ``config``, or a config the input cannot take.
     """
     if out is None and variant is None and config is None and type(x) is _Tensor and not _compiling():
         lane = _lanes[False].get((x.dtype, x.device, _shape_key(normalized_shape), weight is None, bias is None))
@@ -283,10 +296,26 @@ def layer_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.
 def rms_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.Tensor] = None,
              eps: Optional[float] = None, *, out: Optional[torch.Tensor] = None,
              variant: Optional[str] = None, config: Optional[NormConfig] = None) -> torch.Tensor:
-    """torch.nn.functional.rms_norm: x / sqrt(mean(x^2) + eps) * weight; eps None is finfo(x.dtype).eps.
+    """``torch.nn.functional.rms_norm``: each row over the trailing ``normalized_shape`` scaled to unit RMS.
 
-    ``variant`` and ``config`` as for layer_norm: ``config`` is for tuning and tests; the configuration
-    to launch instead of the rule's choice; raises ValueError if it cannot run this input.
+    x / sqrt(mean(x^2) + eps) * weight; statistics in fp32, the result in x's dtype. ``x``: a float32,
+    float16 or bfloat16 CUDA tensor whose trailing dims are ``normalized_shape``, any layout
+    (non-contiguous through a contiguous copy).
+    ``normalized_shape``: an int or a sequence of ints. ``weight``: an optional tensor of shape
+    ``normalized_shape`` in x's dtype on x's device. ``eps``: added to the mean square; None is
+    ``torch.finfo(x.dtype).eps``, as in torch.
+    ``out``: optional result of x's shape, dtype and device, returned. None: a new contiguous tensor.
+    ``variant``: a rung of ``kernelkit.ladder("rms_norm")`` (naive first); None runs the default.
+    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
+    ``Welford``, ``NormTile``, ``BulkRing`` or ``SmemRows`` of kernelkit.ops.reduction.norm;
+    ``norm.configs(dtype, aligned=...)`` lists those the rules choose); raises ValueError if it cannot
+    run this input.
+
+    Raises TypeError for a non-tensor, a dtype other than the three, a weight of another dtype, an
+    ``out`` of another dtype or a config of another class; ValueError for a CPU tensor, a
+    ``normalized_shape`` that is empty or does not end x's shape, a weight of another shape, tensors on
+    different devices, an ``out`` of another shape or device, an unknown variant, both ``variant`` and
+    ``config``, or a config the input cannot take.
     """
     if out is None and variant is None and config is None and type(x) is _Tensor and not _compiling():
         lane = _lanes[True].get((x.dtype, x.device, _shape_key(normalized_shape), weight is None, True))

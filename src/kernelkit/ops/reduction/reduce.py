@@ -284,8 +284,10 @@ def _rows_plan(kind: str, op: str, dtype, dev: int, rows: int, len_: int, scale:
 
 def _cols_plan(fn: str, dtype, dev: int, outer: int, R: int, inner: int, scale: float, v: int, tout):
     """The plan of out[o, c] = reduce(x[o, :, c]) for a contiguous (outer, R, inner) input into out of
-    dtype ``tout``, ``v`` columns a thread. The rows are split while the grid is short of COL_BLOCKS_PER_SM blocks an SM (each split
-    at least COL_MIN_ROWS rows); a split writes fp32 partials that a second launch reduces."""
+    dtype ``tout``, ``v`` columns a thread. The rows are split while the grid is short of COL_BLOCKS_PER_SM
+    blocks an SM (each split at least COL_MIN_ROWS rows); a split writes fp32 partials that a second launch
+    reduces.
+    """
     block = (32, COL_BLOCK_ROWS)
     col_blocks = cdiv(inner, 32 * v)
     target = sm_count(dev) * COL_BLOCKS_PER_SM
@@ -567,9 +569,9 @@ def sum(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, dtype: Optio
     the whole tensor or of its last dims); raises ValueError if it cannot run this input.
 
     Raises TypeError for a non-tensor or non-float ``x`` (float64 included), a ``dim`` that is not an
-    int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a ReduceConfig; ValueError for a CPU tensor, an ``out``
-    of the wrong shape or device, a dim named twice, an unknown variant or a config the input cannot
-    take; IndexError for a dim out of range.
+    int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a
+    ReduceConfig; ValueError for a CPU tensor, an ``out`` of the wrong shape or device, a dim named
+    twice, an unknown variant or a config the input cannot take; IndexError for a dim out of range.
     """
     if out is None and variant is None and config is None and dtype is None:
         got = _lane_call("sum", x, dim, keepdim)
@@ -602,9 +604,9 @@ def mean(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, dtype: Opti
     the whole tensor or of its last dims); raises ValueError if it cannot run this input.
 
     Raises TypeError for a non-tensor or non-float ``x`` (float64 included), a ``dim`` that is not an
-    int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a ReduceConfig; ValueError for a CPU tensor, an ``out``
-    of the wrong shape or device, a dim named twice, an unknown variant or a config the input cannot
-    take; IndexError for a dim out of range.
+    int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a
+    ReduceConfig; ValueError for a CPU tensor, an ``out`` of the wrong shape or device, a dim named
+    twice, an unknown variant or a config the input cannot take; IndexError for a dim out of range.
     """
     if out is None and variant is None and config is None and dtype is None:
         got = _lane_call("mean", x, dim, keepdim)
@@ -632,10 +634,11 @@ def amax(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Option
     the whole tensor or of its last dims); raises ValueError if it cannot run this input.
 
     Raises TypeError for a non-tensor or non-float ``x`` (float64 included), a ``dim`` that is not an
-    int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a ReduceConfig; ValueError for a CPU tensor, an ``out``
-    of the wrong shape or device, a dim named twice, an unknown variant or a config the input cannot
-    take; IndexError for a dim out of range, or reduced with size 0 (max or min of nothing); RuntimeError
-    for an empty tensor reduced over every dim, as in torch.
+    int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a
+    ReduceConfig; ValueError for a CPU tensor, an ``out`` of the wrong shape or device, a dim named
+    twice, an unknown variant or a config the input cannot take; IndexError for a dim out of range or
+    a reduced dim of size 0 (max or min of nothing); RuntimeError for an empty tensor reduced over
+    every dim, as in torch.
     """
     if out is None and variant is None and config is None:
         got = _lane_call("amax", x, dim, keepdim)
@@ -663,10 +666,11 @@ def amin(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Option
     the whole tensor or of its last dims); raises ValueError if it cannot run this input.
 
     Raises TypeError for a non-tensor or non-float ``x`` (float64 included), a ``dim`` that is not an
-    int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a ReduceConfig; ValueError for a CPU tensor, an ``out``
-    of the wrong shape or device, a dim named twice, an unknown variant or a config the input cannot
-    take; IndexError for a dim out of range, or reduced with size 0 (max or min of nothing); RuntimeError
-    for an empty tensor reduced over every dim, as in torch.
+    int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a
+    ReduceConfig; ValueError for a CPU tensor, an ``out`` of the wrong shape or device, a dim named
+    twice, an unknown variant or a config the input cannot take; IndexError for a dim out of range or
+    a reduced dim of size 0 (max or min of nothing); RuntimeError for an empty tensor reduced over
+    every dim, as in torch.
     """
     if out is None and variant is None and config is None:
         got = _lane_call("amin", x, dim, keepdim)

@@ -228,14 +228,24 @@ _softmax_out = out_op("softmax_out", _softmax_into)
 
 def softmax(x: torch.Tensor, dim: int = -1, *, out: Optional[torch.Tensor] = None,
             variant: Optional[str] = None, config: Optional[SoftmaxConfig] = None) -> torch.Tensor:
-    """torch.softmax(x, dim): exp(x - max) / sum along ``dim`` with fp32 statistics, in x's dtype.
+    """``torch.softmax(x, dim)``: exp(x - max) / sum along ``dim``, fp32 statistics, in x's dtype.
 
-    Rows holding +inf or NaN come out NaN and a row of -inf is NaN, as in torch. ``out``: optional
-    result tensor of x's shape and dtype (may be x itself). ``variant``: a rung of
-    ``kernelkit.ladder("softmax")``; None picks the fastest for the row length. ``config``: for tuning
-    and tests; the configuration to launch instead of the rule's choice (a ``SoftmaxTile`` or ``Loop``
-    of kernelkit.ops.reduction.softmax; ``configs(dtype)`` there lists those the rules choose); raises
-    ValueError if it cannot run this input.
+    Rows holding +inf or NaN come out NaN and a row of -inf is NaN, as in torch. ``x``: a float32,
+    float16 or bfloat16 CUDA tensor of any shape and layout (a dim other than the last, or a
+    non-contiguous x, goes through a contiguous copy). ``dim``: an int (negative counts from the end).
+    ``out``: optional result of x's shape, dtype and device, returned; may be ``x`` itself. None: a new
+    contiguous tensor.
+    ``variant``: a rung of ``kernelkit.ladder("softmax")`` (naive first); None picks the fastest for the
+    row length.
+    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
+    ``SoftmaxTile`` or ``Loop`` of kernelkit.ops.reduction.softmax; ``configs(dtype)`` there lists
+    those the rules choose); raises ValueError if it cannot run this input.
+
+    Raises TypeError for a non-tensor, a dtype other than the three, a ``dim`` that is not an int, an
+    ``out`` of another dtype or a config of another class; IndexError for a dim out of range;
+    ValueError for a CPU tensor, an ``out`` of another shape or device, an unknown variant, both
+    ``variant`` and ``config``, or a config the input cannot take (rows longer than its tile, clusters
+    before sm_90).
     """
     # The lane: x a plain CUDA tensor (contiguous: the lane checks), dim its last, and a lane for (dtype,
     # device, row length), made by an earlier call of the checked path; else the checked path.

@@ -7,12 +7,15 @@ only the rung's own kernels are profiled (``--kernel-name regex``), and only tha
 from __future__ import annotations
 
 import csv
+import glob
 import io
 import os
 import re
 import shutil
 import subprocess
 import sys
+
+from .tools import ToolNotFoundError
 
 # What the ladders are argued with: DRAM traffic and throughput, sectors per request
 # (4 for 32-bit accesses, 16 for 128-bit), shared-memory bank conflicts, achieved occupancy.
@@ -31,10 +34,18 @@ DEFAULT_METRICS = (
 
 
 def find_ncu() -> str:
-    for cand in (shutil.which("ncu"), os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ncu")):
-        if cand and os.path.exists(cand):
+    """ncu's path: PATH, then $CUDA_HOME/bin (or /usr/local/cuda/bin), then /opt/nvidia/nsight-compute/*/."""
+    places = ["PATH", "$CUDA_HOME/bin" if os.environ.get("CUDA_HOME") else "/usr/local/cuda/bin",
+              "/opt/nvidia/nsight-compute/*/"]
+    home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    standalone = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True)  # newest version first
+    for cand in (shutil.which("ncu"), os.path.join(home, "bin", "ncu"), *standalone):
+        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
             return cand
-    raise FileNotFoundError("ncu (Nsight Compute) not found on PATH or in $CUDA_HOME/bin")
+    raise ToolNotFoundError(
+        f"ncu (Nsight Compute) not found; searched {', '.join(places)}", tool="ncu",
+        hint="install Nsight Compute (it comes with the CUDA toolkit) and put ncu on PATH or set CUDA_HOME",
+        searched=tuple(places))
 
 
 def _kernel_regex(op_name: str, variant: str, dtype) -> str:

@@ -30,10 +30,21 @@ _WHEEL_SUBDIRS: tuple[str, ...] = (
 )
 
 _PIP_HINT = "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm"
+_WHEEL = {"cuobjdump": "nvidia-cuda-cuobjdump", "nvdisasm": "nvidia-cuda-nvdisasm"}
 
 
 class ToolNotFoundError(RuntimeError):
-    """A CUDA binary utility could not be found anywhere we know to look."""
+    """A CUDA binary utility could not be found anywhere we know to look.
+
+    ``tool`` names it, ``hint`` says how to install it (one line), ``searched`` lists where we looked.
+    """
+
+    def __init__(self, message: str, tool: str = "", hint: str = "", searched: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.tool, self.hint, self.searched = tool, hint, tuple(searched)
+
+    def __reduce__(self):  # keeps the fields across process boundaries (parallel analysis)
+        return type(self), (str(self), self.tool, self.hint, self.searched)
 
 
 def _executable(path: Path) -> str | None:
@@ -134,7 +145,9 @@ def find_tool(name: str) -> str:
         return hit
 
     places = "\n  ".join(searched)
+    install = f"pip install {_WHEEL[name]}" if name in _WHEEL else _PIP_HINT
     raise ToolNotFoundError(
         f"could not find the CUDA utility {name!r}. Searched:\n  {places}\n"
-        f"Install it with: {_PIP_HINT}"
+        f"Install it with: {install}",
+        tool=name, hint=f"{install}, or put a CUDA toolkit's bin on PATH", searched=tuple(searched),
     )

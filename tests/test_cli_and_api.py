@@ -1,11 +1,8 @@
-"""CPU tests of the public API's logic and the command line (no GPU needed)."""
-import json
-
+"""CPU tests of the public API's logic (no GPU needed); the command line is in test_cli.py."""
 import pytest
 import torch
 
 import kernelkit
-from kernelkit import cli
 from kernelkit.bench.ladder_run import parse_shape
 
 
@@ -79,30 +76,3 @@ def test_gelu_cost_model():
                                         ("16384x16384x4", (16384, 16384, 4)), ("1000", (1000,))])
 def test_parse_shape(text, shape):
     assert parse_shape(text) == shape
-
-
-def test_cli_ops_and_cache(capsys, tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNELKIT_CACHE_DIR", str(tmp_path))
-    assert cli.main(["ops"]) == 0
-    assert "gelu" in capsys.readouterr().out
-    assert cli.main(["cache", "info"]) == 0
-    info = json.loads(capsys.readouterr().out)
-    assert info["path"] == str(tmp_path)
-    assert cli.main(["cache", "clear"]) == 0
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU behaviour")
-def test_cli_ladder_without_gpu_falls_back_to_static_analysis(capsys):
-    pytest.importorskip("cuda.core")
-    assert cli.main(["ladder", "gelu", "--dtype", "float16"]) == 0
-    out = capsys.readouterr().out
-    assert "No CUDA GPU" in out and "half2_x4" in out and "128b" in out
-
-
-def test_cli_inspect_reports_every_rung(capsys):
-    pytest.importorskip("cuda.core")
-    assert cli.main(["inspect", "gelu", "--arch", "sm_80", "--dtype", "float32"]) == 0
-    out = capsys.readouterr().out
-    for rung in ("scalar", "float2", "float4", "fast"):
-        assert rung in out
-    assert "half2" not in out  # fp32 only

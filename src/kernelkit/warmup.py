@@ -4,15 +4,19 @@ A call compiles only the kernel it launches (one NVRTC run, a few tenths of a se
 on disk; ``warmup`` builds all of them at once, in parallel processes (NVRTC holds the GIL), so
 that no later call of any op compiles. It lists the same instantiations the ladders list for
 ``kernelkit inspect`` and the CPU compile tests, less those whose ``min_sm`` the GPU is below.
+``run_parallel`` is the process pool; `kernelkit inspect` compiles and analyses through it too.
 """
 from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from typing import Any, Callable, Sequence, TypeVar
 
 from .ladder import get_op, ops
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,46 @@ def planned_builds(arch: str, op_names=None, dtypes=None) -> list[Build]:
     return list(seen)
 
 
+def default_jobs(n: int) -> int:
+    """Processes for ``n`` builds: one a CPU core this process may use, at most one a build."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(n, cores))
+
+
+def run_parallel(fn: Callable[[Any], T], items: Sequence[Any], jobs: int | None = None,
+                 progress: Callable[[int, int], None] | None = None,
+                 weights: Sequence[int] | None = None) -> list[T]:
+    """``[fn(item) for item in items]``, in parallel processes where there are several items (NVRTC holds
+    the GIL, so threads would not help). ``fn`` must be a module-level function. ``progress(done, total)``
+    is called with 0 at the start, then as items finish, counting each as its weight (default 1):
+    kernels, for builds of several kernels."""
+    jobs = jobs or default_jobs(len(items))
+    weights = list(weights) if weights is not None else [1] * len(items)
+    total, done = sum(weights), 0
+    results: list = [None] * len(items)
+    if progress:
+        progress(0, total)
+    if jobs <= 1 or len(items) <= 1:
+        for i, item in enumerate(items):
+            results[i] = fn(item)
+            done += weights[i]
+            if progress:
+                progress(done, total)
+        return results
+    with ProcessPoolExecutor(jobs) as pool:
+        futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            results[i] = fut.result()
+            done += weights[i]
+            if progress:
+                progress(done, total)
+    return results
+
+
 def _compile(build: Build) -> tuple[Build, bool, str]:
     from .runtime import CompileError, compile_source
 
@@ -55,19 +99,16 @@ def warmup(arch: str, op_names=None, dtypes=None, jobs: int | None = None, progr
     ``progress(done, total)`` is called as builds finish. Compile errors are collected, not raised.
     """
     builds = planned_builds(arch, op_names, dtypes)
-    jobs = jobs or max(1, min(len(builds), os.cpu_count() or 1))
+    jobs = jobs or default_jobs(len(builds))
     t0 = time.perf_counter()
     cached = built = 0
     errors: list[str] = []
-    with ProcessPoolExecutor(jobs) as pool:
-        for i, (b, from_disk, err) in enumerate(pool.map(_compile, builds, chunksize=4), 1):
-            if err:
-                errors.append(f"{b.source} {b.name}: {err}")
-            elif from_disk:
-                cached += 1
-            else:
-                built += 1
-            if progress:
-                progress(i, len(builds))
+    for b, from_disk, err in run_parallel(_compile, builds, jobs, progress):
+        if err:
+            errors.append(f"{b.source} {b.name}: {err}")
+        elif from_disk:
+            cached += 1
+        else:
+            built += 1
     return {"arch": arch, "kernels": len(builds), "compiled": built, "already_cached": cached,
             "errors": errors, "seconds": round(time.perf_counter() - t0, 1), "jobs": jobs}

@@ -7,6 +7,7 @@ only the rung's own kernels are profiled (``--kernel-name regex``), and only tha
 from __future__ import annotations
 
 import csv
+import glob
 import io
 import re
 import subprocess
@@ -31,13 +32,15 @@ DEFAULT_METRICS = (
 
 
 def find_ncu() -> str:
-    """The path of ncu (tools.find_tool: cuda.pathfinder, /usr/local/cuda/bin, PATH).
-
-    Raises FileNotFoundError listing the places searched."""
+    """The path of ncu (tools.find_tool: cuda.pathfinder, /usr/local/cuda/bin, PATH), else the newest
+    standalone Nsight Compute under /opt/nvidia/nsight-compute. Raises ToolNotFoundError."""
+    standalone = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True)  # newest version first
     try:
         return find_tool("ncu")
-    except ToolNotFoundError as exc:
-        raise FileNotFoundError(str(exc)) from None
+    except ToolNotFoundError:
+        if standalone:
+            return standalone[0]
+        raise
 
 
 def _kernel_regex(op_name: str, variant: str, dtype) -> str:

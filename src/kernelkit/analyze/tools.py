@@ -18,15 +18,22 @@ from pathlib import Path
 __all__ = ["ToolNotFoundError", "find_tool"]
 
 _PIP_HINT = "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm"
-_HINTS = {
-    "cuobjdump": f"Install it with: {_PIP_HINT}",
-    "nvdisasm": f"Install it with: {_PIP_HINT}",
-    "ncu": "Install Nsight Compute (it comes with the CUDA toolkit) and put its folder on PATH, or set CUDA_HOME",
-}
+_WHEEL = {"cuobjdump": "nvidia-cuda-cuobjdump", "nvdisasm": "nvidia-cuda-nvdisasm"}
+_NCU_HINT = "install Nsight Compute (it comes with the CUDA toolkit) and put ncu on PATH or set CUDA_HOME"
 
 
 class ToolNotFoundError(RuntimeError):
-    """A CUDA binary utility could not be found anywhere we know to look."""
+    """A CUDA binary utility could not be found anywhere we know to look.
+
+    ``tool`` names it, ``hint`` says how to install it (one line), ``searched`` lists where we looked.
+    """
+
+    def __init__(self, message: str, tool: str = "", hint: str = "", searched: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.tool, self.hint, self.searched = tool, hint, tuple(searched)
+
+    def __reduce__(self):  # keeps the fields across process boundaries (parallel analysis)
+        return type(self), (str(self), self.tool, self.hint, self.searched)
 
 
 def _executable(path: Path) -> str | None:
@@ -77,5 +84,10 @@ def find_tool(name: str) -> str:
         return hit
 
     places = "\n  ".join(searched)
-    hint = _HINTS.get(name, f"Install the CUDA toolkit, or: {_PIP_HINT}")
-    raise ToolNotFoundError(f"could not find the CUDA utility {name!r}. Searched:\n  {places}\n{hint}")
+    if name == "ncu":
+        hint = _NCU_HINT
+    else:
+        install = f"pip install {_WHEEL[name]}" if name in _WHEEL else _PIP_HINT
+        hint = f"{install}, or put a CUDA toolkit's bin on PATH"
+    raise ToolNotFoundError(f"could not find the CUDA utility {name!r}. Searched:\n  {places}\n{hint}",
+                            tool=name, hint=hint, searched=tuple(searched))

@@ -192,6 +192,7 @@ COLUMNS = [
     ("vs_torch", "x torch", ".2f"),
     ("error", "note", None),
 ]
+WIDE_ONLY = frozenset({"pct_copy", "pct_copy_same_bytes"})  # `kernelkit ladder` shows them with --wide
 
 
 def parse_shape(text: str) -> tuple[int, ...]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from .errors import HeadersNotFoundError
+from .errors import HeadersNotFoundError, KernelkitError
 
 BUNDLED_HEADERS_SINCE = (13, 3)
 _PROBE_HEADER = "cuda_fp16.h"  # every kernelkit source needs it; cuda_runtime.h alone is not enough
@@ -74,3 +74,22 @@ def header_options() -> dict:
     if nvrtc_version() >= BUNDLED_HEADERS_SINCE:
         return {"use_bundled_headers": True}
     return {"include_path": list(include_dirs())}
+
+
+MIN_SM = 80  # kernelkit's kernels use sm_80 features (cp.async, bfloat16 arithmetic, 164 KB shared memory)
+
+
+@functools.cache
+def nvrtc_archs() -> tuple[int, ...]:
+    """The SM versions this NVRTC compiles for (e.g. (75, 80, 86, ..., 120)), from nvrtcGetSupportedArchs."""
+    from cuda.bindings import nvrtc
+
+    err, archs = nvrtc.nvrtcGetSupportedArchs()
+    if int(err) != 0:
+        raise KernelkitError(f"nvrtcGetSupportedArchs failed: {err}")
+    return tuple(int(a) for a in archs)
+
+
+def supported_archs() -> tuple[str, ...]:
+    """The archs kernelkit can build for here: NVRTC's, from sm_80 (``MIN_SM``) on, as "sm_XX"."""
+    return tuple(f"sm_{a}" for a in nvrtc_archs() if a >= MIN_SM)

@@ -9,8 +9,9 @@ first op.
 from __future__ import annotations
 
 from .errors import UnsupportedDeviceError
+from .headers import MIN_SM
 
-MIN_COMPUTE_CAPABILITY = (8, 0)
+MIN_COMPUTE_CAPABILITY = divmod(MIN_SM, 10)  # (8, 0)
 
 
 def check_supported(major: int, minor: int, name: str) -> None:

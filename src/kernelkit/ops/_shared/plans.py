@@ -41,18 +41,3 @@ def clear_plans() -> None:
 def load(kernels: Iterable[Kernel], dev: int) -> tuple:
     """The loaded cuda kernels of these records on device ``dev``, in order (each its own build)."""
     return tuple(get_kernel(k.source, k.name, device_index=dev, arch_suffix=k.arch_suffix) for k in kernels)
-
-
-_rungs = plan_cache()
-
-
-def load_rung(variant, dtype, dev: int, /, **params) -> tuple:
-    """Every kernel a rung lists for ``dtype`` and ``params``, loaded on ``dev`` (cached).
-
-    Positional-only: ``params`` may hold a ``dtype`` of its own (normalize_image's output dtype).
-    """
-    key = (id(variant), dtype, dev, tuple(sorted(params.items())))
-    ks = _rungs.get(key)
-    if ks is None:
-        ks = remember(_rungs, key, load(variant.kernels(dtype, **params), dev))
-    return ks

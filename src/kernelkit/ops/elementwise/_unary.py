@@ -14,12 +14,12 @@ import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant
 from ...runtime import launch, plain_launcher
-from .._shared.checks import pick_variant
+from .._shared.checks import output_for, pick_variant
 from .._shared.cxx import CXX_PAIR, CXX_TYPE
 from .._shared.launch_rules import grid_for, occupancy_limiter
 from .._shared.plans import load, plan_cache, remember
 from ._lane import COMPILING, EMPTY_LIKE, TENSOR
-from ._launch import ElementwiseLaunch, launch_shape
+from ._launch import ElementwiseLaunch, check_config, launch_shape
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 BLOCK = 256
@@ -188,6 +188,25 @@ def unary_call(spec: UnarySpec, op: Op, x, param: Optional[str] = None):
     if lane is None or not x.is_contiguous():
         return None
     return lane(x)
+
+
+def unary_checked(spec: UnarySpec, op: Op, x: torch.Tensor, out: Optional[torch.Tensor], variant: Optional[str],
+                  config: Optional[ElementwiseLaunch], param: Optional[str],
+                  dispatch: Callable[[torch.Tensor], None]) -> torch.Tensor:
+    """The checked path of gelu and relu once x and the op's own keywords passed their checks: the
+    output, the rung's name, then ``dispatch(out)`` (the op's custom-op call) or, with ``config``, a
+    tuning launch. A plain call of a contiguous x makes the lane that later calls take (unary_call)."""
+    out = output_for(out, x, op.name)
+    if variant is not None:
+        op.variant(variant)  # unknown names fail here, before any tracing
+    if config is None:
+        dispatch(out)
+        if variant is None and x.is_contiguous() and not COMPILING():
+            make_lane(spec, op, x.dtype, x.get_device(), param)
+    else:
+        check_config(op.name, config, variant)
+        unary_into(spec, op, x, out, variant, param, config)
+    return out
 
 
 def make_lane(spec: UnarySpec, op: Op, dtype: torch.dtype, dev: int, param: Optional[str]) -> None:

@@ -6,10 +6,10 @@ from typing import Optional
 import torch
 
 from ...ladder import FLOAT_DTYPES, Op, register
-from .._shared.checks import check_tensor, output_for
+from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
-from ._launch import ElementwiseLaunch, check_config
-from ._unary import UnarySpec, make_lane, unary_call, unary_into, unary_ladder
+from ._launch import ElementwiseLaunch
+from ._unary import UnarySpec, unary_call, unary_checked, unary_into, unary_ladder
 
 __all__ = ["gelu"]
 
@@ -85,17 +85,8 @@ def gelu(
     check_tensor(x, "x", FLOAT_DTYPES, "gelu")
     if approximate not in APPROXIMATIONS:
         raise _bad_approximate(approximate)
-    out = output_for(out, x, "gelu")
-    if variant is not None:
-        OP.variant(variant)  # unknown names fail here, before any tracing
-    if config is None:
-        _gelu_out(x, out, approximate, variant)
-        if variant is None and x.is_contiguous() and not torch.compiler.is_compiling():
-            make_lane(SPEC, OP, x.dtype, x.get_device(), approximate)
-    else:
-        check_config("gelu", config, variant)
-        unary_into(SPEC, OP, x, out, variant, approximate, config)
-    return out
+    return unary_checked(SPEC, OP, x, out, variant, config, approximate,
+                         lambda o: _gelu_out(x, o, approximate, variant))
 
 
 def _example(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[tuple, dict]:

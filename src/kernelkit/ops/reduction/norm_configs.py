@@ -112,6 +112,15 @@ class NormTile(RowTile):
         return persistent_runner(kernel, self.block, self.cluster, shmem, dev, handout=self.handout)
 
 
+def _check_bulk_rows(cfg, op: str, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
+    """The checks of the configurations whose rows arrive by bulk copies (BulkRing, SmemRows): sm_90,
+    aligned rows of whole vectors, the row within the configuration's capacity."""
+    needs_sm90(op, cfg, sm, "bulk copies")
+    check_config(op, vec, cfg, "bulk copies need 16-byte aligned rows of whole vectors")
+    check_config(op, cfg.capacity(dtype) >= len_, cfg, f"it holds {cfg.capacity(dtype)} elements, "
+                 f"the row has {len_}")
+
+
 @dataclass(frozen=True)
 class BulkRing:
     """norm_bulk (sm_90): persistent clusters of ``cluster`` CTAs of ``threads`` threads, each CTA's row
@@ -155,10 +164,7 @@ class BulkRing:
                       dyn_shared=self.shared_bytes(True, True))
 
     def check(self, op: str, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
-        needs_sm90(op, self, sm, "bulk copies")
-        check_config(op, vec, self, "bulk copies need 16-byte aligned rows of whole vectors")
-        check_config(op, self.capacity(dtype) >= len_, self, f"it holds {self.capacity(dtype)} elements, "
-                     f"the row has {len_}")
+        _check_bulk_rows(self, op, dtype, len_, vec, sm)
 
     def shared_bytes(self, weight: bool, bias: bool) -> int:
         """The ring, then the staged weight and bias slices (those present)."""
@@ -203,10 +209,7 @@ class SmemRows:
                       dyn_shared=self.shared_bytes(True, True))
 
     def check(self, op: str, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
-        needs_sm90(op, self, sm, "bulk copies")
-        check_config(op, vec, self, "bulk copies need 16-byte aligned rows of whole vectors")
-        check_config(op, self.capacity(dtype) >= len_, self, f"it holds {self.capacity(dtype)} elements, "
-                     f"the row has {len_}")
+        _check_bulk_rows(self, op, dtype, len_, vec, sm)
 
     def shared_bytes(self, weight: bool = True, bias: bool = True) -> int:
         """The ring of chunk stages."""

@@ -157,6 +157,40 @@ def test_fast_launch_packs_arguments_as_the_parameter_struct():
         pack(tuple(range(65)))
 
 
+def test_c_lanes_take_only_the_inputs_they_were_made_for():
+    """A C lane is found by its key (dtype, device, parameter; add: both dtypes and devices) and runs only
+    for a plain, contiguous torch.Tensor (add: of one shape); anything else gets None, before any
+    allocation or launch, so the op takes its checked path."""
+    import torch
+
+    from kernelkit.runtime import lanes
+
+    if not lanes.AVAILABLE:
+        pytest.skip("no C launch shim or no CUDA build of torch: every call takes the checked path")
+
+    class Loaded:  # what make_lane reads of a loaded kernel
+        def __init__(self, handle):
+            self.handle = handle
+
+    lane = lanes.make_lane((Loaded(0x1000), Loaded(0x2000)), ("k0", "k1"), 0, 4, ((256, 0), (128, 0)), 1 << 25)
+    assert type(lane).__name__ == "PyCapsule"
+    with pytest.raises(ValueError, match="element size"):
+        lanes.make_lane((Loaded(1), Loaded(2)), ("k0", "k1"), 0, 3, ((256, 0), (128, 0)))
+    x = torch.ones(6, 5)  # a CPU tensor: get_device() is -1, so the keys below match it
+    unary = {(torch.float32, -1, "p"): lane}
+    assert lanes.run_unary({}, x, "p") is None  # no lane for this kind
+    assert lanes.run_unary(unary, x, "q") is None  # a lane for another parameter
+    assert lanes.run_unary(unary, x.half(), "p") is None  # ... for another dtype
+    assert lanes.run_unary(unary, x.t(), "p") is None  # not contiguous
+    assert lanes.run_unary(unary, torch.nn.Parameter(x), "p") is None  # not a plain tensor
+    assert lanes.run_unary(unary, "x", "p") is None
+    binary = {(torch.float32, torch.float32, -1, -1): lane}
+    assert lanes.run_binary(binary, x, x.reshape(5, 6)) is None  # shapes differ
+    assert lanes.run_binary(binary, x, x.half()) is None
+    assert lanes.run_binary(binary, x, x.t().contiguous().t()) is None
+    assert lanes.run_binary({}, x, x) is None
+
+
 def test_gpus_older_than_sm80_are_refused_with_one_clear_error():
     """check_supported is the check get_kernel makes before the first kernel of a device is compiled."""
     from kernelkit.runtime import KernelkitError, UnsupportedDeviceError, check_supported

@@ -3,7 +3,7 @@
 A unary op supplies its .cu file and, per dtype, rung kind and op parameter, the name of its C++
 functor; this module builds the rungs from the templates of csrc/elementwise/unary.cuh, resolves a
 plan once per (rung, dtype, device, parameter, launch) and launches it, and makes the plain call's
-lane per (dtype, device, parameter) (_lane.py).
+C lane per (dtype, device, parameter) (runtime.lanes).
 """
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from typing import Callable, Optional
 import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant
-from ...runtime import launch, plain_launcher
+from ...runtime import launch
+from ...runtime.lanes import make_lane as make_c_lane
 from .._shared.checks import output_for, pick_variant
 from .._shared.cxx import CXX_PAIR, CXX_TYPE
 from .._shared.launch_rules import grid_for, occupancy_limiter
 from .._shared.plans import load, plan_cache, remember
-from ._lane import COMPILING, EMPTY_LIKE, TENSOR
+from ._lane import COMPILING
 from ._launch import ElementwiseLaunch, check_config, launch_shape
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
@@ -175,27 +176,12 @@ def _through_contiguous(spec: UnarySpec, op: Op, x: torch.Tensor, out: torch.Ten
         out.copy_(target)
 
 
-def unary_call(spec: UnarySpec, op: Op, x, param: Optional[str] = None):
-    """``f(x)`` into a new tensor by the fast rung when x is a contiguous CUDA tensor whose (dtype,
-    device, parameter) has a lane, else None (the caller takes the checked path, which makes the lane).
-
-    The eager hot path of gelu(x) and relu(x): one lookup, the allocation, a few integer operations
-    and one launch; the checks it skips were made when its lane was made.
-    """
-    if type(x) is not TENSOR or COMPILING():
-        return None
-    lane = spec.lanes.get((x.dtype, x.get_device(), param))
-    if lane is None or not x.is_contiguous():
-        return None
-    return lane(x)
-
-
 def unary_checked(spec: UnarySpec, op: Op, x: torch.Tensor, out: Optional[torch.Tensor], variant: Optional[str],
                   config: Optional[ElementwiseLaunch], param: Optional[str],
                   dispatch: Callable[[torch.Tensor], None]) -> torch.Tensor:
     """The checked path of gelu and relu once x and the op's own keywords passed their checks: the
     output, the rung's name, then ``dispatch(out)`` (the op's custom-op call) or, with ``config``, a
-    tuning launch. A plain call of a contiguous x makes the lane that later calls take (unary_call)."""
+    tuning launch. A plain call of a contiguous x makes the C lane that later plain calls take (runtime.lanes.run_unary)."""
     out = output_for(out, x, op.name)
     if variant is not None:
         op.variant(variant)  # unknown names fail here, before any tracing
@@ -210,29 +196,13 @@ def unary_checked(spec: UnarySpec, op: Op, x: torch.Tensor, out: Optional[torch.
 
 
 def make_lane(spec: UnarySpec, op: Op, dtype: torch.dtype, dev: int, param: Optional[str]) -> None:
-    """Resolve the fast rung's lane for (dtype, device, parameter): called once the checked path has
-    accepted such an input, so that later calls may skip the checks."""
-    if (dtype, dev, param) in spec.lanes:
+    """Make the fast rung's C lane for (dtype, device, parameter) (runtime.lanes): called once the
+    checked path has accepted such an input, so that later plain calls (``run_unary``) skip the checks.
+    It launches what ``unary_into`` launches for a fresh output."""
+    key = (dtype, dev, param)
+    if key in spec.lanes:
         return
     p = spec.plans.get((None, dtype, dev, param, None)) or _plan(spec, op, (None, dtype, dev, param, None))
-    aligned = plain_launcher(p.kernels[0], dev, p.name)
-    unaligned = plain_launcher(p.kernels[1], dev, p.name)
-    esize, per = p.esize, p.per_item
-    (block, _), (block_large, shmem_large) = p.small, p.large
-    large = LARGE_BYTES // esize
-
-    def lane(x: torch.Tensor) -> torch.Tensor:
-        out = EMPTY_LIKE(x)
-        n = x.numel()
-        if n == 0:
-            return out
-        xp, op_ = x.data_ptr(), out.data_ptr()
-        head = min(n, ((-op_) & 15) // esize)
-        if n < large:
-            (unaligned if (xp - op_) & 15 else aligned)((n - head) // (per * block) + 1, block, 0, (op_, xp, n, head))
-        else:
-            (unaligned if (xp - op_) & 15 else aligned)((n - head) // (per * block_large) + 1, block_large,
-                                                       shmem_large, (op_, xp, n, head))
-        return out
-
-    remember(spec.lanes, (dtype, dev, param), lane)
+    lane = make_c_lane(p.kernels, (p.name, p.name), dev, p.esize, (p.small, p.large), LARGE_BYTES // p.esize)
+    if lane is not None:
+        remember(spec.lanes, key, lane)

@@ -7,14 +7,15 @@ from typing import Optional
 import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, kind_variants, register
-from ...runtime import launch, plain_launcher
+from ...runtime import launch
+from ...runtime.lanes import make_lane as make_c_lane, run_binary
 from .._shared.checks import (check_no_partial_overlap, check_same_device, check_tensor, dtype_name, output_for,
                               pick_variant)
 from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
 from .._shared.launch_rules import cdiv, grid_for, occupancy_limiter
 from .._shared.plans import load, plan_cache, remember
-from ._lane import COMPILING, EMPTY_LIKE, TENSOR
+from ._lane import COMPILING
 from ._launch import SMALL_I32, ElementwiseLaunch, check_config, launch_shape
 
 __all__ = ["add"]
@@ -148,40 +149,18 @@ LANES = plan_cache()  # (a's dtype, b's dtype, a's device, b's device) -> the la
 
 
 def _make_lane(dtype: torch.dtype, dev: int) -> None:
-    """The fast rung's lane for (dtype, device): called once the checked path has accepted such inputs.
-
-    It runs the fast rung as ``_launch`` does for a fresh output (which no input can overlap): the
-    aligned kernel when a and b are misaligned like out, else the shuffle kernel, each with the
+    """The fast rung's C lane for (dtype, device) (runtime.lanes): made once the checked path has accepted
+    such inputs. It launches what ``_launch`` launches for a fresh output (which no input can overlap):
+    the aligned kernel when a and b are misaligned like out, else the shuffle kernel, each with the
     block and shared memory of the rung's plan."""
     key = (dtype, dtype, dev, dev)
     if key in LANES:
         return
     pkey = (None, dtype, dev, None)
     p = _plans.get(pkey) or _plan(pkey)
-    aligned = plain_launcher(p.kernels[0], dev, "add_aligned")
-    shuffle = plain_launcher(p.kernels[1], dev, "add_shuffle")
-    es, per = p.esize, 16 // p.esize
-    (vblock, vshmem), (sblock, sshmem) = p.vec, p.shuffle
-    small = SMALL_I32
-
-    def lane(a: torch.Tensor, b: torch.Tensor) -> Optional[torch.Tensor]:
-        if a.shape != b.shape or not (a.is_contiguous() and b.is_contiguous()):
-            return None
-        out = EMPTY_LIKE(a)
-        n = a.numel()
-        if n == 0:
-            return out
-        ap, bp, op = a.data_ptr(), b.data_ptr(), out.data_ptr()
-        head = min(n, ((-op) & 15) // es)
-        nvec = (n - head) // per
-        if (ap - op) & 15 == 0 and (bp - op) & 15 == 0:
-            aligned((nvec + vblock - 1) // vblock or 1, vblock, vshmem, (op, ap, bp, n, small[head]))
-        else:
-            shuffle((nvec + sblock - 1) // sblock or 1, sblock, sshmem,
-                    (op, ap, bp, n, small[head], small[(ap + head * es) & 15], small[(bp + head * es) & 15]))
-        return out
-
-    remember(LANES, key, lane)
+    lane = make_c_lane(p.kernels, ("add_aligned", "add_shuffle"), dev, p.esize, (p.vec, p.shuffle))
+    if lane is not None:
+        remember(LANES, key, lane)
 
 
 def _add_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, variant: Optional[str],
@@ -232,13 +211,10 @@ def add(
     device or partly overlapping an input, an unknown variant, or a config for another rung or under
     torch.compile.
     """
-    if out is None and variant is None and config is None and type(a) is TENSOR and type(b) is TENSOR \
-            and not COMPILING():
-        lane = LANES.get((a.dtype, b.dtype, a.get_device(), b.get_device()))
-        if lane is not None:
-            got = lane(a, b)
-            if got is not None:
-                return got
+    if out is None and variant is None and config is None and not COMPILING():  # the C lane, if made
+        got = run_binary(LANES, a, b)
+        if got is not None:
+            return got
     plain = out is None and variant is None
     check_tensor(a, "a", FLOAT_DTYPES, "add")
     check_tensor(b, "b", FLOAT_DTYPES, "add")

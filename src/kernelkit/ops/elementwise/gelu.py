@@ -6,10 +6,12 @@ from typing import Optional
 import torch
 
 from ...ladder import FLOAT_DTYPES, Op, register
+from ...runtime.lanes import run_unary
 from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
+from ._lane import COMPILING
 from ._launch import ElementwiseLaunch
-from ._unary import UnarySpec, unary_call, unary_checked, unary_into, unary_ladder
+from ._unary import UnarySpec, unary_checked, unary_into, unary_ladder
 
 __all__ = ["gelu"]
 
@@ -78,8 +80,8 @@ def gelu(
     an ``approximate`` other than "tanh" or "none", an ``out`` of another shape or device, an unknown
     variant, an offset view on an aligned rung, or a config for another rung or under torch.compile.
     """
-    if out is None and variant is None and config is None:
-        got = unary_call(SPEC, OP, x, approximate)
+    if out is None and variant is None and config is None and not COMPILING():  # the C lane, if made
+        got = run_unary(SPEC.lanes, x, approximate)
         if got is not None:
             return got
     check_tensor(x, "x", FLOAT_DTYPES, "gelu")

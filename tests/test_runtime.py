@@ -189,6 +189,15 @@ def test_c_lanes_take_only_the_inputs_they_were_made_for():
     assert lanes.run_binary(binary, x, x.half()) is None
     assert lanes.run_binary(binary, x, x.t().contiguous().t()) is None
     assert lanes.run_binary({}, x, x) is None
+    axpy = binary
+    y = torch.ones(6, 5)
+    assert lanes.run_axpy(axpy, 2.0, x, y.reshape(5, 6)) is None  # shapes differ
+    assert lanes.run_axpy(axpy, True, x, y) is None  # a bool alpha: the checked path decides
+    assert lanes.run_axpy(axpy, torch.tensor(2.0), x, y) is None
+    assert lanes.run_axpy(axpy, 10**400, x, y) is None  # past a double
+    assert lanes.run_axpy(axpy, 2.0, x[:, :4], y[:, :4]) is None  # not contiguous
+    assert lanes.run_axpy(axpy, 2.0, y.view(-1)[1:], y.view(-1)[:-1]) is None  # partly overlapping
+    assert lanes.run_axpy({}, 2.0, x, y) is None
 
 
 def test_gpus_older_than_sm80_are_refused_with_one_clear_error():

@@ -128,8 +128,8 @@ static PyObject *fast_launch(PyObject *self, PyObject *const *argv, Py_ssize_t a
 /* ---- lanes ------------------------------------------------------------------------------------------
  * A lane is the plain eager call of an op for one kind of input (dtype, device, parameter), made by the
  * op's Python module once its checked path has accepted such an input, and held in the op's lane dict
- * as a capsule. unary(lanes, x, param) and binary(lanes, a, b) look the lane up and run it: they return
- * the new output, or None for an input the lane does not take (not a plain tensor, no lane for its kind,
+ * as a capsule. unary(lanes, x, param), binary(lanes, a, b) and axpy(lanes, alpha, x, y) look the lane up
+ * and run it: they return the new output (axpy: True, y updated in place), or None for an input the lane does not take (not a plain tensor, no lane for its kind,
  * not contiguous, shapes that differ), which the caller then gives to its checked path. What a lane
  * launches is exactly what the checked path launches for the same input (the GPU tests compare bits). */
 
@@ -413,6 +413,74 @@ fail:
   return NULL;
 }
 
+/* axpy(lanes, alpha, x, y) -> True or None: y = alpha x + y in place by saxpy's vector kernels
+ * (y, x, n, alpha as float, head), [x aligned like y, not]; alpha a Python float or int, x and y
+ * contiguous, of one shape, not partly overlapping (None for anything else: the checked path decides). */
+static PyObject *axpy(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+  (void)self;
+  if (argc != 4) {
+    PyErr_SetString(PyExc_TypeError, "axpy(lanes, alpha, x, y)");
+    return NULL;
+  }
+  PyObject *alpha = argv[1], *x = argv[2], *y = argv[3];
+  if (!bound() || (PyObject *)Py_TYPE(x) != g_tensor_type || (PyObject *)Py_TYPE(y) != g_tensor_type ||
+      !(PyFloat_CheckExact(alpha) || PyLong_CheckExact(alpha))) {
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+  }
+  double a = PyFloat_AsDouble(alpha); /* an int too large for a double raises, as float(alpha) does */
+  if (a == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  PyObject *tx, *dx, *ty, *dy;
+  if (dtype_device(x, &tx, &dx)) return NULL;
+  if (dtype_device(y, &ty, &dy)) {
+    Py_DECREF(tx);
+    Py_DECREF(dx);
+    return NULL;
+  }
+  Lane *lane = find_lane(argv[0], PyTuple_Pack(4, tx, ty, dx, dy));
+  Py_DECREF(tx);
+  Py_DECREF(ty);
+  Py_DECREF(dx);
+  Py_DECREF(dy);
+  if (!lane) {
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+  }
+  PyObject *sx = PyObject_GetAttr(x, s_shape), *sy = sx ? PyObject_GetAttr(y, s_shape) : NULL;
+  int same = sy ? PyObject_RichCompareBool(sx, sy, Py_EQ) : -1;
+  Py_XDECREF(sx);
+  Py_XDECREF(sy);
+  int cx = same > 0 ? is_contiguous(x) : same, cy = cx > 0 ? is_contiguous(y) : cx;
+  if (cy <= 0) {
+    if (cy < 0) return NULL;
+    Py_RETURN_NONE;
+  }
+  long long n = method_ll(x, s_numel);
+  long long xp = method_ll(x, s_data_ptr), yp = method_ll(y, s_data_ptr);
+  if (PyErr_Occurred()) return NULL;
+  if (n == 0) Py_RETURN_TRUE;
+  const long long nb = n * lane->esize;
+  if (xp != yp && xp < yp + nb && yp < xp + nb) Py_RETURN_NONE; /* partial overlap: the checked path raises */
+  long long head = ((-yp) & 15) / lane->esize;
+  if (head > n) head = n;
+  const int which = ((xp - yp) & 15) != 0;
+  const long long grid = ((n - head) / lane->per + lane->block[0] - 1) / lane->block[0];
+  struct {
+    long long yp, xp, n;
+    float a;
+    int head;
+  } v = {yp, xp, n, (float)a, (int)head};
+  void *params[5] = {&v.yp, &v.xp, &v.n, &v.a, &v.head};
+  Lane view = *lane; /* both kernels launch with the plan's one shape */
+  view.kernel[0] = lane->kernel[which];
+  view.name[0] = lane->name[which];
+  if (lane_launch(&view, 0, (unsigned)(grid ? grid : 1), params)) return NULL;
+  Py_RETURN_TRUE;
+}
+
 /* pack(args) -> (bytes, offsets): what launch hands the driver, for tests without a GPU. */
 static PyObject *pack_for_test(PyObject *self, PyObject *args) {
   (void)self;
@@ -440,6 +508,7 @@ static PyMethodDef methods[] = {
      "make_lane(kernel0, kernel1, name0, name1, device, esize, block0, shmem0, block1, shmem1, large_n) -> capsule"},
     {"unary", (PyCFunction)(void (*)(void))unary, METH_FASTCALL, "unary(lanes, x, param) -> out or None"},
     {"binary", (PyCFunction)(void (*)(void))binary, METH_FASTCALL, "binary(lanes, a, b) -> out or None"},
+    {"axpy", (PyCFunction)(void (*)(void))axpy, METH_FASTCALL, "axpy(lanes, alpha, x, y) -> True or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -2,7 +2,7 @@
 
 A lane is made by an op once its checked path has accepted a kind of input (dtype, device and the
 parameter that picks kernels) and stored in the op's lane dict under that kind's key. Later plain calls
-hand the dict and the tensors to ``run_unary`` / ``run_binary`` (the C launch shim), which look the lane
+hand the dict and the tensors to ``run_unary``, ``run_binary`` or ``run_axpy`` (the C launch shim), which look the lane
 up, allocate the output through torch, read the pointers and launch, returning the output, or None
 for an input the lane does not take (the op then takes its checked path). Without the shim, or with
 ``KERNELKIT_SYNC=1`` (whose synchronisation lives in ``launch``), ``make_lane`` returns None and every
@@ -32,6 +32,7 @@ if AVAILABLE:
     _shim.bind(torch.Tensor, torch.empty_like, _get_device, _raw_stream, _exchange_device, _failed)
     run_unary = _shim.unary
     run_binary = _shim.binary
+    run_axpy = _shim.axpy
 else:
     def run_unary(lanes: dict, x, param):
         """``f(x)`` by x's lane in ``lanes`` (key: x's dtype, device and ``param``), or None."""
@@ -41,12 +42,17 @@ else:
         """``a + b`` by the lane in ``lanes`` (key: a's and b's dtypes and devices), or None."""
         return None
 
+    def run_axpy(lanes: dict, alpha, x, y):
+        """True once ``y += alpha x`` ran by the lane in ``lanes`` (key: x's and y's dtypes and devices),
+        or None."""
+        return None
+
 
 def make_lane(kernels: tuple, names: tuple[str, str], device_index: int, esize: int,
               shapes: tuple[tuple[int, int], tuple[int, int]], large_n: int = 0):
-    """A lane of two kernels (element-wise: [input aligned like the output, not]; add: [aligned, shuffle])
-    with their launch shapes ((block, dynamic shared bytes) each; element-wise: below ``large_n``
-    elements and from it), or None where lanes are not available."""
+    """A lane of two kernels (element-wise and saxpy: [input aligned like the output, not]; add: [aligned,
+    shuffle]) with their launch shapes ((block, dynamic shared bytes) each; element-wise: below
+    ``large_n`` elements and from it; saxpy: the first for both), or None where lanes are not available."""
     if not AVAILABLE:
         return None
     h0, h1 = (_handles.get(id(k)) or _handle(k) for k in kernels)

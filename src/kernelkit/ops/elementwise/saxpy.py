@@ -19,13 +19,14 @@ from typing import Optional
 import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, kind_variants, register
-from ...runtime import launch, plain_launcher
+from ...runtime import launch
+from ...runtime.lanes import make_lane as make_c_lane, run_axpy
 from .._shared.checks import check_no_partial_overlap, check_same_device, check_tensor, dtype_name, pick_variant
 from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
 from .._shared.launch_rules import cdiv, occupancy_limiter, serial_requested, sm_count
 from .._shared.plans import load, plan_cache, remember
-from ._lane import COMPILING, F32, TENSOR
+from ._lane import COMPILING, F32
 from ._launch import SMALL_I32, ElementwiseLaunch, check_config, launch_shape
 
 __all__ = ["saxpy"]
@@ -122,11 +123,10 @@ LANES = plan_cache()  # (x's dtype, y's dtype, x's device, y's device) -> the la
 
 
 def _make_lane(dtype: torch.dtype, dev: int) -> None:
-    """The vectorized rung's lane for (dtype, device): called once the checked path has accepted such
-    inputs; none while the plan is serial (KERNELKIT_SERIAL=1), whose launches stay on the checked path.
-
-    It takes int and float alphas and contiguous x and y that do not overlap partially, and launches
-    as ``_launch`` does: x's vector or element loads by its alignment against y's."""
+    """The vectorized rung's C lane for (dtype, device) (runtime.lanes): made once the checked path has
+    accepted such inputs; none while the plan is serial (KERNELKIT_SERIAL=1), whose launches stay on the
+    checked path. It takes int and float alphas and contiguous x and y of one shape that do not overlap
+    partially, and launches as ``_launch`` does: x's vector or element loads by its alignment against y's."""
     key = (dtype, dtype, dev, dev)
     if key in LANES:
         return
@@ -134,28 +134,10 @@ def _make_lane(dtype: torch.dtype, dev: int) -> None:
     p = _plans.get(pkey) or _plan(pkey)
     if p.serial:
         return
-    aligned = plain_launcher(p.kernels[0], dev, "saxpy_vec")
-    unaligned = plain_launcher(p.kernels[1], dev, "saxpy_vec")
-    es, per, block, shmem, small, f32 = p.esize, 16 // p.esize, p.block, p.shmem, SMALL_I32, F32
-
-    def lane(alpha, x: torch.Tensor, y: torch.Tensor) -> bool:
-        t = type(alpha)
-        if (t is not float and t is not int) or x.shape != y.shape or not (x.is_contiguous() and y.is_contiguous()):
-            return False
-        a = f32(float(alpha))
-        n = x.numel()
-        if n == 0:
-            return True
-        xp, yp = x.data_ptr(), y.data_ptr()
-        nb = n * es
-        if xp != yp and xp < yp + nb and yp < xp + nb:
-            return False  # a partial overlap: the checked path raises
-        head = min(n, ((-yp) & 15) // es)
-        (aligned if (xp - yp) & 15 == 0 else unaligned)(((n - head) // per + block - 1) // block or 1, block, shmem,
-                                                         (yp, xp, n, a, small[head]))
-        return True
-
-    remember(LANES, key, lane)
+    shape = (p.block, p.shmem)
+    lane = make_c_lane(p.kernels[:2], ("saxpy_vec", "saxpy_vec"), dev, p.esize, (shape, shape))
+    if lane is not None:
+        remember(LANES, key, lane)
 
 
 def _saxpy(alpha: float, x: torch.Tensor, y: torch.Tensor, variant: Optional[str],
@@ -211,10 +193,8 @@ def saxpy(alpha, x: torch.Tensor, y: torch.Tensor, *, variant: Optional[str] = N
     differ, tensors on different devices, ``x`` partly overlapping ``y``, an unknown variant, or a
     config for another rung or under torch.compile.
     """
-    if variant is None and config is None and type(x) is TENSOR and type(y) is TENSOR and not COMPILING():
-        lane = LANES.get((x.dtype, y.dtype, x.get_device(), y.get_device()))
-        if lane is not None and lane(alpha, x, y):
-            return y
+    if variant is None and config is None and not COMPILING() and run_axpy(LANES, alpha, x, y):  # the C lane
+        return y
     alpha = _alpha(alpha)
     check_tensor(x, "x", FLOAT_DTYPES, "saxpy")
     check_tensor(y, "y", FLOAT_DTYPES, "saxpy")

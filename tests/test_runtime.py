@@ -200,6 +200,39 @@ def test_c_lanes_take_only_the_inputs_they_were_made_for():
     assert lanes.run_axpy({}, 2.0, x, y) is None
 
 
+def test_fixed_lanes_take_only_their_shape_on_a_16_byte_boundary():
+    """A fixed lane (a recorded launch) is found by (dtype, device, shape, parameter) and replays only for a
+    plain contiguous tensor whose data starts on a 16-byte boundary; anything else gets None."""
+    import torch
+
+    from kernelkit.runtime import lanes
+
+    if not lanes.AVAILABLE:
+        pytest.skip("no C launch shim or no CUDA build of torch: every call takes the checked path")
+    from kernelkit.runtime import _fastlaunch
+
+    args = (0, 1 << 33, 7, 2.5)
+    lane = _fastlaunch.make_fixed(0x1000, (3, 1, 1), (128, 1, 1), 0, 0, args, 1, 0, None, "k")
+    assert type(lane).__name__ == "PyCapsule"
+    with pytest.raises(ValueError, match="two argument indices"):
+        _fastlaunch.make_fixed(0x1000, (3, 1, 1), (128, 1, 1), 0, 0, args, 1, 1, None, "k")
+    with pytest.raises(ValueError, match="64-bit"):
+        _fastlaunch.make_fixed(0x1000, (3, 1, 1), (128, 1, 1), 0, 0, args, 3, 0, None, "k")
+    x = torch.ones(64)
+    assert x.data_ptr() % 16 == 0
+    found = {lanes.fixed_key(x, -1): lane}
+    assert lanes.run_fixed({}, x, -1) is None
+    assert lanes.run_fixed(found, x, 0) is None  # another parameter
+    assert lanes.run_fixed(found, x, [-1]) is None  # an unhashable one
+    assert lanes.run_fixed(found, torch.ones(65), -1) is None  # another shape
+    assert lanes.run_fixed(found, x.double(), -1) is None
+    off = torch.ones(65)[1:]  # x's shape, 4 bytes past a 16-byte boundary
+    assert lanes.fixed_key(off, -1) in found and lanes.run_fixed(found, off, -1) is None
+    wide = torch.ones(64, 2)[:, 0]  # x's shape, not contiguous
+    assert lanes.fixed_key(wide, -1) in found and lanes.run_fixed(found, wide, -1) is None
+    assert lanes.run_fixed(found, torch.nn.Parameter(x), -1) is None
+
+
 def test_gpus_older_than_sm80_are_refused_with_one_clear_error():
     """check_supported is the check get_kernel makes before the first kernel of a device is compiled."""
     from kernelkit.runtime import KernelkitError, UnsupportedDeviceError, check_supported

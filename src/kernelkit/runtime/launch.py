@@ -127,6 +127,8 @@ def launch(kernel, grid, block, *args, shmem: int = 0, cluster: int = 1, coopera
     the host time of cuda.core's launch); clusters, cooperative grids and installs without the shim
     go through cuda.core's launch.
     """
+    if _recorded is not None:
+        _recorded.append((kernel, grid, block, shmem, cluster, cooperative, args, name, device_index))
     if _fast_launch is not None and cluster == 1 and not cooperative:
         handle = _handles.get(id(kernel)) or _handle(kernel)
         if type(grid) is int and type(block) is int:
@@ -178,6 +180,8 @@ def plain_launcher(kernel, device_index: int, name: str = "kernel"):
     fast, raw, current, dev = _fast_launch, _raw_stream, _get_device, device_index
 
     def run(blocks: int, threads: int, shmem: int, args: tuple) -> None:
+        if _recorded is not None:
+            _recorded.append((kernel, blocks, threads, shmem, 1, False, args, name, dev))
         if current() == dev:
             err = fast(handle, blocks, 1, 1, threads, 1, 1, shmem, raw(dev), args)
         else:  # the kernel runs in the current context: make the tensors' device current for the launch
@@ -187,6 +191,25 @@ def plain_launcher(kernel, device_index: int, name: str = "kernel"):
             raise KernelLaunchError(f"launching {name} (grid={blocks}, block={threads}, shmem={shmem}) on "
                                     f"cuda:{dev} failed: {_error_string(err)}")
     return run
+
+
+_recorded: list | None = None  # while ``recording``: the launches made, as launch's arguments
+
+
+class recording:
+    """Record every launch made inside the block (kernel, grid, block, shmem, cluster, cooperative, args,
+    name, device) into the list the block gets; they still run. How an op turns the launch of its checked
+    path into a lane (runtime.lanes.record_fixed). Not reentrant."""
+
+    def __enter__(self) -> list:
+        global _recorded
+        _recorded = []
+        return _recorded
+
+    def __exit__(self, *exc):
+        global _recorded
+        _recorded = None
+        return False
 
 
 _handles: dict[int, int] = {}

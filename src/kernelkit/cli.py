@@ -1,4 +1,4 @@
-"""`kernelkit` command line: ladders, static inspection, Nsight Compute, ceilings, the kernel cache.
+"""`kernelkit` command line: ladders, static inspection, Nsight Compute, ceilings, the kernel cache, the judge.
 
 Every failure a user can cause or fix (an unknown op, arch or dtype, a filter that matches nothing, a
 missing tool or GPU) ends in one line on stderr, `kernelkit <command>: error: <what> <hint>`, and a
@@ -375,6 +375,12 @@ def cmd_cache(args) -> int:
     return 0
 
 
+def cmd_judge(args) -> int:
+    from .judge.command import run
+
+    return run(args, CliError)
+
+
 def cmd_warmup(args) -> int:
     from .warmup import warmup
 
@@ -469,6 +475,12 @@ def build_parser() -> argparse.ArgumentParser:
     c = command("cache", cmd_cache, "where the compiled-kernel cache is and how big (info), or empty it (clear)")
     c.add_argument("action", choices=["info", "clear"])
     c.add_argument("--json", action="store_true", help="info as JSON (path, entries, bytes)")
+
+    c = command("judge", cmd_judge, "build, check and time your own solve() kernel file on one of the judge's "
+                                    "problems (--list, --template PROBLEM)")
+    from .judge.command import add_arguments
+
+    add_arguments(c)
 
     c = command("warmup", cmd_warmup, "compile every kernel for a GPU ahead of time (later calls never compile)")
     c.add_argument("ops", nargs="*", type=_op_name, metavar="OP", help="ops to build (default: every op)")

@@ -1,4 +1,4 @@
-"""Locate the CUDA binary utilities (``cuobjdump``, ``nvdisasm``, ``ncu``) that the analysis shells out to.
+"""Locate the CUDA binary utilities (``cuobjdump``, ``nvdisasm``, ``ncu``, the judge's ``nvcc``) kernelkit shells out to.
 
 kernelkit must work on machines with no CUDA toolkit at all (CI, laptops), where the only copies of
 cuobjdump and nvdisasm come from the ``nvidia-cuda-cuobjdump`` / ``nvidia-cuda-nvdisasm`` pip wheels,
@@ -18,7 +18,7 @@ from pathlib import Path
 __all__ = ["ToolNotFoundError", "find_tool"]
 
 _PIP_HINT = "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm"
-_WHEEL = {"cuobjdump": "nvidia-cuda-cuobjdump", "nvdisasm": "nvidia-cuda-nvdisasm"}
+_WHEEL = {"cuobjdump": "nvidia-cuda-cuobjdump", "nvdisasm": "nvidia-cuda-nvdisasm", "nvcc": "nvidia-cuda-nvcc"}
 _NCU_HINT = "install Nsight Compute (it comes with the CUDA toolkit) and put ncu on PATH or set CUDA_HOME"
 
 

@@ -57,7 +57,7 @@ def test_no_command_and_unknown_command(capsys):
 
 # --- unknown op, rung, dtype ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("command", ["ops", "ladder", "inspect", "ncu", "warmup"])
+@pytest.mark.parametrize("command", ["ops", "ladder", "inspect", "ncu", "profile", "warmup"])
 def test_unknown_op_suggests_the_closest(capsys, command):
     code, _, err = run(capsys, command, "gelo")
     line = one_line_error(err, f"kernelkit {command}")
@@ -177,6 +177,32 @@ def test_ncu_not_found(monkeypatch, tmp_path, capsys):
     code, _, err = run(capsys, "ncu", "relu")
     line = one_line_error(err, "kernelkit ncu")
     assert code == 1 and "ncu not found" in line and "Nsight Compute" in line
+
+
+@pytest.mark.parametrize("command", ["ncu", "profile"])
+def test_profilers_without_ncu(monkeypatch, tmp_path, capsys, command):
+    from kernelkit.analyze import ncu
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    monkeypatch.setattr(ncu.glob, "glob", lambda pattern: [])
+    code, _, err = run(capsys, command, "relu")
+    line = one_line_error(err, f"kernelkit {command}")
+    assert code == 1 and "ncu not found" in line and "Nsight Compute" in line
+
+
+def test_ncu_without_permission_is_one_line_with_the_fix(monkeypatch):
+    import subprocess
+
+    from kernelkit.analyze import ncu
+
+    monkeypatch.setattr(ncu, "find_ncu", lambda: "/bin/ncu")
+    monkeypatch.setattr(ncu.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+        a, 1, "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
+              "Counters", ""))
+    with pytest.raises(ncu.ProfilerError, match="permission") as e:
+        ncu.profile("relu", "fast", (1024,), torch.float32)
+    assert "NVreg_RestrictProfilingToAdminUsers" in e.value.hint
 
 
 def test_ceilings_without_a_gpu(capsys):

@@ -349,6 +349,30 @@ def cmd_ncu(args) -> int:
     return 0
 
 
+def cmd_profile(args) -> int:
+    from .analyze.ncu import find_ncu, profile_ladder
+    from .ladder import get_op
+
+    op = get_op(args.op)
+    rungs = args.variant or [v.name for v in op.variants]
+    _check_rungs(op, rungs)
+    dtype = args.dtype or torch.float32
+    rungs = [r for r in rungs if dtype in op.variant(r).dtypes]
+    if not rungs:
+        raise CliError(f"no rung of {op.name} takes {_dtype_text(dtype)}; pass another --dtype")
+    params = _params(op, args.param)
+    find_ncu()
+    if not torch.cuda.is_available():
+        raise CliError("Nsight Compute profiles a GPU and torch sees none; `kernelkit inspect` needs no GPU", 1)
+    shape = args.size or op.bench_shapes[0]
+    rows = profile_ladder(op.name, rungs, shape, dtype, params,
+                          progress=lambda r: print(f"profiling {op.name} {r} ...", file=sys.stderr, flush=True))
+    columns = [("metric", "metric", None)] + [(r, r, lambda v: "" if v is None else f"{v:,.1f}") for r in rungs]
+    print_rows(rows, columns, f"{op.name} {_dtype_text(dtype)} {'x'.join(map(str, shape))} under Nsight Compute",
+               wide=True)
+    return 0
+
+
 def cmd_ceilings(args) -> int:
     from .bench.ceilings import measure_all
 
@@ -469,6 +493,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--dtype", type=_dtype, help="default: float32, or the rung's first dtype")
     c.add_argument("--param", action="append", metavar="KEY=VALUE", help="an op keyword, e.g. approximate=none")
 
+    c = command("profile", cmd_profile, "every rung of an op under Nsight Compute, side by side: load requests, "
+                                        "sectors per request, L1/L2 hit rates, occupancy, DRAM throughput, bank "
+                                        "conflicts (GPU and ncu needed)")
+    _op_arg(c)
+    c.add_argument("--variant", action="append", metavar="RUNG", help="only these rungs (repeatable; default: all)")
+    c.add_argument("--size", type=_size, help="input size (default: the op's first benchmark shape)")
+    c.add_argument("--dtype", type=_dtype, help="default: float32")
+    c.add_argument("--param", action="append", metavar="KEY=VALUE", help="an op keyword, e.g. approximate=none")
+
     c = command("ceilings", cmd_ceilings, "measure (or show the cached) copy bandwidth and matmul rates of this GPU")
     c.add_argument("--force", action="store_true", help="measure again")
 
@@ -504,6 +537,7 @@ _PACKAGES = {"cuda": "cuda-core cuda-bindings nvidia-cuda-nvrtc", "matplotlib": 
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .analyze.ncu import ProfilerError
     from .analyze.tools import ToolNotFoundError
     from .runtime import CompileError, HeadersNotFoundError
 
@@ -518,6 +552,8 @@ def main(argv: list[str] | None = None) -> int:
         message, code = str(exc), exc.code
     except ToolNotFoundError as exc:
         message, code = f"{exc.tool or 'a CUDA tool'} not found; {exc.hint or _first_line(str(exc))}", 1
+    except ProfilerError as exc:
+        message, code = f"{_first_line(str(exc))}{'; ' + exc.hint if exc.hint else ''}", 1
     except HeadersNotFoundError as exc:
         found = _first_line(str(exc)).removesuffix("Searched:").strip()
         message, code = (f"{found} Set CUDA_HOME to a CUDA toolkit, or `pip install -U nvidia-cuda-nvrtc` for "

@@ -1,4 +1,4 @@
-"""Nsight Compute metrics of one rung on one input: `kernelkit ncu <op> --variant <rung>`.
+"""Nsight Compute metrics of one rung (`kernelkit ncu`) or of every rung side by side (`kernelkit profile`).
 
 ncu profiles a child process (``python -m kernelkit.analyze.ncu_target``) that builds the op's
 benchmark input, runs the rung once to compile and load it, then once more under the profiler;
@@ -28,7 +28,20 @@ DEFAULT_METRICS = (
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
     "launch__registers_per_thread",
+    "l1tex__t_sector_hit_rate.pct",
+    "lts__t_sector_hit_rate.pct",
 )
+
+PERMISSION_HINT = ("ncu may not read this GPU's performance counters (ERR_NVGPUCTRPERM): run it as root, or let "
+                   "every user profile (the nvidia driver option NVreg_RestrictProfilingToAdminUsers=0)")
+
+
+class ProfilerError(RuntimeError):
+    """ncu ran but could not profile: ``hint`` says what to do (one line)."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.hint = hint
 
 
 def find_ncu() -> str:
@@ -89,12 +102,57 @@ def profile(op_name: str, variant: str, shape: tuple[int, ...], dtype, metrics=D
     for k, v in (params or {}).items():
         cmd.append(f"{k}={v}")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if "ERR_NVGPUCTRPERM" in r.stdout + r.stderr:
+        raise ProfilerError("ncu lacks permission to read the GPU's counters", PERMISSION_HINT)
     if r.returncode != 0:
-        raise RuntimeError(f"ncu failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+        raise ProfilerError(f"ncu failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
     result = parse_csv(r.stdout)
     if not result:
-        raise RuntimeError(f"ncu profiled no kernel of {op_name}/{variant}:\n{r.stdout[-2000:]}")
+        raise ProfilerError(f"ncu profiled no kernel of {op_name}/{variant}:\n{r.stdout[-2000:]}")
     return result
+
+
+# The side-by-side table of ``profile_ladder``: (row name, how to read it from a rung's merged metrics).
+LADDER_ROWS = (
+    ("time (us)", lambda m: m.get("gpu__time_duration.sum", 0) / 1e3),
+    ("global load requests", lambda m: m.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")),
+    ("sectors per request", lambda m: derived(m).get("sectors_per_request")),
+    ("L1 hit rate (%)", lambda m: m.get("l1tex__t_sector_hit_rate.pct")),
+    ("L2 hit rate (%)", lambda m: m.get("lts__t_sector_hit_rate.pct")),
+    ("achieved occupancy (%)", lambda m: m.get("sm__warps_active.avg.pct_of_peak_sustained_active")),
+    ("DRAM throughput (% of peak)", lambda m: m.get("dram__throughput.avg.pct_of_peak_sustained_elapsed")),
+    ("DRAM GB/s", lambda m: derived(m).get("dram_gbs")),
+    ("shared load bank conflicts", lambda m: m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")),
+    ("shared store bank conflicts", lambda m: m.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")),
+    ("registers per thread", lambda m: m.get("launch__registers_per_thread")),
+)
+
+
+def merge_kernels(per_kernel: dict[str, dict[str, float]]) -> dict[str, float]:
+    """One rung's metrics over its kernels (a rung may launch two): times, bytes, requests, sectors and
+    conflicts add up; rates and occupancy are those of its longest kernel."""
+    if len(per_kernel) == 1:
+        return dict(next(iter(per_kernel.values())))
+    longest = max(per_kernel.values(), key=lambda m: m.get("gpu__time_duration.sum", 0))
+    out = dict(longest)
+    for key in ("gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+                "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"):
+        out[key] = sum(m.get(key, 0) for m in per_kernel.values())
+    return out
+
+
+def profile_ladder(op_name: str, rungs, shape: tuple[int, ...], dtype, params: dict | None = None,
+                   progress=None) -> list[dict]:
+    """Every rung's metrics on one input, as the rows of a side-by-side table: one row a metric
+    (``LADDER_ROWS``), one column a rung. Each rung is its own ncu run of a child process."""
+    merged = {}
+    for rung in rungs:
+        if progress:
+            progress(rung)
+        merged[rung] = merge_kernels(profile(op_name, rung, shape, dtype, params=params))
+    return [{"metric": name, **{r: read(m) for r, m in merged.items()}} for name, read in LADDER_ROWS]
 
 
 def derived(m: dict[str, float]) -> dict[str, float]:

@@ -17,9 +17,9 @@ import torch
 from rich.console import Console
 
 from kernelkit import get_op, ops
-from kernelkit.bench.ladder_run import COLUMNS, run_ladder
-from kernelkit.bench.report import print_table, write_json
-from kernelkit.bench.roofline import RooflinePoint, plot_roofline
+from kernelkit.bench.ladder_run import COLUMNS
+from kernelkit.bench.record import record_op
+from kernelkit.bench.report import print_table
 
 
 def _pct(value) -> str:
@@ -60,21 +60,11 @@ def main(argv=None) -> int:
     summary = ["| op | dtype | shape | rung | time (us) | GB/s | % copy | % same-bytes copy | % same-bytes copy "
                "in turn | torch GB/s | vs torch |",
                "|---|---|---|---|---|---|---|---|---|---|---|"]
+    def show(tag, res):
+        print_table(res["rows"], COLUMNS, title=f"{tag}: copy {res['copy_gbs_large']:.0f} GB/s", console=Console(width=200))
+
     for name in a.ops or ops():
-        op = get_op(name)
-        results = []
-        for dtype in op.bench_dtypes:
-            for shape in op.bench_shapes:
-                res = run_ladder(name, shape, dtype, with_compile=not a.no_compile)
-                results.append(res)
-                tag = f"{name}-{res['dtype']}-{'x'.join(map(str, shape))}"
-                print_table(res["rows"], COLUMNS, title=f"{tag}: copy {res['copy_gbs_large']:.0f} GB/s", console=Console(width=200))
-                pts = [RooflinePoint(r["name"], res["flops"], res["bytes"], r["median_us"] * 1e-6)
-                       for r in res["rows"] if r["median_us"]]
-                plot_roofline(pts, copy_gbs=res["copy_gbs_large"], peak_tflops=None, title=tag,
-                              path=out / f"{tag}.png")
-        write_json(out / f"{name}.json", {"op": name, "results": results})
-        summary += summary_lines(name, results)
+        summary += summary_lines(name, record_op(name, out, with_compile=not a.no_compile, on_case=show))
     (out / f"summary-{'-'.join(a.ops) or 'all'}.md").write_text("\n".join(summary) + "\n")
     print("\n".join(summary))
     return 0

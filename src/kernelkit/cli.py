@@ -399,6 +399,51 @@ def cmd_cache(args) -> int:
     return 0
 
 
+def cmd_report(args) -> int:
+    from .bench.render import render
+
+    out = Path(args.out)
+    if args.source:
+        source = Path(args.source)
+        if not source.is_dir():
+            raise CliError(f"no folder {args.source!r} to render; pass a folder of recordings (benchmarks/results)")
+    else:
+        if not torch.cuda.is_available():
+            raise CliError("recording needs a GPU and torch sees none; render recorded results with --from "
+                           "benchmarks/results", 1)
+        from .bench.record import record_op
+        from .ladder import ops
+
+        source = out
+        for name in args.ops or ops():
+            print(f"recording {name} ...", file=sys.stderr, flush=True)
+            record_op(name, out, with_compile=False)
+        sweep = _sweep_module()
+        if sweep is None:
+            print("benchmarks/sweep.py not found beside this install: the report has no sweep", file=sys.stderr)
+        else:
+            sweep.main(["--out", str(out)] + (["--ops", *args.ops] if args.ops else []))
+    try:
+        md, page = render(source, out)
+    except FileNotFoundError as exc:
+        raise CliError(str(exc)) from None
+    print(f"wrote {md} and {page}")
+    return 0
+
+
+def _sweep_module():
+    """benchmarks/sweep.py of the checkout this install runs from, or None (a wheel install has none)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "sweep.py"
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location("kernelkit_sweep", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def cmd_judge(args) -> int:
     from .judge.command import run
 
@@ -508,6 +553,12 @@ def build_parser() -> argparse.ArgumentParser:
     c = command("cache", cmd_cache, "where the compiled-kernel cache is and how big (info), or empty it (clear)")
     c.add_argument("action", choices=["info", "clear"])
     c.add_argument("--json", action="store_true", help="info as JSON (path, entries, bytes)")
+
+    c = command("report", cmd_report, "record every ladder and the sweep on this GPU and write report.md and "
+                                      "report.html (--from DIR: render recorded results, no GPU needed)")
+    c.add_argument("--from", dest="source", metavar="DIR", help="render the recordings in DIR (e.g. benchmarks/results)")
+    c.add_argument("--out", default="kernelkit-report", help="where report.md, report.html and the plots go")
+    c.add_argument("--ops", nargs="*", type=_op_name, metavar="OP", help="record only these ops (GPU)")
 
     c = command("judge", cmd_judge, "build, check and time your own solve() kernel file on one of the judge's "
                                     "problems (--list, --template PROBLEM)")

@@ -305,7 +305,16 @@ def main(argv=None) -> int:
         print("warm-up:", warm(a.ops), flush=True)
     todo = cases(a.ops, a.quick)
     records, t0 = [], time.perf_counter()
+    env = environment()
+
+    def save() -> dict:  # after every op, so that a sweep cut short keeps what it measured
+        doc = {"environment": env, "quick": a.quick, "seconds": round(time.perf_counter() - t0, 1), "records": records}
+        write_json(out / f"sweep-{tag}.json", doc)
+        return doc
+
     for i, c in enumerate(todo):
+        if i and c.op != todo[i - 1].op:
+            save()
         try:
             r = run_case(c, a.reps, a.max_seconds)
         except Exception as exc:  # noqa: BLE001 - one failing case must not lose the sweep
@@ -316,9 +325,7 @@ def main(argv=None) -> int:
               f"{'x'.join(map(str, c.shape)):>16s} {str(r['params'] or ''):18s} kk {r['kernelkit_gbs']:6.0f} "
               f"torch {r['torch_gbs']:6.0f} copy {r['copy_gbs']:6.0f} GB/s  {r['pct_copy']:5.1f}% of copy  "
               f"{r['vs_torch']:.2f}x torch{'' if r['agrees'] else '  DISAGREES WITH TORCH'}", flush=True)
-    doc = {"environment": environment(), "quick": a.quick, "seconds": round(time.perf_counter() - t0, 1),
-           "records": records}
-    write_json(out / f"sweep-{tag}.json", doc)
+    doc = save()
     for op in dict.fromkeys(r["op"] for r in records):
         plot(records, op, out / f"sweep-{tag}-{op}.png", f"{op} on {torch.cuda.get_device_name(0)}")
     print(f"{len(records)} of {len(todo)} cases in {doc['seconds']} s -> {out / f'sweep-{tag}.json'}")

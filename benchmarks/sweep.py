@@ -4,7 +4,7 @@
 
 The cases (``cases()``): the row ops (softmax, layer_norm, rms_norm) at row lengths from 1 to 300001
 (primes, odd lengths, the hidden and vocabulary sizes of current models) with about 2^27 elements a
-case; transposes and permutations of odd shapes; sum, mean, amax and amin along dims of odd shapes;
+case (2^24 below 16 elements a row); transposes and permutations of odd shapes; sum, mean, amax and amin along dims of odd shapes;
 gelu in both forms at a few sizes; each in fp32, fp16 and bf16 (rearrangements in fp32 and bf16). The
 three candidates of a case run in turn in one process (``kernelkit.bench.time_interleaved``: shuffled
 rounds, medians, L2 flushed by a read between calls where the working set is small enough to sit in
@@ -30,6 +30,9 @@ REDUCE_OPS = ("sum", "mean", "amax", "amin")
 OPS = (*ROW_OPS, "transpose", "permute", *REDUCE_OPS, "gelu")
 DTYPES = ("float32", "float16", "bfloat16")
 ROW_ELEMENTS = 1 << 27  # elements a row-op case, rows = this / row length
+# rows shorter than SHORT_ROW: 2^24 elements, since torch's norms run them at 1-5 GB/s (0.2-1 s a call at 2^27)
+SHORT_ROW, SHORT_ROW_ELEMENTS = 16, 1 << 24
+SLOW_CALL_S = 0.02  # a first call slower than this: one warm-up round and three timed ones
 
 # Row lengths: tiny and odd rows, primes, powers of two and their neighbours, the hidden sizes of current
 # models (768 ... 18432) and their vocabularies (32000 ... 262144), up past 300000.
@@ -110,7 +113,7 @@ def cases(ops=OPS, quick: bool = False) -> list[Case]:
         if op in ROW_OPS:
             for n in lengths:
                 for dt in DTYPES:
-                    out.append(Case(op, dt, (max(1, ROW_ELEMENTS // n), n)))
+                    out.append(Case(op, dt, (max(1, (ROW_ELEMENTS if n >= SHORT_ROW else SHORT_ROW_ELEMENTS) // n), n)))
         elif op in ("transpose", "permute"):
             table = TRANSPOSES if op == "transpose" else PERMUTES
             key = "dims" if op == "permute" else "swap"
@@ -245,9 +248,11 @@ def run_case(case: Case, reps: int, max_seconds: float) -> dict[str, Any]:
     from kernelkit.bench import time_interleaved
 
     mine, theirs, copy = _inputs(case)
+    t0 = time.perf_counter()
     agrees = _agrees(case, mine(), theirs())
-    t = time_interleaved([mine, theirs, copy], warmup=3, reps=reps, working_set_bytes=case.nbytes(),
-                         max_seconds=max_seconds, shuffle=True)
+    slow = time.perf_counter() - t0 > SLOW_CALL_S
+    t = time_interleaved([mine, theirs, copy], warmup=1 if slow else 3, reps=3 if slow else reps,
+                         working_set_bytes=case.nbytes(), max_seconds=max_seconds, shuffle=True)
     rec = record(case, t[0].median_us, t[1].median_us, t[2].median_us, agrees)
     del mine, theirs, copy
     torch.cuda.synchronize()

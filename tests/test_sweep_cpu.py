@@ -28,7 +28,8 @@ def test_row_lengths_cover_tiny_to_vocabulary_sizes():
         for n in lengths:  # every length in every dtype, about 2^27 elements a case
             got = [c for c in cs if c.shape[-1] == n]
             assert sorted(c.dtype for c in got) == sorted(sweep.DTYPES)
-            assert all(abs(c.numel() - 2**27) <= n for c in got)
+            want = 2**27 if n >= sweep.SHORT_ROW else 2**24  # torch's norms run rows of a few elements at 1-5 GB/s
+            assert all(abs(c.numel() - want) <= n for c in got)
 
 
 def test_rearrangements_reductions_and_gelu():

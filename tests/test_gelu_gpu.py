@@ -130,3 +130,19 @@ def test_more_than_2_31_elements():
     for lo in range(0, n, 2**28):  # check in chunks: a float64 copy of the whole would not fit
         hi = min(n, lo + 2**28)
         assert_close(out[lo:hi], reference.gelu(x[lo:hi]), torch.float16, f"chunk {lo}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_erf_form_of_16_bit_types_over_its_whole_range(dtype):
+    """The 16-bit erf form (a fitted erfc, not erff) on every value from -16 to 16 at the type's spacing
+    near zero, against float64, at an odd size and an offset; infinities and NaN as torch gives them."""
+    x = torch.arange(-16, 16, 1 / 512, device="cuda", dtype=torch.float64).to(dtype)
+    x = torch.cat([x, torch.tensor([0.0, -0.0, 1e-6, -1e-6], device="cuda", dtype=dtype)])[1:]  # odd length
+    for offset in (0, 3):
+        xs = torch.cat([torch.zeros(offset, device="cuda", dtype=dtype), x])[offset:]
+        out = poisoned_like(xs)
+        kernelkit.gelu(xs, approximate="none", out=out)
+        assert_close(out, reference.gelu(xs, "none"), dtype, f"erf form, offset {offset}")
+    special = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0, -0.0], device="cuda", dtype=dtype)
+    torch.testing.assert_close(kernelkit.gelu(special, approximate="none"),
+                               torch.nn.functional.gelu(special, approximate="none"), equal_nan=True)

@@ -34,9 +34,8 @@ def test_the_fast_rung_lists_the_launches_its_rules_choose(op, dtype):
             assert sum(f"reduce_fast<{CXX_TYPE[dtype]}, {t}," in n and n.endswith(f", {cfg.block}, {cfg.unroll}>")
                        for n in names) == 1
         assert sum(f"reduce_warp_rows<{CXX_TYPE[dtype]}, {t}," in n for n in names) == 1
-    # 16-bit: (input, result, partials) x (16-byte loads or not); fp32's partials are its input type;
-    # an fp32 result adds the second pass from fp32 partials to fp32 (16-byte loads or not)
-    assert sum("reduce_cols" in n for n in names) == (2 if dtype == torch.float32 else 8 if wide else 6)
+    # the column kernel: 16-byte loads or not, once per result type (its split rows finish in one launch)
+    assert sum("reduce_cols" in n for n in names) == 2 * len(touts)
     finish = [n for n in kernelkit.get_op(op).variant("vector").kernels(dtype) if "reduce_finish" in n.name]
     assert len(finish) == len(touts)
     for v in kernelkit.ladder(op):
@@ -110,3 +109,18 @@ def test_cpu_tensors_make_no_lane():
         with pytest.raises(ValueError, match="CUDA tensor"):
             getattr(reduce, op)(torch.randn(4096))
     assert not reduce._lanes
+
+
+def test_column_split_fills_one_wave():
+    """A column reduction splits its rows over the most blocks that keep the grid within one wave of
+    resident blocks, each split at least COL_MIN_ROWS rows; a grid of a wave or more is not split."""
+    from kernelkit.ops.reduction.reduce import COL_MIN_ROWS, col_split
+    wave = 132 * 8
+    assert col_split(8192, 64, wave) == 16  # 8192 x 8192 fp32 over dim 0: 64 column blocks of 128 columns
+    assert col_split(8192, 32, wave) == 33  # the 16-bit one: 32 column blocks of 256
+    for R, tiles in ((8192, 64), (8192, 32), (1000003, 4), (4097, 128), (197, 384), (100, 3), (10**6, 1)):
+        k = col_split(R, tiles, wave)
+        assert k * tiles <= wave and (k == 1 or R // k >= COL_MIN_ROWS)
+        assert k == 1 or (k + 1) * tiles > wave or R // (k + 1) < COL_MIN_ROWS  # no more blocks would fit
+    assert col_split(8192, wave, wave) == col_split(8192, 5 * wave + 1, wave) == 1
+    assert col_split(100, 3, wave) == 1  # too few rows to split

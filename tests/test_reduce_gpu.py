@@ -89,6 +89,25 @@ def test_default_rung_paths(op, dtype):
             check(op, x, run(op, x, dim), dim, False, f"{shape} dim={dim} offset={offset}")
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", OPS)
+def test_column_splits_finish_in_one_launch(op, dtype):
+    """Leading and middle dims whose rows are split over blocks that meet in the workspace (odd, prime
+    and vector-width column counts, misaligned starts), each result twice with other reductions between
+    (the tickets must be back at 0), poisoned outputs, the same bits every time."""
+    cases = [((8192, 300), 0), ((100003, 129), 0), ((3, 20011, 77), 1), ((50257, 768), 0), ((4097, 4095), 0),
+             ((2, 4099, 1021), 1), ((7919, 8), 0), ((64, 197, 768), 1)]
+    for shape, dim in cases:
+        n = torch.Size(shape).numel()
+        for offset in (0, 3):
+            x = random_input(n + offset, dtype, offset)[:n].view(shape)
+            first = run(op, x, dim)
+            check(op, x, first, dim, False, f"{shape} dim={dim} offset={offset}")
+            kernelkit.amax(x, dim)
+            kernelkit.sum(x.view(shape[0], -1), 0)
+            assert torch.equal(run(op, x, dim), first), (shape, dim, offset)
+
+
 def test_exact_results():
     """Structured inputs where any dropped or doubled element shows: counts of ones, a planted max."""
     for n in (4097, 2**20 + 3, 2**23 + 5):

@@ -217,3 +217,18 @@ def test_second_device_while_the_first_is_current():
         x = random_tensor((40, 24), torch.float32).to("cuda:1")
         with pytest.raises(ValueError, match="cuda:0"):
             kernelkit.transpose(x, out=torch.empty(24, 40, device="cuda:0"))
+
+
+@pytest.mark.parametrize("dtype", BY_SIZE, ids=str)
+def test_odd_shapes_take_the_64_tile_whole(dtype):
+    """Shapes the 16-byte tile cannot take (odd and prime sizes, rows off 16-byte boundaries, offset
+    views) on the default rung's 64 x 64 tile: partial tiles on both edges, batches, bit for bit, with
+    poisoned outputs (an unwritten element shows)."""
+    for shape in ((65, 67), (127, 4099), (4097, 129), (191, 193), (3, 67, 131), (2, 1021, 64), (64, 197, 65)):
+        for offset in (0, 1, 5):
+            x = random_tensor(shape, dtype, offset)
+            out = poisoned((*shape[:-2], shape[-1], shape[-2]), dtype, offset)
+            kernelkit.transpose(x, -2, -1, out=out)
+            assert_same_bits(out, x.transpose(-2, -1), f"{dtype} {shape} offset {offset}")
+    x = random_tensor((6, 67, 97), dtype)  # a permutation that merges to a batched transpose of odd sides
+    assert_same_bits(kernelkit.permute(x, (2, 0, 1)), x.permute(2, 0, 1), f"{dtype} permute")

@@ -51,18 +51,22 @@ __global__ void __launch_bounds__(256) transpose_naive(T* __restrict__ out, cons
   }
 }
 
-// Rungs shared and padded (the classic shared-memory transpose): a 32 x 32 tile read along input rows
-// into shared memory, then read down its columns so that the global store runs along output rows; both
-// global accesses are coalesced. The column read of an unpadded tile (PAD = 0) conflicts: for 4-byte
-// elements the 32 lanes are 32 words apart, all in one bank (32-way). Padding skews each row by one
-// 4-byte bank word, an odd number of words per row, so the 32 lanes land in 32 banks: PAD = 1 element
-// for 4 and 8 bytes (8: a half-warp per wavefront), but 2 for 2-byte and 4 for 1-byte elements, where
-// a one-element pad leaves 2-way conflicts (docs/design/rearrangement.md). 256 threads, 4 elements
-// each.
-template <typename T, int PAD>
+// Rungs shared and padded (the classic shared-memory transpose): a TILE x TILE tile read along input
+// rows into shared memory, then read down its columns so that the global store runs along output rows;
+// both global accesses are coalesced. The column read of an unpadded tile (PAD = 0) conflicts: for
+// 4-byte elements the 32 lanes are 32 words apart, all in one bank (32-way). Padding skews each row by
+// one 4-byte bank word, an odd number of words per row, so the 32 lanes land in 32 banks: PAD = 1
+// element for 4 and 8 bytes (8: a half-warp per wavefront), but 2 for 2-byte and 4 for 1-byte elements,
+// where a one-element pad leaves 2-way conflicts (docs/design/rearrangement.md). 256 threads.
+// TILE = 32 (the rungs): 4 elements a thread. TILE = 64 (the best rung's tile for shapes the 16-byte
+// tile cannot take: odd sizes, rows not on 16-byte boundaries): 16 elements a thread, every load issued
+// before the first shared store (an out-of-range element reads the tile's first one instead, and is
+// never written out), so that a thread keeps 16 loads in flight rather than 4: the 32 x 32 tile's
+// 8 bytes a thread in flight for 2-byte elements leave DRAM latency-bound (47-50% of a copy).
+template <typename T, int PAD, int TILE = 32>
 __global__ void __launch_bounds__(256) transpose_tile(T* __restrict__ out, const T* __restrict__ in, i64 B, i64 R,
                                                       i64 C, i64 in_sb, i64 in_sr, i64 out_sb, i64 out_sc) {
-  constexpr int TILE = 32;
+  constexpr int K = TILE / 8 * TILE / 32;  // elements a thread
   __shared__ T tile[TILE][TILE + PAD];
   const TileGrid g(B, R, C, TILE, TILE);
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
@@ -70,17 +74,32 @@ __global__ void __launch_bounds__(256) transpose_tile(T* __restrict__ out, const
     i64 b, r0, c0;
     g.at(t, TILE, TILE, b, r0, c0);
     const T* src = in + b * in_sb;
+    if constexpr (TILE == 32) {
 #pragma unroll
-    for (int i = 0; i < TILE; i += 8) {
-      const i64 r = r0 + ty + i, c = c0 + tx;
-      if (r < R && c < C) tile[ty + i][tx] = src[r * in_sr + c];
+      for (int i = 0; i < TILE; i += 8) {
+        const i64 r = r0 + ty + i, c = c0 + tx;
+        if (r < R && c < C) tile[ty + i][tx] = src[r * in_sr + c];
+      }
+    } else {
+      T v[K];
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int i = k / (TILE / 32) * 8 + ty, j = k % (TILE / 32) * 32 + tx;
+        const i64 r = r0 + i, c = c0 + j;
+        v[k] = __ldg(src + ((r < R && c < C) ? r * in_sr + c : r0 * in_sr + c0));
+      }
+#pragma unroll
+      for (int k = 0; k < K; ++k) tile[k / (TILE / 32) * 8 + ty][k % (TILE / 32) * 32 + tx] = v[k];
     }
     __syncthreads();
     T* dst = out + b * out_sb;
 #pragma unroll
     for (int i = 0; i < TILE; i += 8) {
-      const i64 c = c0 + ty + i, r = r0 + tx;
-      if (c < C && r < R) dst[c * out_sc + r] = tile[tx][ty + i];
+#pragma unroll
+      for (int j = 0; j < TILE; j += 32) {
+        const i64 c = c0 + ty + i, r = r0 + tx + j;
+        if (c < C && r < R) dst[c * out_sc + r] = tile[tx + j][ty + i];
+      }
     }
     __syncthreads();  // the next tile overwrites the buffer
   }

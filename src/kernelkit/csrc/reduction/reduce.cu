@@ -210,15 +210,34 @@ reduce_warp_rows(const T* __restrict__ in, Tout* __restrict__ out, i64 rows, i64
 // Reduction over R of an (outer, R, inner) volume, inner > 1: threadIdx.x walks V consecutive
 // columns (one 16-byte load when V > 1: inner % V == 0 and an aligned base), threadIdx.y every 8th
 // row, so each warp reads 32 x V contiguous elements per row. Block (cb, split, o) reduces rows
-// [split * rps, (split + 1) * rps) of column block cb: with rsplit > 1 it writes fp32 partials
-// (outer, rsplit, inner), reduced by a second launch with R = rsplit.
+// [split * rps, (split + 1) * rps) of column block cb. With rsplit == 1 it writes the result; with
+// rsplit > 1 it writes fp32 partials (outer, rsplit, inner) and takes a ticket of its column block, and
+// the last of the rsplit blocks to finish reduces their partials in split order (one launch, the same
+// bits every time; atomicInc wraps the counter back to 0 for the next launch).
 constexpr int kColRows = 8;
+
+template <typename Op, int V>
+__device__ __forceinline__ void combine_rows(float (&s)[kColRows][32 * V], float (&acc)[V], int tx, int ty) {
+#pragma unroll
+  for (int v = 0; v < V; ++v) s[ty][tx * V + v] = acc[v];
+  __syncthreads();
+  if (ty == 0) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      float r = s[0][tx * V + v];
+#pragma unroll
+      for (int y = 1; y < kColRows; ++y) r = Op::combine(r, s[y][tx * V + v]);
+      acc[v] = r;
+    }
+  }
+}
 
 template <typename Tin, typename Tout, typename Op, int V>
 __global__ void __launch_bounds__(32 * kColRows, 4)
-reduce_cols(const Tin* __restrict__ in, Tout* __restrict__ out, i64 R, i64 inner, i64 col_blocks,
-            i64 rsplit, i64 rps, float scale) {
+reduce_cols(const Tin* __restrict__ in, Tout* __restrict__ out, float* __restrict__ partials,
+            unsigned* __restrict__ counters, i64 R, i64 inner, i64 col_blocks, i64 rsplit, i64 rps, float scale) {
   __shared__ float s[kColRows][32 * V];
+  __shared__ bool last;
   const int tx = threadIdx.x, ty = threadIdx.y;
   const i64 cb = blockIdx.x % col_blocks, rest = blockIdx.x / col_blocks;
   const i64 split = rest % rsplit, o = rest / rsplit;
@@ -228,7 +247,8 @@ reduce_cols(const Tin* __restrict__ in, Tout* __restrict__ out, i64 R, i64 inner
 #pragma unroll
   for (int v = 0; v < V; ++v) acc[v] = Op::identity();
   const Tin* base = in + o * R * inner + c0;
-#pragma unroll 4
+  // loads in flight a thread: four 16-byte vectors, or eight elements where the columns take no vectors
+#pragma unroll (V > 1 ? 4 : 8)
   for (i64 r = r0 + ty; r < r1; r += kColRows) {
     if constexpr (V > 1) {
       if (c0 < inner) {
@@ -240,18 +260,37 @@ reduce_cols(const Tin* __restrict__ in, Tout* __restrict__ out, i64 R, i64 inner
       if (c0 < inner) acc[0] = Op::combine(acc[0], to_float(base[r * inner]));
     }
   }
+  combine_rows<Op, V>(s, acc, tx, ty);
+  if (rsplit > 1) {
+    if (ty == 0) {
+      float* dst = partials + (o * rsplit + split) * inner;
 #pragma unroll
-  for (int v = 0; v < V; ++v) s[ty][tx * V + v] = acc[v];
-  __syncthreads();
-  if (ty == 0) {
-    Tout* dst = out + (o * rsplit + split) * inner;
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      float r = s[0][tx * V + v];
-#pragma unroll
-      for (int y = 1; y < kColRows; ++y) r = Op::combine(r, s[y][tx * V + v]);
-      if (c0 + v < inner) dst[c0 + v] = from_float<Tout>(r * scale);
+      for (int v = 0; v < V; ++v)
+        if (c0 + v < inner) dst[c0 + v] = acc[v];
+      __threadfence();  // this warp's partials are visible device-wide before the ticket says so
     }
+    __syncthreads();
+    if (tx == 0 && ty == 0)
+      last = atomicInc(counters + o * col_blocks + cb, (unsigned)(rsplit - 1)) == (unsigned)(rsplit - 1);
+    __syncthreads();
+    if (!last) return;
+    __threadfence();  // and the last block sees every other block's partials
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v] = Op::identity();
+    const float* src = partials + o * rsplit * inner + c0;
+    for (i64 k = ty; k < rsplit; k += kColRows) {
+#pragma unroll
+      for (int v = 0; v < V; ++v)
+        if (c0 + v < inner) acc[v] = Op::combine(acc[v], __ldcg(src + k * inner + v));
+    }
+    __syncthreads();  // s is reused
+    combine_rows<Op, V>(s, acc, tx, ty);
+  }
+  if (ty == 0) {
+    Tout* dst = out + o * inner;
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      if (c0 + v < inner) dst[c0 + v] = from_float<Tout>(acc[v] * scale);
   }
 }
 

@@ -31,6 +31,7 @@ MAX_GRID = 2**31 - 1
 GATHER_BLOCK = 256
 NAIVE_TILE = (8, 32)  # transpose_naive: a 32 x 8 block over 8 rows x 32 columns
 SHARED_TILE = 32  # transpose_tile: 32 x 32 elements, 256 threads
+ANY_TILE = 64  # the best rung's transpose_tile for what the 16-byte tile cannot take: 64 x 64, 16 loads a thread
 
 
 @dataclass(frozen=True, order=True)
@@ -94,6 +95,8 @@ def tile_kernel(mode: str, esize: int, tile: Optional[TileConfig] = None) -> tup
     if mode in ("shared", "padded"):  # padding: one 4-byte bank word a row (1 element of >= 4 bytes)
         pad = max(1, 4 // esize) if mode == "padded" else 0
         return f"kk::transpose_tile<{t}, {pad}>", 256, SHARED_TILE, SHARED_TILE
+    if mode == "any":  # the padded tile at 64 x 64: every load in flight before the shared stores
+        return f"kk::transpose_tile<{t}, {max(1, 4 // esize)}, {ANY_TILE}>", 256, ANY_TILE, ANY_TILE
     tile = tile or WIDE_TILE[esize]
     return f"kk::transpose_wide<{t}, {tile.rows}, {tile.cols}, {tile.threads}>", tile.threads, tile.rows, tile.cols
 
@@ -114,8 +117,9 @@ def rung_kernels(mode: Optional[str], widen: bool, dtype: torch.dtype) -> tuple[
     out = []
     if mode is not None:
         for e in _sizes(e0, 8 if widen else e0):
-            if mode == "best":  # every candidate tile, the skinny kernels, the padded tile fallback
-                cands = [tile_kernel("best", e, t) for t in BEST_TILES[e]] + [tile_kernel("padded", e)]
+            if mode == "best":  # every candidate tile, the skinny kernels, the fallbacks (8-byte: padded)
+                cands = [tile_kernel("best", e, t) for t in BEST_TILES[e]]
+                cands.append(tile_kernel("padded" if e == 8 else "any", e))
                 cands += [(skinny_kernel(e, (side, n)), 256) for side in ("rows", "cols")
                           for n in range(2, SKINNY_MAX + 1)]
             else:
@@ -183,8 +187,8 @@ def _tile_launch(op: Op, mode: str, p: Plan, config: Optional[TileConfig], dev: 
     elif mode == "best":
         if p.wide_ok and BEST_TILES[p.esize]:
             tile = best_tile(p.esize, R, C)
-        else:
-            mode = "padded"
+        else:  # 8-byte elements: the padded tile (docs/design/rearrangement.md); odd shapes: the 64 x 64 one
+            mode = "padded" if p.esize == 8 else "any"
     elif mode == "wide" and not p.wide_ok:
         raise ValueError(f"{op.name}: variant 'wide' moves 16-byte vectors: {_wide_needs(p)}; the default "
                          "variant handles any shape")

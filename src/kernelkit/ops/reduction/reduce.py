@@ -25,7 +25,7 @@ from typing import Optional, Sequence, Union
 import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
-from ...runtime import get_kernel, launch, plain_launcher, stream_handle
+from ...runtime import get_kernel, launch, plain_launcher, resident_blocks, stream_handle
 from .._shared.checks import check_out, check_tensor, dtype_name, pick_variant
 from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
@@ -44,7 +44,6 @@ WARP_ROWS_MAX = 2048  # rows up to this length: one warp each (a block per row w
 WARP_ROWS_BLOCK = 256
 COL_BLOCK_ROWS = 8  # reduce_cols' threadIdx.y extent (kColRows in reduce.cu)
 COL_MIN_ROWS = 64  # least rows per split of a column reduction
-COL_BLOCKS_PER_SM = 8  # a column reduction splits its rows until it has this many blocks an SM
 
 
 @dataclass(frozen=True)
@@ -129,11 +128,11 @@ def _kernels(op: str, kind: str, dtype) -> tuple[Kernel, ...]:
         ks += [Kernel(SRC, _fast_name(fn, dtype, FULL, t), 128, 32, block=FULL.block),
                Kernel(SRC, _fast_name(fn, dtype, ROWS, t), 128, 32, block=ROWS.block),
                Kernel(SRC, _warp_rows_name(fn, dtype, t), 128, _bits(t), block=WARP_ROWS_BLOCK)]
-    # a column reduction: one pass (input to result) or a split (input to fp32 partials, then partials
-    # to result), each with 16-byte loads where the columns allow and one element a thread otherwise
+    # a column reduction (one launch, split rows finished by the last block): 16-byte loads where the
+    # columns allow, one element a thread otherwise
     for t in touts:
-        for tin, tout, v in ((dtype, t, n), (dtype, t, 1), (dtype, F32, n), (dtype, F32, 1), (F32, t, 4), (F32, t, 1)):
-            ks.append(Kernel(SRC, _cols_name(fn, tin, tout, v), 128 if v > 1 else _bits(tin), _bits(tout),
+        for v in (n, 1):
+            ks.append(Kernel(SRC, _cols_name(fn, dtype, t, v), 128 if v > 1 else 32, 32,  # 32: the fp32 partials
                              block=32 * COL_BLOCK_ROWS))
     return tuple(dict.fromkeys(ks))
 
@@ -182,16 +181,12 @@ def _fast_plan(kernel, grid: int, block: int, rows: int, args: tuple, dev: int):
     return run
 
 
-def _single_plan(kernel, grid: int, block, args: tuple, dev: int, name: str):
-    """One launch reading x and writing out (reduce_warp_rows, one pass of reduce_cols)."""
-    if type(block) is int:
-        launcher = plain_launcher(kernel, dev, name)
+def _single_plan(kernel, grid: int, block: int, args: tuple, dev: int, name: str):
+    """One launch reading x and writing out (reduce_warp_rows)."""
+    launcher = plain_launcher(kernel, dev, name)
 
-        def run(x, out):
-            launcher(grid, block, 0, (x.data_ptr(), out.data_ptr(), *args))
-    else:
-        def run(x, out):
-            launch(kernel, grid, block, x.data_ptr(), out.data_ptr(), *args, name=name, device_index=dev)
+    def run(x, out):
+        launcher(grid, block, 0, (x.data_ptr(), out.data_ptr(), *args))
     return run
 
 
@@ -282,31 +277,39 @@ def _rows_plan(kind: str, op: str, dtype, dev: int, rows: int, len_: int, scale:
                       (len_, i32(bpr), f32(scale)), dev)
 
 
+def col_split(R: int, tiles: int, wave: int) -> int:
+    """Blocks the R rows of a column reduction are split over, for ``tiles`` (outer x column blocks) and
+    ``wave`` blocks resident on the device at once: the most that keep the grid within one wave, so that
+    no block runs in a second, near-empty wave (one in 32 of 8192 x 8192 fp32 over dim 0 did, split by
+    a grid target of 8 blocks an SM) and each split keeps at least COL_MIN_ROWS rows."""
+    if tiles >= wave:
+        return 1
+    return max(1, min(wave // tiles, R // COL_MIN_ROWS))
+
+
 def _cols_plan(fn: str, dtype, dev: int, outer: int, R: int, inner: int, scale: float, v: int, tout):
     """The plan of out[o, c] = reduce(x[o, :, c]) for a contiguous (outer, R, inner) input into out of
-    dtype ``tout``, ``v`` columns a thread. The rows are split while the grid is short of COL_BLOCKS_PER_SM
-    blocks an SM (each split at least COL_MIN_ROWS rows); a split writes fp32 partials that a second launch
-    reduces.
+    dtype ``tout``, ``v`` columns a thread: one launch of reduce_cols, its rows split by ``col_split``;
+    the blocks of a split column block meet in the workspace and the last one writes the result.
     """
     block = (32, COL_BLOCK_ROWS)
     col_blocks = cdiv(inner, 32 * v)
-    target = sm_count(dev) * COL_BLOCKS_PER_SM
-    rsplit = 1
-    if col_blocks * outer < target and R >= 2 * COL_MIN_ROWS:
-        rsplit = min(cdiv(target, col_blocks * outer), R // COL_MIN_ROWS)
+    kernel = _load(_cols_name(fn, dtype, tout, v), dev)
+    tiles = col_blocks * outer
+    rsplit = col_split(R, tiles, resident_blocks(kernel, 32 * COL_BLOCK_ROWS, 1, dev))
     rps = cdiv(R, rsplit)
     rsplit = cdiv(R, rps)
+    args = (R, inner, col_blocks, rsplit, rps, f32(scale))
     if rsplit == 1:
-        k = _load(_cols_name(fn, dtype, tout, v), dev)
-        return _single_plan(k, col_blocks * outer, block, (R, inner, col_blocks, 1, rps, f32(scale)), dev,
-                            "reduce_cols")
-    v2 = 4 if inner % 4 == 0 else 1
-    cb2 = cdiv(inner, 32 * v2)
-    first = (_load(_cols_name(fn, dtype, F32, v), dev), col_blocks * rsplit * outer, block,
-             (R, inner, col_blocks, rsplit, rps, f32(1.0)), outer * rsplit * inner)
-    second = (_load(_cols_name(fn, F32, tout, v2), dev), cb2 * outer, block,
-              (rsplit, inner, cb2, 1, rsplit, f32(scale)), 0)
-    return _passes_plan((first, second), dev)
+        def run(x, out):
+            o = out.data_ptr()
+            launch(kernel, tiles, block, x.data_ptr(), o, o, o, *args, name="reduce_cols", device_index=dev)
+    else:
+        def run(x, out):
+            part, tick = _workspace(dev, outer * rsplit * inner, tiles)
+            launch(kernel, tiles * rsplit, block, x.data_ptr(), out.data_ptr(), part, tick, *args,
+                   name="reduce_cols", device_index=dev)
+    return run
 
 
 def _make_plan(op: str, x: torch.Tensor, dims: tuple[int, ...], variant: Optional[str],

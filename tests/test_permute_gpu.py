@@ -155,3 +155,20 @@ def test_second_device_while_the_first_is_current():
                     got = kernelkit.permute(x, dims, variant=variant)
                     assert got.device == x.device
                     assert_same_bits(got, x.permute(dims), f"cuda:1 {variant} {dtype} {dims}")
+
+
+@pytest.mark.parametrize("dtype", BY_SIZE, ids=str)
+def test_the_fixed_lane_replays_the_checked_paths_launch(dtype):
+    """A plain call records its launch as the lane of (dtype, device, shape, dims); later plain calls replay
+    it on new tensors, bit-exact; dims as a list reach the same lane; offset views take the checked path."""
+    from kernelkit.ops._shared.plans import clear_plans
+    from kernelkit.ops.rearrangement import permute as module
+
+    clear_plans()
+    for shape, dims in (((2, 16, 9, 7), (0, 2, 3, 1)), ((3, 37, 53), (0, 2, 1)), ((8, 5, 12, 64), (0, 2, 1, 3))):
+        first = random_tensor(shape, dtype, 0)
+        assert_same_bits(kernelkit.permute(first, dims), first.permute(dims).contiguous())
+        assert module.fixed_key(first, dims) in module._lanes, shape
+        for offset, d in ((0, dims), (0, list(dims)), (1, dims)):
+            x = random_tensor(shape, dtype, offset)
+            assert_same_bits(kernelkit.permute(x, d), x.permute(dims).contiguous())

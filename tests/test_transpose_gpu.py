@@ -232,3 +232,24 @@ def test_odd_shapes_take_the_64_tile_whole(dtype):
             assert_same_bits(out, x.transpose(-2, -1), f"{dtype} {shape} offset {offset}")
     x = random_tensor((6, 67, 97), dtype)  # a permutation that merges to a batched transpose of odd sides
     assert_same_bits(kernelkit.permute(x, (2, 0, 1)), x.permute(2, 0, 1), f"{dtype} permute")
+
+
+@pytest.mark.parametrize("dtype", BY_SIZE, ids=str)
+def test_the_fixed_lane_replays_the_checked_paths_launch(dtype):
+    """A plain call records its launch as the lane of (dtype, device, shape, dims); later plain calls of that
+    key replay it on new tensors, bit-exact, while offset views and other dims take the checked path."""
+    from kernelkit.ops._shared.plans import clear_plans
+    from kernelkit.ops.rearrangement import transpose as module
+
+    clear_plans()
+    for shape in ((37, 53), (129, 257), (3, 4096), (2, 64, 128), (4096, 3)):
+        first = random_tensor(shape, dtype, 0)
+        assert_same_bits(kernelkit.transpose(first), first.transpose(-2, -1).contiguous())
+        assert module.fixed_key(first, (-2, -1)) in module._lanes, shape
+        for offset in (0, 0, 1):
+            x = random_tensor(shape, dtype, offset)
+            got = kernelkit.transpose(x)
+            assert got.is_contiguous() and got.shape == x.transpose(-2, -1).shape
+            assert_same_bits(got, x.transpose(-2, -1).contiguous())
+        x = random_tensor(shape, dtype, 0)
+        assert_same_bits(kernelkit.transpose(x, 0, -1), x.transpose(0, -1).contiguous())

@@ -138,14 +138,16 @@ struct StageTile {
         const T* src = bytes ? g + (kSmemK ? (i64)rr * ld + kk : (i64)kk * ld + rr) : g;
         cp_async16(dst, src, bytes);
       } else {
-        T v[V];
+        unsigned w[4] = {0u, 0u, 0u, 0u};  // packed in registers: a byte array would live in local memory
 #pragma unroll
-        for (int j = 0; j < V; ++j)
-          v[j] = kSmemK ? mm::element(g, ld, gk, r0 + r, k0 + k + j, rows, ks)
-                        : mm::element(g, ld, gk, r0 + r + j, k0 + k, rows, ks);
-        uint4 w;
-        memcpy(&w, v, 16);
-        *reinterpret_cast<uint4*>(dst) = w;
+        for (int j = 0; j < V; ++j) {
+          const T x = kSmemK ? mm::element(g, ld, gk, r0 + r, k0 + k + j, rows, ks)
+                             : mm::element(g, ld, gk, r0 + r + j, k0 + k, rows, ks);
+          unsigned bits = 0;
+          memcpy(&bits, &x, sizeof(T));
+          w[j * (int)sizeof(T) / 4] |= bits << (8 * (j * (int)sizeof(T) % 4));
+        }
+        *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
       }
     }
   }
@@ -160,7 +162,7 @@ struct StageTile {
 // Blocks are handed out in groups of 8 along M, so that blocks running together share B's columns
 // and A's rows in L2. Dynamic shared memory: STAGES * (BM + BN) * 64 bytes.
 template <typename Tr, int BM, int BN, int WM, int WN, int STAGES, bool kAK, bool kBK>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
 mm_mma(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* C, const typename Tr::Out* bias, i64 M,
        i64 N, i64 K, i64 lda, i64 ldb, i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
   using T = typename Tr::T;

@@ -99,8 +99,12 @@ def test_float32_tensor_core_rungs_need_tf32():
     from kernelkit import ladder
     for v in ladder("matmul"):
         if v.name in ("wmma_global", "wmma_smem", "mma"):
-            assert v.kernels(torch.float32, allow_tf32=False) == ()
-            assert v.kernels(torch.float32, allow_tf32=True)
+            for tf32 in (False, True):  # the rung's float32 kernels are tf32 ones; allow_tf32 gates the call
+                assert v.kernels(torch.float32, allow_tf32=tf32)
+                assert all("TF32" in k.name for k in v.kernels(torch.float32, allow_tf32=tf32))
+    best = next(v for v in ladder("matmul") if v.name == "best")
+    assert all("mm_warp" in k.name for k in best.kernels(torch.float32, allow_tf32=False))
+    assert all("TF32" in k.name for k in best.kernels(torch.float32, allow_tf32=True))
 
 
 def test_mma_sass_shows_ldmatrix_trans_for_n_major_16_bit():

@@ -104,8 +104,9 @@ def _fixed_simt(name: str, block: int, tile: tuple[int, int], sass=("FFMA",), lo
 
 
 def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tuple[Kernel, ...]:
-    """Every kernel ``rung`` can launch for ``dtype`` (float32: SIMT unless allow_tf32 names tf32)."""
-    tc = dtype != F32 or allow_tf32
+    """Every kernel ``rung`` can launch for ``dtype``. float32 on the tensor-core rungs is tf32 (run only
+    with allow_tf32=True); on ``best`` it is SIMT unless allow_tf32 is set."""
+    tc = dtype != F32 or allow_tf32 or rung in ("wmma_global", "wmma_smem", "mma")
     if rung in ("simt_best", "warp_tile") or (rung == "best" and not tc):
         tiles = (SIMT_LARGE,) if rung == "warp_tile" else (SIMT_LARGE, SIMT_SMALL)
         return tuple(warp_kernel(t) for t in tiles) if dtype == F32 else ()

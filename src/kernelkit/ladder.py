@@ -96,6 +96,7 @@ class Op:
     param_space: dict[str, tuple] = field(default_factory=dict)
     bench_shapes: tuple[tuple[int, ...], ...] = ((1 << 24,), (1 << 28,))
     bench_dtypes: tuple[torch.dtype, ...] = FLOAT_DTYPES
+    compute_bound: bool = False  # judged by FLOP/s against torch (cuBLAS for matmul), not by bytes against a copy
 
     def param_combinations(self) -> list[dict[str, Any]]:
         """Every combination of ``param_space`` (one empty dict when the op has none)."""

@@ -1,0 +1,161 @@
+// The matrix multiplication family's shared pieces: the problem every kernel receives, element access
+// through either operand layout, the zero-filled tile loads, and the epilogue's conversions.
+//
+// Every kernel computes C[z] = A[z] @ B[z] (+ bias) for z < batch, C row-major (row stride ldc).
+// An operand is an R x K view (R = M for A, N for B) stored with one contiguous dim: "k-major" when k
+// is contiguous (A row-major, B = w.t() of a row-major w), else "r-major" (A = a.t(), B row-major);
+// ld is the stride of the other dim. Layout and vector flags travel in one word (Flags), so a kernel
+// instantiation serves every layout where only its loads differ.
+#pragma once
+#include "common.cuh"
+
+namespace kk {
+namespace mm {
+
+// flags word: bit 0 A k-major, bit 1 B k-major, bit 2 A 16-byte loads allowed, bit 3 the same for B
+struct Problem {
+  int M, N, K, batch;
+  i64 lda, ldb, ldc, bsa, bsb, bsc;
+  bool a_k, b_k, vec_a, vec_b;
+};
+
+__device__ __forceinline__ Problem make_problem(i64 M, i64 N, i64 K, i64 lda, i64 ldb, i64 ldc, i64 bsa, i64 bsb,
+                                                i64 bsc, i64 batch, i64 flags) {
+  Problem p;
+  p.M = (int)M; p.N = (int)N; p.K = (int)K; p.batch = (int)batch;
+  p.lda = lda; p.ldb = ldb; p.ldc = ldc; p.bsa = bsa; p.bsb = bsb; p.bsc = bsc;
+  p.a_k = flags & 1; p.b_k = (flags >> 1) & 1; p.vec_a = (flags >> 2) & 1; p.vec_b = (flags >> 3) & 1;
+  return p;
+}
+
+template <typename T>
+__device__ __forceinline__ T zero_of() {
+  T z;
+  memset(&z, 0, sizeof(T));
+  return z;
+}
+
+// Element (r, k) of an operand, or zero outside rows x ks (never read out of bounds).
+template <typename T>
+__device__ __forceinline__ T element(const T* p, i64 ld, bool kmaj, int r, int k, int rows, int ks) {
+  if (r >= rows || k >= ks) return zero_of<T>();
+  return p[kmaj ? (i64)r * ld + k : (i64)k * ld + r];
+}
+
+// Accumulator <-> element conversions: fp32 for fp32/16-bit inputs, int for int8, double for fp64.
+template <typename Acc> __device__ __forceinline__ Acc widen(float x) { return x; }
+template <typename Acc> __device__ __forceinline__ Acc widen(__half x) { return __half2float(x); }
+template <typename Acc> __device__ __forceinline__ Acc widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename Acc> __device__ __forceinline__ Acc widen(double x) { return x; }
+template <typename Acc> __device__ __forceinline__ Acc widen(int x) { return x; }
+template <typename Acc> __device__ __forceinline__ Acc widen(signed char x) { return x; }
+
+template <typename To> __device__ __forceinline__ To narrow(float v) { return from_float<To>(v); }
+template <> __device__ __forceinline__ double narrow<double>(float v) { return v; }
+template <typename To> __device__ __forceinline__ To narrow(double v) { return v; }
+template <typename To> __device__ __forceinline__ To narrow(int v) { return v; }
+
+// The epilogue of one output element: bias (indexed by column, may be null) and the conversion.
+template <typename To, typename Acc>
+__device__ __forceinline__ void put(To* c, const To* bias, const Problem& p, int m, int n, Acc v) {
+  if (m < p.M && n < p.N) {
+    if (bias) v += widen<Acc>(bias[n]);
+    c[(i64)m * p.ldc + n] = narrow<To>(v);
+  }
+}
+
+// Two outputs of one row at columns n and n + 1, as one store where both lie inside and the address
+// allows it (the row's and the pointer's alignment are known only here).
+template <typename To, typename Acc>
+__device__ __forceinline__ void put2(To* c, const To* bias, const Problem& p, int m, int n, Acc v0, Acc v1) {
+  if (m >= p.M || n >= p.N) return;
+  To* q = c + (i64)m * p.ldc + n;
+  if (bias) {
+    v0 += widen<Acc>(bias[n]);
+    if (n + 1 < p.N) v1 += widen<Acc>(bias[n + 1]);
+  }
+  if (n + 1 < p.N && (reinterpret_cast<unsigned long long>(q) % (2 * sizeof(To))) == 0) {
+    using W = typename Carrier<2 * sizeof(To)>::type;  // one integer word: one store instruction
+    const To x[2] = {narrow<To>(v0), narrow<To>(v1)};
+    W w;
+    memcpy(&w, x, sizeof(W));
+    *reinterpret_cast<W*>(q) = w;
+  } else {
+    q[0] = narrow<To>(v0);
+    if (n + 1 < p.N) q[1] = narrow<To>(v1);
+  }
+}
+
+// A tile of R x BK elements of an operand, fetched into registers by THREADS threads and stored to
+// shared memory at Smem::at(r, k). Chunks of V = 16 / sizeof(T) elements run along the operand's
+// contiguous dim: with `vec` (aligned base, ld and batch stride whole vectors) a chunk inside the
+// operand is one 16-byte load, else (edges, misaligned views) its elements load one by one with
+// zero fill. The two halves are split so that a kernel can fetch the next tile while it computes.
+template <typename T, int R, int BK, int THREADS>
+struct TileFetch {
+  static constexpr int V = 16 / (int)sizeof(T);
+  static constexpr int CHUNKS = R * BK / V / THREADS;
+  static_assert(R * BK % (V * THREADS) == 0, "a tile is a whole number of chunks a thread");
+  static_assert(R % V == 0 && BK % V == 0, "tile sides are whole vectors");
+  T v[CHUNKS][V];
+
+  // rows and ks: the operand's extent left from (r0, k0), the tile's origin
+  __device__ __forceinline__ void fetch(const T* p, i64 ld, bool kmaj, bool vec, int r0, int k0, int rows, int ks) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < CHUNKS; ++i) {
+      const int q = tid + i * THREADS;
+      int r, k;
+      place(kmaj, q, r, k);
+      const bool whole = kmaj ? (r < rows && k + V <= ks) : (k < ks && r + V <= rows);
+      if (vec && whole) {
+        const T* src = p + (kmaj ? (i64)(r0 + r) * ld + (k0 + k) : (i64)(k0 + k) * ld + (r0 + r));
+        const uint4 c = *reinterpret_cast<const uint4*>(src);
+        memcpy(v[i], &c, 16);
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          const int rr = kmaj ? r : r + j, kk = kmaj ? k + j : k;
+          v[i][j] = element(p, ld, kmaj, r0 + rr, k0 + kk, r0 + rows, k0 + ks);
+        }
+      }
+    }
+  }
+
+  template <typename Smem>
+  __device__ __forceinline__ void store(T* s, bool kmaj) const {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < CHUNKS; ++i) {
+      int r, k;
+      place(kmaj, tid + i * THREADS, r, k);
+#pragma unroll
+      for (int j = 0; j < V; ++j) s[Smem::at(kmaj ? r : r + j, kmaj ? k + j : k)] = v[i][j];
+    }
+  }
+
+  // chunk q's first element in the tile: consecutive threads along the contiguous dim (coalesced)
+  __device__ __forceinline__ static void place(bool kmaj, int q, int& r, int& k) {
+    if (kmaj) {
+      r = q / (BK / V);
+      k = (q % (BK / V)) * V;
+    } else {
+      k = q / (R / V);
+      r = (q % (R / V)) * V;
+    }
+  }
+};
+
+// Shared-memory layouts of a tile, as index functions: k-major rows [r][k] or r-major rows [k][r],
+// each with a pitch (padding against bank conflicts).
+template <int PITCH>
+struct RowsR {  // [r][k]: row r of the operand
+  __device__ __forceinline__ static int at(int r, int k) { return r * PITCH + k; }
+};
+template <int PITCH>
+struct RowsK {  // [k][r]: A stored transposed, the outer product's column of A as a row
+  __device__ __forceinline__ static int at(int r, int k) { return k * PITCH + r; }
+};
+
+}  // namespace mm
+}  // namespace kk

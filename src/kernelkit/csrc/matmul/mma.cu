@@ -1,0 +1,271 @@
+// Tensor cores through mma.sync, the warp-level PTX instruction under WMMA, with its fragments loaded
+// by ldmatrix from XOR-swizzled shared memory and the operand tiles brought in by a multi-stage
+// cp.async pipeline. fp16 and bf16 (m16n8k16), tf32 (m16n8k8) and int8 (m16n8k32): every shape is
+// 32 bytes of K, with 4 A registers, 2 B registers and 4 accumulators a lane, so one kernel body
+// serves them all.
+//
+// Shared memory: a stage holds an A and a B tile, each 64 bytes of K deep, stored as rows of 16-byte
+// chunks. A k-major operand is stored as it is in memory, [r][k]; an m- or n-major 16-bit operand
+// too, [k][r], and ldmatrix.trans transposes its 8x8 blocks on the way to the registers. (tf32 and int8
+// operands are always stored k-major: ldmatrix transposes 16-bit elements only; an m- or n-major one
+// is transposed by the element path of the loads.) The chunk a row stores at is XORed with bits of its
+// row, so that the 8 rows one ldmatrix phase reads (and the chunks a warp's cp.async writes) fall in 8
+// distinct bank groups.
+#include "matmul.cuh"
+
+namespace kk {
+
+struct MmaF16 {
+  using T = __half;
+  using Acc = float;
+  using Out = __half;
+  static constexpr bool kTf32 = false;
+  __device__ __forceinline__ static void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+struct MmaBF16 {
+  using T = __nv_bfloat16;
+  using Acc = float;
+  using Out = __nv_bfloat16;
+  static constexpr bool kTf32 = false;
+  __device__ __forceinline__ static void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+struct MmaTF32 {
+  using T = float;
+  using Acc = float;
+  using Out = float;
+  static constexpr bool kTf32 = true;
+  __device__ __forceinline__ static void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+struct MmaS8 {
+  using T = signed char;
+  using Acc = int;
+  using Out = int;
+  static constexpr bool kTf32 = false;
+  __device__ __forceinline__ static void mma(int (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+
+namespace mma {
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes from global to shared memory, asynchronously; the bytes past `bytes` (0 to 16) are zeros.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(dst)), "l"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wait_pending() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldsm_x4_trans(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+
+template <int N>
+__device__ __forceinline__ void round_tf32(unsigned (&x)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(x[i]) : "f"(__uint_as_float(x[i])));
+}
+
+// The physical chunk of logical chunk c in row `row` of a tile with C chunks a row.
+template <int C>
+__device__ __forceinline__ int swz(int row, int c) {
+  if constexpr (C >= 8) return c ^ (row & 7);
+  else if constexpr (C == 4) return c ^ ((row >> 1) & 3);
+  else return c ^ ((row >> 2) & 1);
+}
+
+// One operand's tile of a stage: R rows (M or N) x 64 bytes of K, THREADS threads. kSmemK: stored
+// [r][k] (4 chunks a row), else [k][r] (R / V chunks a row, 16-bit elements). `cp`: the operand may be
+// read by 16-byte asynchronous copies (aligned, whole-vector strides, and stored as it lies in memory);
+// otherwise its elements are read one by one (zero-filled past the edges) and stored as 16-byte chunks.
+template <typename T, int R, int THREADS, bool kSmemK>
+struct StageTile {
+  static constexpr int V = 16 / (int)sizeof(T), KE = 64 / (int)sizeof(T);
+  static constexpr int ROWS = kSmemK ? R : KE, C = kSmemK ? 64 / 16 : R / V;
+  static constexpr int CHUNKS = ROWS * C / THREADS;
+  static_assert(ROWS * C % THREADS == 0, "whole chunks a thread");
+  static constexpr int ELEMS = ROWS * C * V;
+
+  __device__ __forceinline__ static T* chunk(T* s, int row, int c) { return s + row * C * V + swz<C>(row, c) * V; }
+
+  // the tile at (r0, k0) of an operand of `rows` x `ks` (absolute extents)
+  __device__ __forceinline__ static void load(T* s, const T* g, i64 ld, bool gk, bool cp, int r0, int k0, int rows,
+                                              int ks) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < CHUNKS; ++i) {
+      const int q = tid + i * THREADS;
+      // consecutive threads along the operand's contiguous dim in memory
+      const bool along = gk == kSmemK;
+      const int row = along ? q / C : q % ROWS, c = along ? q % C : q / ROWS;
+      const int r = kSmemK ? row : c * V, k = kSmemK ? c * V : row;  // the chunk's first element
+      T* dst = chunk(s, row, c);
+      if (cp) {
+        const int rr = r0 + r, kk = k0 + k;
+        const bool row_in = kSmemK ? rr < rows : kk < ks;
+        const int left = kSmemK ? ks - kk : rows - rr;
+        const int bytes = row_in ? max(0, min(left, V)) * (int)sizeof(T) : 0;
+        const T* src = bytes ? g + (kSmemK ? (i64)rr * ld + kk : (i64)kk * ld + rr) : g;
+        cp_async16(dst, src, bytes);
+      } else {
+        unsigned w[4] = {0u, 0u, 0u, 0u};  // packed in registers: a byte array would live in local memory
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          const T x = kSmemK ? mm::element(g, ld, gk, r0 + r, k0 + k + j, rows, ks)
+                             : mm::element(g, ld, gk, r0 + r + j, k0 + k, rows, ks);
+          unsigned bits = 0;
+          memcpy(&bits, &x, sizeof(T));
+          w[j * (int)sizeof(T) / 4] |= bits << (8 * (j * (int)sizeof(T) % 4));
+        }
+        *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+      }
+    }
+  }
+};
+
+}  // namespace mma
+
+// C = A @ B on mma.sync: BM x BN outputs a block, warps of WM x WN (WM/16 x WN/8 instructions a
+// 32-byte K step, the accumulators WM*WN/32 registers a lane), K in stages of 64 bytes kept STAGES
+// deep by cp.async (STAGES - 1 in flight while one is computed). kAK / kBK: the operands are k-major
+// in memory (16-bit operands are stored in shared memory as they lie; tf32 and int8 always k-major).
+// Blocks are handed out in groups of 8 along M, so that blocks running together share B's columns
+// and A's rows in L2. Dynamic shared memory: STAGES * (BM + BN) * 64 bytes.
+template <typename Tr, int BM, int BN, int WM, int WN, int STAGES, bool kAK, bool kBK>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
+mm_mma(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* C, const typename Tr::Out* bias, i64 M,
+       i64 N, i64 K, i64 lda, i64 ldb, i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
+  using T = typename Tr::T;
+  using Acc = typename Tr::Acc;
+  constexpr int THREADS = (BM / WM) * (BN / WN) * 32, WARPS_N = BN / WN, MT = WM / 16, NT = WN / 8;
+  static_assert(NT % 2 == 0, "B fragments load two n8 tiles at a time");
+  constexpr bool k16 = sizeof(T) == 2;
+  constexpr bool kSA = kAK || !k16, kSB = kBK || !k16;  // stored k-major
+  using TA = mma::StageTile<T, BM, THREADS, kSA>;
+  using TB = mma::StageTile<T, BN, THREADS, kSB>;
+  constexpr int KE = TA::KE, V = TA::V, STAGE = TA::ELEMS + TB::ELEMS;
+  extern __shared__ __align__(128) unsigned char dyn[];
+  T* smem = reinterpret_cast<T*>(dyn);
+  const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
+  const bool cp_a = p.vec_a && p.a_k == kSA, cp_b = p.vec_b && p.b_k == kSB;
+
+  // grouped block order: 8 M tiles per group walk N together
+  const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
+  const int width = 8 * tiles_n, group = blockIdx.x / width, first = group * 8;
+  const int gsize = min(tiles_m - first, 8);
+  const int m0 = (first + (blockIdx.x % width) % gsize) * BM, n0 = ((blockIdx.x % width) / gsize) * BN;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
+  const int ktiles = (p.K + KE - 1) / KE;
+
+  for (int z = blockIdx.z; z < p.batch; z += gridDim.z) {
+    const T* a = A + z * p.bsa;
+    const T* b = B + z * p.bsb;
+    Acc acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0;
+
+    auto load_stage = [&](int slot, int kt) {
+      T* s = smem + slot * STAGE;
+      TA::load(s, a, p.lda, p.a_k, cp_a, m0, kt * KE, p.M, p.K);
+      TB::load(s + TA::ELEMS, b, p.ldb, p.b_k, cp_b, n0, kt * KE, p.N, p.K);
+    };
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < ktiles) load_stage(s, s);
+      mma::commit();
+    }
+    for (int kt = 0; kt < ktiles; ++kt) {
+      mma::wait_pending<STAGES - 2>();
+      __syncthreads();  // stage kt landed for every thread; stage kt - 1 is free for everyone
+      if (kt + STAGES - 1 < ktiles) load_stage((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
+      mma::commit();
+      T* sa = smem + (kt % STAGES) * STAGE;
+      T* sb = sa + TA::ELEMS;
+#pragma unroll
+      for (int ks = 0; ks < 2; ++ks) {  // two 32-byte K steps a stage
+        unsigned fa[MT][4], fb[NT][2];
+        const int j = lane >> 3, i = lane & 7;
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          const int r = wm0 + mt * 16;
+          if constexpr (kSA) {
+            mma::ldsm_x4(fa[mt], TA::chunk(sa, r + (lane & 15), ks * 2 + (lane >> 4)));
+          } else {
+            mma::ldsm_x4_trans(fa[mt], TA::chunk(sa, ks * 16 + i + (j >> 1) * 8, r / V + (j & 1)));
+          }
+          if constexpr (Tr::kTf32) mma::round_tf32(fa[mt]);
+        }
+#pragma unroll
+        for (int np = 0; np < NT / 2; ++np) {
+          const int r = wn0 + np * 16;
+          unsigned x[4];
+          if constexpr (kSB) {
+            mma::ldsm_x4(x, TB::chunk(sb, r + i + (j >> 1) * 8, ks * 2 + (j & 1)));
+          } else {
+            mma::ldsm_x4_trans(x, TB::chunk(sb, ks * 16 + i + (j & 1) * 8, r / V + (j >> 1)));
+          }
+          if constexpr (Tr::kTf32) mma::round_tf32(x);
+          fb[2 * np][0] = x[0];
+          fb[2 * np][1] = x[1];
+          fb[2 * np + 1][0] = x[2];
+          fb[2 * np + 1][1] = x[3];
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) Tr::mma(acc[mt][nt], fa[mt], fb[nt]);
+      }
+    }
+    mma::wait_pending<0>();
+    __syncthreads();  // the next batch entry refills the stages
+
+    typename Tr::Out* c = C + z * p.bsc;
+    const int g = lane / 4, q = lane % 4;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int m = m0 + wm0 + mt * 16 + g, n = n0 + wn0 + nt * 8 + 2 * q;
+        mm::put2(c, bias, p, m, n, acc[mt][nt][0], acc[mt][nt][1]);
+        mm::put2(c, bias, p, m + 8, n, acc[mt][nt][2], acc[mt][nt][3]);
+      }
+  }
+}
+
+}  // namespace kk

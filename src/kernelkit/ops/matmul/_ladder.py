@@ -1,0 +1,223 @@
+"""The matmul ladder: every rung's kernels, SASS claims and launch rule, and the tile configurations.
+
+A launch rule is a short function of the problem (M, N, batch, the operands' layouts) and the device
+(SM count, shared memory per block): the larger block tile where it still gives every SM a tile, the
+smaller one otherwise. ``MatmulTile`` is the ``config=`` surface for tuners and tests.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from ...ladder import Kernel, Variant
+from .._shared.launch_rules import cdiv, sm_count
+
+SIMT, WMMA, MMA = "matmul/simt.cu", "matmul/wmma.cu", "matmul/mma.cu"
+F32, F16, BF16, I8, F64 = torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.float64
+TENSOR = (F16, BF16, F32, I8, F64)  # float32 on tensor cores: tf32, with allow_tf32=True
+WMMA_T = {F16: "kk::WmmaF16", BF16: "kk::WmmaBF16", F32: "kk::WmmaTF32", I8: "kk::WmmaS8", F64: "kk::WmmaF64"}
+MMA_T = {F16: "kk::MmaF16", BF16: "kk::MmaBF16", F32: "kk::MmaTF32", I8: "kk::MmaS8"}
+TC_SASS = {F16: "HMMA", BF16: "HMMA", F32: "HMMA", I8: "IMMA", F64: "DMMA"}
+STAGES = 4  # cp.async stages of the mma rung: 3 in flight while one is computed
+GRID_Z = 65535  # the grid's z extent: batch entries beyond it are looped inside the kernel
+
+
+@dataclass(frozen=True)
+class MatmulTile:
+    """A block tile of the warp-tiled rungs (``simt_best``, ``warp_tile``, ``mma``, ``best``):
+    ``block_m`` x ``block_n`` outputs a block, ``warp_m`` x ``warp_n`` a warp (threads: 32 a warp)."""
+
+    block_m: int
+    block_n: int
+    warp_m: int
+    warp_n: int
+
+    @property
+    def threads(self) -> int:
+        return (self.block_m // self.warp_m) * (self.block_n // self.warp_n) * 32
+
+    def check(self, tensor_cores: bool, op: str) -> None:
+        """ValueError naming what this tile breaks (of the kernels' static requirements)."""
+        bm, bn, wm, wn = self.block_m, self.block_n, self.warp_m, self.warp_n
+        bad = []
+        if min(bm, bn, wm, wn) <= 0 or bm % wm or bn % wn:
+            bad.append("block sides must be positive multiples of the warp sides")
+        elif not 32 <= self.threads <= 1024:
+            bad.append(f"{self.threads} threads a block (32 to 1024)")
+        elif tensor_cores and (wm % 16 or wn % 16 or (4 * bm) % self.threads or (4 * bn) % self.threads):
+            bad.append("mma tiles: warp sides multiples of 16, 4 * block sides multiples of the threads")
+        elif not tensor_cores and (wm % 32 or wn % 16 or (4 * bm) % self.threads or (4 * bn) % self.threads):
+            bad.append("SIMT tiles: warp_m a multiple of 32, warp_n of 16, 4 * block sides multiples of the threads")
+        if bad:
+            raise ValueError(f"{op}: config {self} cannot run: {bad[0]}")
+
+
+SIMT_LARGE, SIMT_SMALL = MatmulTile(128, 128, 64, 32), MatmulTile(64, 64, 32, 32)
+MMA_LARGE, MMA_SMALL = MatmulTile(128, 128, 64, 32), MatmulTile(64, 64, 32, 32)
+
+
+def warp_kernel(t: MatmulTile) -> Kernel:
+    return Kernel(SIMT, f"kk::mm_warp<{t.block_m}, {t.block_n}, 16, {t.warp_m}, {t.warp_n}, {t.threads}>",
+                  load_bits=128, block=t.threads, sass=("FFMA", "LDS.128"))
+
+
+def mma_kernel(dtype: torch.dtype, t: MatmulTile, a_k: bool, b_k: bool) -> Kernel:
+    if dtype.itemsize != 2:  # tf32 and int8 stage k-major whatever the layout: one instantiation
+        a_k = b_k = True
+    lay = f"{'true' if a_k else 'false'}, {'true' if b_k else 'false'}"
+    return Kernel(MMA, f"kk::mm_mma<{MMA_T[dtype]}, {t.block_m}, {t.block_n}, {t.warp_m}, {t.warp_n}, {STAGES}, {lay}>",
+                  tensor_core=TC_SASS[dtype], block=t.threads, sass=("LDSM", "LDGSTS"),
+                  dyn_shared=mma_shmem(t))
+
+
+def mma_shmem(t: MatmulTile) -> int:
+    return STAGES * (t.block_m + t.block_n) * 64
+
+
+def wmma_smem_tile(dtype: torch.dtype) -> MatmulTile:
+    return MatmulTile(64, 64, 32, 32) if dtype == F64 else MatmulTile(128, 128, 64, 32)
+
+
+def wmma_global_kernel(dtype: torch.dtype, b_k: bool) -> Kernel:
+    return Kernel(WMMA, f"kk::mm_wmma_global<{WMMA_T[dtype]}, {'true' if b_k else 'false'}>",
+                  tensor_core=TC_SASS[dtype], block=128)
+
+
+def wmma_smem_kernel(dtype: torch.dtype) -> Kernel:
+    t = wmma_smem_tile(dtype)
+    return Kernel(WMMA, f"kk::mm_wmma_smem<{WMMA_T[dtype]}, {t.block_m}, {t.block_n}, {t.warp_m}, {t.warp_n}, "
+                  f"{t.threads}>", tensor_core=TC_SASS[dtype], block=t.threads)
+
+
+_CXX = {F32: "float", F64: "double"}
+_LAYOUTS = ((True, True), (True, False), (False, True), (False, False))
+
+
+def _fixed_simt(name: str, block: int, tile: tuple[int, int], sass=("FFMA",), load_bits=None):
+    def kernels(dtype, allow_tf32=False, **_):
+        cxx = name.replace("<T>", f"<{_CXX[dtype]}>")
+        return (Kernel(SIMT, cxx, load_bits=load_bits, block=block,
+                       sass=("DFMA",) if dtype == F64 else sass),)
+    return kernels
+
+
+def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tuple[Kernel, ...]:
+    """Every kernel ``rung`` can launch for ``dtype``. float32 on the tensor-core rungs is tf32 (run only
+    with allow_tf32=True); on ``best`` it is SIMT unless allow_tf32 is set."""
+    tc = dtype != F32 or allow_tf32 or rung in ("wmma_global", "wmma_smem", "mma")
+    if rung in ("simt_best", "warp_tile") or (rung == "best" and not tc):
+        tiles = (SIMT_LARGE,) if rung == "warp_tile" else (SIMT_LARGE, SIMT_SMALL)
+        return tuple(warp_kernel(t) for t in tiles) if dtype == F32 else ()
+    if not tc:
+        return ()
+    if rung == "wmma_global":
+        return tuple(wmma_global_kernel(dtype, b) for b in (True, False))
+    if rung == "wmma_smem" or (rung == "best" and dtype == F64):
+        return (wmma_smem_kernel(dtype),)
+    if rung in ("mma", "best") and dtype in MMA_T:
+        lays = _LAYOUTS if dtype.itemsize == 2 else ((True, True),)
+        return tuple(mma_kernel(dtype, t, a, b) for t in (MMA_LARGE, MMA_SMALL) for a, b in lays)
+    return ()
+
+
+SIMPLE = {  # rung -> (kernel name, block threads, block tile (M, N))
+    "naive": ("kk::mm_naive<T>", 256, (8, 32)),
+    "smem_tiles": ("kk::mm_smem<T>", 1024, (32, 32)),
+    "column": ("kk::mm_column", 512, (64, 64)),
+    "reg_8x8": ("kk::mm_reg8x8", 256, (128, 128)),
+    "lds128": ("kk::mm_lds128<false>", 256, (128, 128)),
+    "double_buffer": ("kk::mm_lds128<true>", 256, (128, 128)),
+}
+_SIMPLE_SASS = {"reg_8x8": (("FFMA",), 128), "lds128": (("FFMA", "LDS.128"), 128),
+                "double_buffer": (("FFMA", "LDS.128"), 128)}
+
+
+def _variant(name, technique, dtypes, default=False):
+    if name in SIMPLE:
+        kname, block, _ = SIMPLE[name]
+        sass, bits = _SIMPLE_SASS.get(name, (("FFMA",), None))
+        kernels = _fixed_simt(kname, block, SIMPLE[name][2], sass, bits)
+    else:
+        kernels = lambda dtype, allow_tf32=False, _n=name, **_: _rung_kernels(_n, dtype, allow_tf32)  # noqa: E731
+    return Variant(name=name, technique=technique, dtypes=dtypes, kernels=kernels, default=default)
+
+
+LADDER = (
+    _variant("naive", "one output per thread, operands read from global memory (2 loads a FMA)", (F32, F64)),
+    _variant("smem_tiles", "32x32 output tile a block; 32x32 tiles of A and B staged in shared memory, each "
+             "element loaded once per tile (2 shared loads a FMA)", (F32, F64)),
+    _variant("column", "64x64 block tile, 8 outputs a thread down a column: one B value feeds 8 FMAs", (F32,)),
+    _variant("reg_8x8", "128x128 block tile, an 8x8 register tile a thread, interleaved (rows i*16 + ty): "
+             "each k an outer product of 8 A and 8 B values, 16-byte global loads", (F32,)),
+    _variant("lds128", "A stored transposed in shared memory, the thread tile as 2x2 blocks of 4x4: four "
+             "LDS.128 feed 64 FMAs", (F32,)),
+    _variant("double_buffer", "the next K tile fetched into registers during this one's FMAs, two shared "
+             "buffers, one barrier a K tile", (F32,)),
+    _variant("warp_tile", "warp tiles (64x32 a warp, lanes 8x4): a warp's shared loads one wavefront for A "
+             "and one for B; BK = 16, double-buffered", (F32,)),
+    _variant("simt_best", "the warp-tiled kernel, its block tile by rule: 128x128 where that gives every SM "
+             "a tile, 64x64 otherwise", (F32,)),
+    _variant("wmma_global", "tensor cores through WMMA: one warp a 16x16 output fragment (8x8 fp64), "
+             "operands loaded straight from global memory (staged through shared memory at the edges); "
+             "fp16, bf16, tf32, int8, fp64 (sub-byte s4/b1: no torch dtype)", TENSOR),
+    _variant("wmma_smem", "WMMA on 128x128 block tiles (64x64 fp64) staged in shared memory in 64-byte K "
+             "slabs, 4x2 fragments a warp, the next slab fetched during the MMAs", TENSOR),
+    _variant("mma", "mma.sync with ldmatrix from XOR-swizzled shared memory (ldmatrix.trans for m/n-major "
+             "16-bit operands), a 4-stage cp.async pipeline, 64x32 warp tiles (64 accumulators a lane)",
+             (F16, BF16, F32, I8)),
+    _variant("best", "the fastest rung for the dtype: simt_best for fp32, mma for fp16, bf16, int8 and tf32, "
+             "wmma_smem for fp64", (F32, F16, BF16, I8, F64), default=True),
+)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A resolved launch: the kernel record, grid, block threads and dynamic shared memory."""
+
+    kernel: Kernel
+    grid: tuple[int, int, int]
+    threads: int
+    shmem: int
+
+
+def _pick(t_large: MatmulTile, t_small: MatmulTile, m: int, n: int, batch: int, dev: int) -> MatmulTile:
+    """The larger tile where its tiles cover every SM at least once, else the smaller one."""
+    tiles = cdiv(m, t_large.block_m) * cdiv(n, t_large.block_n) * batch
+    return t_large if tiles >= sm_count(dev) else t_small
+
+
+def resolve(rung: str, dtype: torch.dtype, tf32: bool, a_k: bool, b_k: bool, m: int, n: int, batch: int, dev: int,
+            config: Optional[MatmulTile], op: str) -> Launch:
+    """The launch of ``rung`` for this problem. ``config`` replaces the rule's tile where the rung has one."""
+    z = min(batch, GRID_Z)
+    tc = dtype != F32 or tf32
+    if rung == "best":
+        rung = "simt_best" if not tc else ("wmma_smem" if dtype == F64 else "mma")
+    if config is not None and rung not in ("simt_best", "warp_tile", "mma"):
+        raise ValueError(f"{op}: config= applies to the simt_best, warp_tile, mma and best rungs, not {rung!r}")
+    if rung in SIMPLE:
+        kname, block, (tm, tn) = SIMPLE[rung]
+        k = Kernel(SIMT, kname.replace("<T>", f"<{_CXX[dtype]}>"), block=block)
+        return Launch(k, (cdiv(m, tm), cdiv(n, tn), z), block, 0)
+    if rung in ("simt_best", "warp_tile"):
+        t = config or (SIMT_LARGE if rung == "warp_tile" else _pick(SIMT_LARGE, SIMT_SMALL, m, n, batch, dev))
+        t.check(False, op)
+        return Launch(warp_kernel(t), (cdiv(m, t.block_m), cdiv(n, t.block_n), z), t.threads, 0)
+    if rung == "wmma_global":
+        k = wmma_global_kernel(dtype, b_k)
+        f = 8 if dtype == F64 else 16
+        return Launch(k, (cdiv(m, 2 * f), cdiv(n, 2 * f), z), 128, 0)
+    if rung == "wmma_smem":
+        t = wmma_smem_tile(dtype)
+        return Launch(wmma_smem_kernel(dtype), (cdiv(m, t.block_m), cdiv(n, t.block_n), z), t.threads, 0)
+    if rung == "mma":
+        t = config or _pick(MMA_LARGE, MMA_SMALL, m, n, batch, dev)
+        t.check(True, op)
+        k = mma_kernel(dtype, t, a_k, b_k)
+        return Launch(k, (cdiv(m, t.block_m) * cdiv(n, t.block_n), 1, z), t.threads, mma_shmem(t))
+    raise AssertionError(rung)
+
+
+kernels_for = _rung_kernels

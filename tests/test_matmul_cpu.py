@@ -1,0 +1,119 @@
+"""The matmul family without a GPU: operand layouts, result shapes, the launch rules one by one, the
+tile checks, and the SASS each rung's kernels show (LDS.128, LDSM with ldmatrix.trans, LDGSTS)."""
+import pytest
+import torch
+
+from kernelkit.ops.matmul import _ladder as rules
+from kernelkit.ops.matmul._problem import as3, flags, side_a, side_b
+from kernelkit.ops.matmul.matmul import result_shape
+from kernelkit.ops.matmul import MatmulTile
+
+
+@pytest.fixture
+def sms(monkeypatch):
+    """A device of `n` SMs for the rules (set through the returned function)."""
+    state = {"n": 132}
+    monkeypatch.setattr(rules, "sm_count", lambda dev: state["n"])
+    return lambda n: state.__setitem__("n", n)
+
+
+def test_operand_layouts():
+    a = torch.randn(5, 7)
+    sa = side_a(as3(a))
+    assert (sa.kmaj, sa.ld, sa.bstride) == (True, 7, 0)
+    sa = side_a(as3(torch.randn(7, 5).t()))  # a.t(): m-major, no copy
+    assert (sa.kmaj, sa.ld) == (False, 5) and sa.t.data_ptr() != 0
+    sb = side_b(as3(torch.randn(9, 7).t()))  # w.t(): k-major B
+    assert (sb.kmaj, sb.ld) == (True, 7)
+    sb = side_b(as3(torch.randn(7, 9)))  # row-major B: n-major
+    assert (sb.kmaj, sb.ld) == (False, 9)
+    assert flags(side_a(as3(a)), side_b(as3(torch.randn(7, 9)))) & 3 == 1
+    strided = torch.randn(5, 14)[:, ::2]  # both strides > 1: copied to a k-major tensor
+    s = side_a(as3(strided))
+    assert s.kmaj and s.t.is_contiguous()
+    b3 = torch.randn(3, 8, 16)
+    assert side_b(b3).bstride == 128
+
+
+def test_vector_loads_need_alignment_and_whole_vector_strides():
+    base = torch.randn(64 * 64 + 1)
+    assert side_a(as3(base[:4096].view(64, 64))).vec
+    assert not side_a(as3(base[1:].view(64, 64))).vec  # 4 bytes past a 16-byte boundary
+    assert not side_a(as3(torch.randn(64, 66)[:, :63])).vec  # ld 66: rows start off the vector grid
+
+
+def test_result_shapes_follow_torch_matmul():
+    e = torch.empty
+    assert result_shape("matmul", e(3, 4, 5), e(5, 6)) == (3, 4, 6)
+    assert result_shape("matmul", e(1, 4, 5), e(3, 5, 6)) == (3, 4, 6)
+    assert result_shape("matmul", e(5), e(5, 6)) == (6,)
+    assert result_shape("matmul", e(4, 5), e(5)) == (4,)
+    assert result_shape("matmul", e(5), e(5)) == ()
+    with pytest.raises(ValueError, match="last dim"):
+        result_shape("matmul", e(4, 5), e(4, 5))
+    with pytest.raises(ValueError, match="broadcast"):
+        result_shape("matmul", e(2, 4, 5), e(3, 5, 6))
+    with pytest.raises(ValueError, match="1 to 3 dims"):
+        result_shape("matmul", e(2, 2, 4, 5), e(5, 6))
+
+
+def test_rule_large_tile_only_where_every_sm_gets_one(sms):
+    sms(132)
+    big = rules.resolve("mma", torch.float16, False, True, True, 4096, 4096, 1, 0, None, "matmul")
+    assert "128, 128" in big.kernel.name and big.grid == (32 * 32, 1, 1) and big.shmem == 4 * 256 * 64
+    small = rules.resolve("mma", torch.float16, False, True, True, 16, 4096, 1, 0, None, "matmul")
+    assert "64, 64" in small.kernel.name and small.grid == (1 * 64, 1, 1)
+    sms(16)  # a small GPU: 32 large tiles already cover it
+    assert "128, 128" in rules.resolve("mma", torch.float16, False, True, True, 128, 4096, 1, 0, None, "m").kernel.name
+    sms(132)
+    batched = rules.resolve("simt_best", torch.float32, False, True, True, 512, 512, 16, 0, None, "m")
+    assert "128, 128" in batched.kernel.name and batched.grid == (4, 4, 16)  # 256 tiles with the batch
+    assert rules.resolve("naive", torch.float32, False, True, True, 70000, 5, 70000, 0, None, "m").grid[2] == 65535
+
+
+def test_rule_best_by_dtype(sms):
+    r = lambda dt, tf32=False: rules.resolve("best", dt, tf32, True, False, 4096, 4096, 1, 0, None, "m").kernel.name  # noqa: E731
+    assert r(torch.float32).startswith("kk::mm_warp")
+    assert r(torch.float32, True).startswith("kk::mm_mma<kk::MmaTF32")
+    assert r(torch.float16).startswith("kk::mm_mma<kk::MmaF16") and r(torch.float16).endswith("true, false>")
+    assert r(torch.int8).endswith("true, true>")  # int8 and tf32 stage k-major whatever the layout
+    assert r(torch.float64).startswith("kk::mm_wmma_smem<kk::WmmaF64")
+
+
+def test_config_is_checked_and_only_on_tiled_rungs(sms):
+    with pytest.raises(ValueError, match="config"):
+        rules.resolve("naive", torch.float32, False, True, True, 64, 64, 1, 0, MatmulTile(64, 64, 32, 32), "m")
+    with pytest.raises(ValueError, match="multiples of the warp"):
+        MatmulTile(100, 64, 32, 32).check(True, "m")
+    with pytest.raises(ValueError, match="threads"):
+        MatmulTile(512, 512, 32, 32).check(False, "m")
+    with pytest.raises(ValueError, match="multiples of 16"):
+        MatmulTile(96, 96, 48, 24).check(True, "m")
+    MatmulTile(64, 128, 32, 64).check(True, "m")
+    MatmulTile(64, 128, 32, 64).check(False, "m")
+    got = rules.resolve("mma", torch.bfloat16, False, False, True, 64, 64, 1, 0, MatmulTile(64, 128, 32, 64), "m")
+    assert got.kernel.name == "kk::mm_mma<kk::MmaBF16, 64, 128, 32, 64, 4, false, true>" and got.threads == 128
+
+
+def test_float32_tensor_core_rungs_need_tf32():
+    from kernelkit import ladder
+    for v in ladder("matmul"):
+        if v.name in ("wmma_global", "wmma_smem", "mma"):
+            for tf32 in (False, True):  # the rung's float32 kernels are tf32 ones; allow_tf32 gates the call
+                assert v.kernels(torch.float32, allow_tf32=tf32)
+                assert all("TF32" in k.name for k in v.kernels(torch.float32, allow_tf32=tf32))
+    best = next(v for v in ladder("matmul") if v.name == "best")
+    assert all("mm_warp" in k.name for k in best.kernels(torch.float32, allow_tf32=False))
+    assert all("TF32" in k.name for k in best.kernels(torch.float32, allow_tf32=True))
+
+
+def test_mma_sass_shows_ldmatrix_trans_for_n_major_16_bit():
+    pytest.importorskip("cuda.core")
+    from kernelkit.analyze.ladder_inspect import analyze_op
+    rows = analyze_op("matmul", "sm_90", (torch.float16,), variants=("mma",))
+    for r in rows:
+        trans = any(op.startswith("LDSM.16.MT88") for op in r.opcodes)
+        b_k_major = r.kernel.name.endswith("true>")
+        a_k_major = ", true, " in r.kernel.name[-13:]
+        assert trans == (not (a_k_major and b_k_major)), r.kernel.name
+        assert r.spill_bytes == 0 and r.local_ops == 0

@@ -1,0 +1,141 @@
+"""matmul and linear on the GPU: every rung x dtype (tf32 included) against float64, at 1x1x1, primes,
+M = 1, tall and skinny, batched (with broadcast), both layouts of each operand, offset views, and
+poisoned outputs; then out=, config=, the errors, and torch.compile."""
+import pytest
+import torch
+
+import kernelkit
+from kernelkit.ops.matmul import MatmulTile
+from matmul_helpers import check_matmul, operand, poisoned
+
+pytestmark = pytest.mark.gpu
+
+TENSOR_CORE_RUNGS = ("wmma_global", "wmma_smem", "mma")
+CASES = [(v.name, d, tf32) for v in kernelkit.ladder("matmul") for d in v.dtypes for tf32 in (False, True)
+         if (tf32 is False or (d == torch.float32 and v.name in (*TENSOR_CORE_RUNGS, "best")))
+         and not (d == torch.float32 and v.name in TENSOR_CORE_RUNGS and not tf32)]
+IDS = [f"{v}-{str(d)[6:]}{'-tf32' if t else ''}" for v, d, t in CASES]
+SHAPES = [(1, 1, 1), (1, 37, 61), (67, 1, 129), (131, 257, 97), (1000, 17, 33), (33, 515, 1031), (128, 128, 64)]
+
+
+def _run(variant, dtype, tf32, m, n, k, ta=False, tb=False, oa=0, ob=0, oc=0, batch=()):
+    a = operand((*batch, m, k), dtype, ta, oa)
+    b = operand((*batch, k, n), dtype, tb, ob)
+    rdt = torch.int32 if dtype == torch.int8 else dtype
+    out = poisoned((*batch, m, n), rdt, oc)
+    got = kernelkit.matmul(a, b, out=out, allow_tf32=tf32, variant=variant)
+    assert got is out
+    check_matmul(out, a, b, tf32, f"{variant} {dtype} tf32={tf32} {batch}{m}x{n}x{k} t={ta},{tb} off={oa},{ob},{oc}")
+
+
+@pytest.mark.parametrize("variant,dtype,tf32", CASES, ids=IDS)
+def test_every_rung_matches_float64(variant, dtype, tf32):
+    for m, n, k in SHAPES:
+        _run(variant, dtype, tf32, m, n, k)
+
+
+@pytest.mark.parametrize("variant,dtype,tf32", CASES, ids=IDS)
+def test_layouts_and_offsets(variant, dtype, tf32):
+    for m, n, k in ((131, 257, 97), (64, 64, 128), (5, 130, 67)):
+        for ta in (False, True):
+            for tb in (False, True):
+                _run(variant, dtype, tf32, m, n, k, ta, tb)
+        _run(variant, dtype, tf32, m, n, k, oa=1, ob=3, oc=1)  # misaligned: the element paths
+        _run(variant, dtype, tf32, m, n, k, True, True, oa=8, ob=16, oc=0)
+
+
+@pytest.mark.parametrize("variant,dtype,tf32", CASES, ids=IDS)
+def test_batched(variant, dtype, tf32):
+    _run(variant, dtype, tf32, 61, 67, 71, batch=(3,))
+    _run(variant, dtype, tf32, 61, 67, 71, ta=True, tb=True, batch=(2,))
+    a = operand((4, 33, 40), dtype)
+    b = operand((40, 35), dtype, True)  # broadcast: one B for the batch, a transposed view
+    out = kernelkit.matmul(a, b, allow_tf32=tf32, variant=variant)
+    check_matmul(out, a, b.expand(4, 40, 35), tf32, f"{variant} broadcast B")
+    a1 = operand((1, 17, 40), dtype)
+    b3 = operand((3, 40, 19), dtype)
+    check_matmul(kernelkit.matmul(a1, b3, allow_tf32=tf32, variant=variant), a1.expand(3, 17, 40), b3, tf32,
+                 f"{variant} broadcast A")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_linear_with_bias_every_rung(dtype):
+    for v in kernelkit.ladder("linear"):
+        for tf32 in (False, True):
+            if not v.supports(dtype) or (tf32 and dtype != torch.float32):
+                continue
+            if dtype == torch.float32 and v.name in TENSOR_CORE_RUNGS and not tf32:
+                continue
+            x = operand((2, 3, 97), dtype)
+            w = operand((131, 97), dtype)
+            bias = operand((1, 131), dtype)[0]
+            out = kernelkit.linear(x, w, bias, allow_tf32=tf32, variant=v.name)
+            assert out.shape == (2, 3, 131)
+            check_matmul(out.view(6, 131), x.reshape(6, 97), w.t(), tf32, f"linear {v.name}", bias=bias)
+            out = kernelkit.linear(x[0], w, allow_tf32=tf32, variant=v.name)
+            check_matmul(out, x[0], w.t(), tf32, f"linear {v.name} no bias")
+
+
+def test_vectors_and_default_rungs():
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        a, b = operand((1, 300), dtype)[0], operand((300, 7), dtype)
+        check_matmul(kernelkit.matmul(a, b).unsqueeze(0), a.unsqueeze(0), b, False, "vector @ matrix")
+        check_matmul(kernelkit.matmul(b.t(), a).unsqueeze(-1), b.t(), a.unsqueeze(-1), False, "matrix @ vector")
+    a8, b8 = operand((37, 64), torch.int8), operand((64, 41), torch.int8, True)
+    assert torch.equal(kernelkit.matmul(a8, b8), torch.matmul(a8.int(), b8.int()))
+    x = operand((64, 64), torch.float32)
+    assert kernelkit.matmul(x, x).dtype == torch.float32
+    assert kernelkit.matmul(x[:, :0], x[:0, :]).abs().sum() == 0  # K = 0: zeros
+
+
+def test_non_contiguous_out_and_odd_views():
+    a, b = operand((50, 70), torch.float32), operand((70, 30), torch.float32)
+    out = torch.full((30, 50), float("nan"), device="cuda").t()  # a column-major out
+    kernelkit.matmul(a, b, out=out)
+    check_matmul(out, a, b, False, "column-major out")
+    s = operand((50, 140), torch.float32)[:, ::2]  # both strides > 1: copied once
+    check_matmul(kernelkit.matmul(s, b), s, b, False, "strided a")
+
+
+@pytest.mark.parametrize("tile", [MatmulTile(128, 128, 64, 32), MatmulTile(64, 64, 32, 32), MatmulTile(64, 128, 32, 64),
+                                  MatmulTile(128, 64, 64, 32)], ids=str)
+def test_config_tiles(tile):
+    for dtype, tf32, variant in ((torch.float32, False, "simt_best"), (torch.float16, False, "mma"),
+                                 (torch.bfloat16, False, "mma"), (torch.float32, True, "mma"), (torch.int8, False, "mma")):
+        for m, n, k in ((131, 257, 97), (300, 200, 129)):
+            a = operand((m, k), dtype)
+            b = operand((k, n), dtype, dtype == torch.int8)
+            out = kernelkit.matmul(a, b, allow_tf32=tf32, variant=variant, config=tile)
+            check_matmul(out, a, b, tf32, f"{variant} {dtype} {tile}")
+
+
+def test_errors_name_the_argument():
+    a = operand((4, 5), torch.float32)
+    with pytest.raises(ValueError, match="CUDA"):
+        kernelkit.matmul(a.cpu(), a.t())
+    with pytest.raises(TypeError, match="b has dtype"):
+        kernelkit.matmul(a, a.t().half())
+    with pytest.raises(ValueError, match="last dim"):
+        kernelkit.matmul(a, a)
+    with pytest.raises(ValueError, match="allow_tf32"):
+        kernelkit.matmul(a, a.t(), variant="mma")
+    with pytest.raises(TypeError, match="variant 'column'"):
+        kernelkit.matmul(a.half(), a.t().half(), variant="column")
+    with pytest.raises(ValueError, match="unknown variant"):
+        kernelkit.matmul(a, a.t(), variant="nope")
+    with pytest.raises(ValueError, match="out has shape"):
+        kernelkit.matmul(a, a.t(), out=torch.empty(5, 5, device="cuda"))
+    with pytest.raises(TypeError, match="config"):
+        kernelkit.matmul(a, a.t(), config=(1, 2))
+    with pytest.raises(ValueError, match="config"):
+        kernelkit.matmul(a, a.t(), variant="simt_best", config=MatmulTile(100, 64, 32, 32))
+    with pytest.raises(ValueError, match="bias must have shape"):
+        kernelkit.linear(a, a, torch.zeros(3, device="cuda"))
+    with pytest.raises(TypeError, match="x must have dtype"):
+        kernelkit.linear(a.to(torch.int8), a.to(torch.int8))
+
+
+def test_torch_compile_fullgraph():
+    a, b = operand((64, 96), torch.float16), operand((96, 80), torch.float16, True)
+    fn = torch.compile(lambda x, y: kernelkit.matmul(x, y) * 2, fullgraph=True)
+    check_matmul(fn(a, b) / 2, a, b, False, "compiled")

@@ -3,10 +3,10 @@ tile checks, and the SASS each rung's kernels show (LDS.128, LDSM with ldmatrix.
 import pytest
 import torch
 
-from kernelkit.ops.matmul import _ladder as rules
-from kernelkit.ops.matmul._problem import as3, flags, side_a, side_b
-from kernelkit.ops.matmul.matmul import result_shape
-from kernelkit.ops.matmul import MatmulTile
+from kernelkit.ops.gemm import _ladder as rules
+from kernelkit.ops.gemm._problem import as3, flags, side_a, side_b
+from kernelkit.ops.gemm.matmul import result_shape
+from kernelkit.ops.gemm import MatmulTile
 
 
 @pytest.fixture

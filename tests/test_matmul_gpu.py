@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import kernelkit
-from kernelkit.ops.matmul import MatmulTile
+from kernelkit.ops.gemm import MatmulTile
 from matmul_helpers import check_matmul, operand, poisoned
 
 pytestmark = pytest.mark.gpu

@@ -34,7 +34,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     ``allow_tf32``: let float32 inputs run on tensor cores as tf32.
     ``variant``: a rung of ``kernelkit.ladder("linear")`` (the matmul ladder; naive first); None picks
     the best for the dtype. ``config``: for tuning and tests; a ``MatmulTile``
-    (``from kernelkit.ops.matmul import MatmulTile``) instead of the rule's block tile.
+    (``from kernelkit.ops.gemm import MatmulTile``) instead of the rule's block tile.
 
     Raises TypeError for a non-tensor, another dtype, mismatched dtypes, an ``out`` of another dtype, a
     rung that does not take the dtype or a config that is not a MatmulTile; ValueError for a CPU
@@ -78,7 +78,7 @@ def example(shape, dtype):
 
 
 OP = register(Op(
-    name="linear", family="matmul",
+    name="linear", family="gemm",
     variants=tuple(replace(v, dtypes=tuple(d for d in v.dtypes if d in DTYPES)) for v in LADDER),
     bytes_moved=lambda x, weight, bias=None, **_: (x.numel() + weight.numel() + x.numel() // x.shape[-1]
                                                    * weight.shape[0]) * x.element_size(),

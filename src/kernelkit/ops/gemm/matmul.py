@@ -1,4 +1,4 @@
-"""matmul: ``torch.matmul`` for 1-D to 3-D CUDA tensors, on the matmul ladder (csrc/matmul/*.cu).
+"""matmul: ``torch.matmul`` for 1-D to 3-D CUDA tensors, on the matmul ladder (csrc/gemm/*.cu).
 
 The operands are read as they lie (row-major, transposed views such as ``w.t()``, offset views); the
 kernels predicate every edge, so any M, N, K >= 1 runs. ``_matmul_into`` is the one body behind both
@@ -32,7 +32,7 @@ def result_dtype(dtype: torch.dtype) -> torch.dtype:
 def check_rung(op: str, variant: Optional[str], dtype: torch.dtype, allow_tf32: bool, config) -> None:
     """The named rung takes this dtype (and fp32 on tensor cores only with allow_tf32); config's type."""
     if config is not None and not isinstance(config, MatmulTile):
-        raise TypeError(f"{op}: config must be a MatmulTile (kernelkit.ops.matmul.MatmulTile), got "
+        raise TypeError(f"{op}: config must be a MatmulTile (kernelkit.ops.gemm.MatmulTile), got "
                         f"{type(config).__name__}")
     if variant is None:
         return
@@ -128,7 +128,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out: Optional[torch.Tensor] = No
     ``allow_tf32``: let float32 inputs run on tensor cores as tf32 (about 10 bits of mantissa).
     ``variant``: a rung of ``kernelkit.ladder("matmul")`` (naive first); None picks ``best``: simt_best
     for float32, mma for float16, bfloat16, int8 and tf32, wmma_smem for float64.
-    ``config``: for tuning and tests; a ``MatmulTile`` (kernelkit.ops.matmul.MatmulTile) to launch instead
+    ``config``: for tuning and tests; a ``MatmulTile`` (kernelkit.ops.gemm.MatmulTile) to launch instead
     of the rule's block tile, on the simt_best, warp_tile, mma and best rungs.
 
     Raises TypeError for a non-tensor, a dtype outside those above, mismatched dtypes, an ``out`` of
@@ -201,7 +201,7 @@ def torch_matmul(a: torch.Tensor, b: torch.Tensor, **_) -> torch.Tensor:
 
 
 OP = register(Op(
-    name="matmul", family="matmul", variants=LADDER, bytes_moved=bytes_moved, flops=flops, call=matmul,
+    name="matmul", family="gemm", variants=LADDER, bytes_moved=bytes_moved, flops=flops, call=matmul,
     torch_fn=torch_matmul, example=example,
     doc="torch.matmul(a, b): fp32 (SIMT or tf32), fp16, bf16, int8 -> int32, fp64; batched, transposed views",
     param_space={"allow_tf32": (False, True)},

@@ -14,7 +14,7 @@ import torch
 from ...ladder import Kernel, Variant
 from .._shared.launch_rules import cdiv, sm_count
 
-SIMT, WMMA, MMA = "matmul/simt.cu", "matmul/wmma.cu", "matmul/mma.cu"
+SIMT, WMMA, MMA = "gemm/simt.cu", "gemm/wmma.cu", "gemm/mma.cu"
 F32, F16, BF16, I8, F64 = torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.float64
 TENSOR = (F16, BF16, F32, I8, F64)  # float32 on tensor cores: tf32, with allow_tf32=True
 WMMA_T = {F16: "kk::WmmaF16", BF16: "kk::WmmaBF16", F32: "kk::WmmaTF32", I8: "kk::WmmaS8", F64: "kk::WmmaF64"}

@@ -55,7 +55,7 @@ def check(out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor, k: int, in_dt
 
 def check_matmul(out, a, b, tf32: bool, what: str, bias=None) -> None:
     ref = reference.matmul(a, b)
-    mag = reference.magnitude(a, b)
+    mag = reference.matmul_magnitude(a, b)
     if bias is not None:
         ref, mag = ref + bias.double(), mag + bias.double().abs()
     check(out, ref, mag, a.shape[-1], a.dtype, tf32, what)

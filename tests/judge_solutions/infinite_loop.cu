@@ -1,9 +1,11 @@
-// vector_add, never finishes: a kernel that spins forever.
+// vector_add, never finishes: a kernel that waits for a flag nobody sets.
 #include <cuda_runtime.h>
 
+__device__ volatile int never_set = 0;
+
 __global__ void spin(float* c, int n) {
-  volatile int forever = 1;
-  while (forever) {
+  while (never_set == 0) {
+    __nanosleep(1000);
   }
   c[0] = (float)n;
 }

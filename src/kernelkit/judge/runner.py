@@ -79,16 +79,28 @@ class Solution:
         self.solve(*args)
 
 
-def _l2_tricks() -> str:
-    """Why the solution's L2 settings are refused, or ''."""
+def _l2_settings() -> tuple[int, int]:
+    """(bytes of L2 set aside for persisting accesses, bytes of the default stream's access-policy window)."""
     from cuda.bindings import driver
 
     err, size = driver.cuCtxGetLimit(driver.CUlimit.CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
-    if err == driver.CUresult.CUDA_SUCCESS and int(size) > 0:
-        return f"it sets aside {int(size)} bytes of L2 for persisting accesses (cudaLimitPersistingL2CacheSize)"
+    limit = int(size) if err == driver.CUresult.CUDA_SUCCESS else 0
     attr = driver.CUstreamAttrID.CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW
     err, value = driver.cuStreamGetAttribute(driver.CUstream(driver.CU_STREAM_LEGACY), attr)
-    if err == driver.CUresult.CUDA_SUCCESS and int(value.accessPolicyWindow.num_bytes) > 0:
+    window = int(value.accessPolicyWindow.num_bytes) if err == driver.CUresult.CUDA_SUCCESS else 0
+    return limit, window
+
+
+_L2_BEFORE: list = []  # the settings before the solution was loaded (a device may set aside L2 by default)
+
+
+def _l2_tricks() -> str:
+    """Why the solution's L2 settings are refused (it changed them from what the process started with), or ''."""
+    limit, window = _l2_settings()
+    limit0, window0 = _L2_BEFORE[0] if _L2_BEFORE else (0, 0)
+    if limit > limit0:
+        return f"it sets aside {limit} bytes of L2 for persisting accesses (cudaLimitPersistingL2CacheSize)"
+    if window != window0:
         return "it sets an L2 access-policy window on the default stream"
     return ""
 
@@ -242,6 +254,8 @@ def main(argv=None) -> int:
     gen = torch.Generator(device=device).manual_seed(a.seed)
     result: dict = {"status": "Accepted", "problem": problem.name, "seed": a.seed}
     try:
+        torch.cuda.synchronize(device)  # the context exists before its settings are read
+        _L2_BEFORE.append(_l2_settings())
         sol = Solution(problem, a.library)
         cases = problem.cases if a.cases is None else problem.cases[:a.cases]
         for i, sizes in enumerate(cases):

@@ -16,5 +16,8 @@ for _m in pkgutil.iter_modules(__path__):
         for _name in getattr(_mod, "__all__", [n for n in vars(_mod) if not n.startswith("_")]):
             _obj = getattr(_mod, _name)
             if callable(_obj) and getattr(_obj, "__module__", "") == _mod.__name__:
+                if _name in __all__:  # two families' references of one name: one would hide the other
+                    raise ImportError(f"kernelkit.reference: {_mod.__name__}.{_name} clashes with "
+                                      f"{globals()[_name].__module__}.{_name}")
                 globals()[_name] = _obj
                 __all__.append(_name)

@@ -5,7 +5,7 @@ from typing import Optional
 
 import torch
 
-__all__ = ["matmul", "linear", "magnitude"]
+__all__ = ["matmul", "linear", "matmul_magnitude"]
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, **_) -> torch.Tensor:
@@ -17,6 +17,6 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     return y if bias is None else y + bias.double()
 
 
-def magnitude(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def matmul_magnitude(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """|a| @ |b| in float64: what the rounding errors of a sum of products scale with."""
     return torch.matmul(a.double().abs(), b.double().abs())

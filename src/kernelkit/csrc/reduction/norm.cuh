@@ -344,7 +344,9 @@ __device__ __forceinline__ Vec<T, N> load_shifted(const T* __restrict__ w, i64 c
   const uint4* chunks = reinterpret_cast<const uint4*>(addr & ~15ull);
   const i64 e = (i64)((addr & 15) / sizeof(T)) + c;  // element index from the first chunk's start
   const i64 last = ((i64)((addr & 15) / sizeof(T)) + len - 1) >> kLog;
-  const i64 q = min(max(e >> kLog, (i64)0), last), q1 = min(q + 1, last);
+  // the chunks below and above, each clamped on its own (one outside w holds only unused elements)
+  const i64 below = e >> kLog;
+  const i64 q = min(max(below, (i64)0), last), q1 = min(max(below + 1, (i64)0), last);
   const int bytes = (int)(e & (N - 1)) * (int)sizeof(T);  // the shift: 0 .. 15 bytes
   const uint4 lo = chunks[q], hi = chunks[q1];
   const unsigned src[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};

@@ -28,7 +28,8 @@ CHOSEN = [
     ("auto", F32, 300001, W, 90, Loop("online"), "kk::softmax_online<float, 512>"),
     ("warp_rows", F16, 2000, A, 90, Loop("online"), "kk::softmax_online<__half, 512>"),
     ("cta_row", F16, 7, A, 90, Tile(64, 1), "kk::softmax_rows<__half, 64, 1, 1, 1>"),
-    ("cluster_row", F16, 1000, A, 90, Tile(64, 1, 2), "kk::softmax_rows<__half, 64, 1, 2, 1>"),
+    ("cluster_row", F16, 1000, A, 90, Tile(64, 2), "kk::softmax_rows<__half, 64, 2, 1, 1>"),
+    ("cluster_row", F16, 50000, A, 90, Tile(416, 4, 4), "kk::softmax_rows<__half, 416, 4, 4, 1>"),
     ("cluster_row", F16, 1000, A, 80, Loop("online"), "kk::softmax_online<__half, 512>"),
     ("three_pass", F32, 1000, A, 90, Loop("three_pass"), "kk::softmax_three_pass<float, 512>"),
 ]

@@ -72,7 +72,10 @@ class SoftmaxTile(RowTile):
 
     def kernel(self, dtype: torch.dtype, form: int) -> Kernel:
         load, store = form_bits(dtype, form)
-        return Kernel(SRC, self.name(dtype, form), load, store, block=self.block, min_sm=self.min_sm())
+        # more than 32 values a thread (the longest 16-bit cluster rows, exponentials recomputed) may spill
+        # a few bytes at the 64-register cap
+        return Kernel(SRC, self.name(dtype, form), load, store, block=self.block, min_sm=self.min_sm(),
+                      spills=self.vecs * per_vec(dtype) > 32)
 
     def check(self, dtype: torch.dtype, len_: int, form: int, sm: int) -> None:
         check_config("softmax", self.holds(dtype, len_, form), self,
@@ -114,9 +117,13 @@ def cta_row(dtype: torch.dtype, len_: int, form: int, sm: int) -> Optional[Softm
 
 
 def cluster_row(dtype: torch.dtype, len_: int, form: int, sm: int) -> Optional[SoftmaxTile]:
-    """A thread-block cluster a row (sm_90): each CTA a slice in registers, (max, sum) pushed to its peers."""
+    """A thread-block cluster a row (sm_90): each CTA a slice in registers, (max, sum) pushed to its peers;
+    rows one CTA holds stay one CTA (cta_row)."""
     if sm < CLUSTER_SM:
         return None
+    one = cta_row(dtype, len_, form, sm)
+    if one is not None:
+        return one
     got = cluster_tile(cdiv(window_len(len_, dtype, form), per_vec(dtype)), _most_vecs(dtype), _longest_vecs(dtype))
     return None if got is None else SoftmaxTile(*got)
 
@@ -314,8 +321,8 @@ RUNGS = (
      "alignment; online past 128 vectors"),
     ("cta_row", "a CTA a row in registers (up to 1024 threads x 32 values), 16-byte window vectors; online "
      "beyond"),
-    ("cluster_row", "a thread-block cluster a row (sm_90), each CTA a slice in registers, (max, sum) pushed "
-     "to its peers by st.async; online beyond, and before sm_90"),
+    ("cluster_row", "rows past one CTA as a thread-block cluster a row (sm_90), each CTA a slice in registers, "
+     "(max, sum) pushed to its peers by st.async (shorter rows as cta_row); online beyond, and before sm_90"),
     ("auto", "the first of warp_rows, cta_row and cluster_row that holds the row (online beyond): the "
      "threads, vectors a thread and cluster size computed from the row's length"),
 )

@@ -208,7 +208,7 @@ def sec_rows(res, alts: bool, a):
                     continue
                 fam = "softmax" if op == "softmax" else "norm"
                 if fam == "softmax":
-                    default = mods["softmax"].config_for("fast", dt, shape[1], sm=compute_capability(0))
+                    default = mods["softmax"].config_for("auto", dt, shape[1], sm=compute_capability(0))
                 else:
                     default = mods["norm"].config_for("fast", dt, shape[1], aligned=True, rms=op == "rms_norm",
                                                       rows=shape[0], sm=compute_capability(0))

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 import kernelkit  # noqa: E402,F401  (registers the ops)
 from kernelkit.ops.reduction import norm  # noqa: E402
 from kernelkit.ops.reduction import norm_configs as nc  # noqa: E402
-from kernelkit.ops.reduction._rows import HandoutCounters, config_text, parse_config, per_vec  # noqa: E402
+from kernelkit.ops.reduction._rows import WINDOW, WINDOW_IN, HandoutCounters, config_text, parse_config, per_vec  # noqa: E402
 from kernelkit.ops.reduction.norm_configs import BulkRing, NormTile, SmemRows, Welford  # noqa: E402
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
@@ -30,16 +30,24 @@ CHOSEN = [
      "kk::norm_bulk<float, 1024, 2, 8, 3, true, 1>", 163840),
     ("fast", "layer_norm", F32, 32768, 300, True, 90, NormTile(512, 8, 2, staged=True, handout=True),
      "kk::norm_rows_dyn<float, 512, 8, 2>", 131072),
-    ("fast", "layer_norm", F32, 24576, 300, True, 90, NormTile(1024, 8),
-     "kk::norm_rows<float, 1024, 8, 1, true, false, false>", 0),
+    ("fast", "layer_norm", F32, 24576, 300, True, 90, NormTile(1024, 6),
+     "kk::norm_rows<float, 1024, 6, 1, 1, false, false>", 0),
+    ("fast", "layer_norm", BF16, 32001, 300, WINDOW, 90, NormTile(1024, 4),
+     "kk::norm_rows<__nv_bfloat16, 1024, 4, 1, 2, false, false>", 0),
+    ("fast", "rms_norm", BF16, 5120, 300, True, 90, NormTile(160, 4),
+     "kk::norm_rows<__nv_bfloat16, 160, 4, 1, 1, false, false>", 0),
+    ("fast", "layer_norm", BF16, 5123, 300, WINDOW_IN, 90, NormTile(192, 4),
+     "kk::norm_rows<__nv_bfloat16, 192, 4, 1, 3, false, false>", 0),
+    ("fast", "layer_norm", F16, 40001, 300, WINDOW, 90, NormTile(1024, 4, 2, staged=True),
+     "kk::norm_rows<__half, 1024, 4, 2, 0, false, true>", 131072),
     ("fast", "rms_norm", F32, 32768, 300, True, 90, NormTile(1024, 8),
-     "kk::norm_rows<float, 1024, 8, 1, true, false, false>", 0),
+     "kk::norm_rows<float, 1024, 8, 1, 1, false, false>", 0),
     ("fast", "layer_norm", F16, 32768, 300, True, 90, BulkRing(1024, 4, 1, 3, True, 4),
      "kk::norm_bulk_dyn<__half, 1024, 4, 3, true, 4>", 180224),
     ("fast", "rms_norm", F16, 32768, 300, True, 90, NormTile(1024, 4),
-     "kk::norm_rows<__half, 1024, 4, 1, true, false, false>", 0),
+     "kk::norm_rows<__half, 1024, 4, 1, 1, false, false>", 0),
     ("fast", "layer_norm", F16, 32768, 300, True, 80, NormTile(1024, 4),
-     "kk::norm_rows<__half, 1024, 4, 1, true, false, false>", 0),
+     "kk::norm_rows<__half, 1024, 4, 1, 1, false, false>", 0),
     ("fast", "layer_norm", BF16, 65536, 300, True, 90, SmemRows(512, 2, 4, 6, 2),
      "kk::norm_smem<__nv_bfloat16, 512, 2, 4, 6, 2>", 98304),
     ("fast", "rms_norm", BF16, 65536, 300, True, 90, SmemRows(1024, 2, 4, 7, 1),
@@ -47,26 +55,26 @@ CHOSEN = [
     ("fast", "layer_norm", F16, 131072, 300, True, 90, BulkRing(1024, 4, 4, 3, False),
      "kk::norm_bulk<__half, 1024, 4, 4, 3, false, 1>", 196608),
     ("fast", "layer_norm", F16, 4096, 8192, True, 90, NormTile(128, 4, staged=True),
-     "kk::norm_rows<__half, 128, 4, 1, true, false, true>", 16384),
+     "kk::norm_rows<__half, 128, 4, 1, 1, false, true>", 16384),
     ("fast", "layer_norm", F16, 4096, 8193, True, 90, NormTile(128, 4),
-     "kk::norm_rows<__half, 128, 4, 1, true, false, false>", 0),
+     "kk::norm_rows<__half, 128, 4, 1, 1, false, false>", 0),
     ("fast", "layer_norm", BF16, 4096, 20000, True, 90, NormTile(128, 4, staged=True),
-     "kk::norm_rows<__nv_bfloat16, 128, 4, 1, true, false, true>", 16384),
+     "kk::norm_rows<__nv_bfloat16, 128, 4, 1, 1, false, true>", 16384),
     ("fast", "rms_norm", F16, 4096, 3584, True, 90, NormTile(128, 4, staged=True),
-     "kk::norm_rows<__half, 128, 4, 1, true, false, true>", 16384),
+     "kk::norm_rows<__half, 128, 4, 1, 1, false, true>", 16384),
     ("fast", "rms_norm", F16, 4096, 3583, True, 90, NormTile(128, 4, early=True),
-     "kk::norm_rows<__half, 128, 4, 1, true, true, false>", 0),
+     "kk::norm_rows<__half, 128, 4, 1, 1, true, false>", 0),
     ("fast", "rms_norm", BF16, 4096, 4096, True, 90, NormTile(128, 4),
-     "kk::norm_rows<__nv_bfloat16, 128, 4, 1, true, false, false>", 0),
+     "kk::norm_rows<__nv_bfloat16, 128, 4, 1, 1, false, false>", 0),
     ("fast", "layer_norm", F32, 32768, 300, False, 90, NormTile(256, 4, 8, staged=True),
-     "kk::norm_rows<float, 256, 4, 8, false, false, true>", 32768),
+     "kk::norm_rows<float, 256, 4, 8, 0, false, true>", 32768),
     ("fast", "layer_norm", F32, 32768, 300, False, 80, Welford(), "kk::norm_welford<float, 512>", 0),
     ("fast", "layer_norm", F16, 65536, 300, False, 90, NormTile(1024, 4, 2, staged=True),
-     "kk::norm_rows<__half, 1024, 4, 2, false, false, true>", 131072),
+     "kk::norm_rows<__half, 1024, 4, 2, 0, false, true>", 131072),
     ("fast", "layer_norm", F32, 65536, 300, True, 80, Welford(), "kk::norm_welford<float, 512>", 0),
     ("registers", "layer_norm", F32, 32768, 300, True, 90, Welford(), "kk::norm_welford<float, 512>", 0),
     ("fast", "layer_norm", F32, 1000, 300, False, 90, NormTile(64, 4),
-     "kk::norm_rows<float, 64, 4, 1, false, false, false>", 0),
+     "kk::norm_rows<float, 64, 4, 1, 0, false, false>", 0),
     ("welford", "layer_norm", F32, 1000, 300, True, 90, Welford(), "kk::norm_welford<float, 512>", 0),
 ]
 
@@ -87,13 +95,19 @@ ROWS = (1, 5, 300, 3583, 3584, 4096, 5632, 5633, 8192, 8193, 20000)
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("rung", ["welford", "registers", "fast"])
-def test_configs_lists_exactly_what_the_rule_chooses(dtype, rung):
-    """configs() (what the rung's kernels and the GPU tests come from) against the rule's choices over a
-    dense sweep of inputs: nothing listed that no input reaches, nothing reached that is not listed."""
-    for aligned in (True, False):
-        chosen = {norm.config_for(rung, dtype, len_, aligned=aligned, rms=rms, rows=rows, sm=sm)
-                  for len_, rows, rms, sm in itertools.product(LENS, ROWS, (False, True), (80, 90))}
-        assert chosen == set(norm.configs(dtype, aligned=aligned, rung=rung)), (rung, dtype, aligned)
+def test_the_rule_holds_every_row_and_lists_every_tuned_form(dtype, rung):
+    """Over a dense sweep of inputs in every row form, the rule's choice takes the row (check() passes);
+    every persistent, cluster, bulk and shared-memory configuration it reaches is listed by configs() (so
+    the CPU compile test and warmup build it); the plain register tiles are sampled there."""
+    from kernelkit.ops.reduction._rows import ALIGNED, ELEMS
+
+    for form in (ALIGNED, ELEMS, WINDOW, WINDOW_IN):
+        listed = set(norm.configs(dtype, aligned=form, rung=rung))
+        for len_, rows, rms, sm in itertools.product(LENS, ROWS, (False, True), (80, 90)):
+            c = norm.config_for(rung, dtype, len_, aligned=form, rms=rms, rows=rows, sm=sm)
+            c.check("layer_norm", dtype, len_, form, sm)
+            if not isinstance(c, NormTile) or c.staged or c.cluster > 1 or c.early:
+                assert c in listed, (c, len_, rows, form)
 
 
 def test_the_rungs_list_one_kernel_per_reachable_form():
@@ -102,8 +116,8 @@ def test_the_rungs_list_one_kernel_per_reachable_form():
     counts = {(r, d): len(norm.OPS["layer_norm"].variant(r).kernels(d)) for r in ("welford", "registers", "fast")
               for d in DTYPES}
     assert counts == {("welford", F32): 1, ("welford", F16): 1, ("welford", BF16): 1,
-                      ("registers", F32): 13, ("registers", F16): 11, ("registers", BF16): 11,
-                      ("fast", F32): 24, ("fast", F16): 23, ("fast", BF16): 23}
+                      ("registers", F32): 22, ("registers", F16): 28, ("registers", BF16): 28,
+                      ("fast", F32): 49, ("fast", F16): 48, ("fast", BF16): 48}
     for d in DTYPES:
         names = [k.name for k in norm.OPS["rms_norm"].variant("fast").kernels(d)]
         assert len(names) == len(set(names))
@@ -144,7 +158,7 @@ def test_tables_pick_the_smallest_holding_configuration():
     # 16-bit layer_norm rows of 16K-32K: one-CTA bulk rings; rms_norm and fp32 keep the register tile
     ring = nc.BULK_LAYER_NORM[8][32768]
     assert norm.config_for("fast", BF16, 20000, aligned=True, rms=False, rows=7, sm=90) == ring
-    assert norm.config_for("fast", F16, 16384, aligned=True, rms=False, rows=7, sm=90) == NormTile(1024, 2)
+    assert norm.config_for("fast", F16, 16384, aligned=True, rms=False, rows=7, sm=90) == NormTile(512, 4)
     assert norm.config_for("fast", F16, 32768, aligned=True, rms=True, rows=7, sm=90) == NormTile(1024, 4)
 
 
@@ -163,7 +177,7 @@ def test_cluster_rows_pick_their_lengths():
     assert rule(F32, 65536, rms=True) == fp32 and rule(F32, 65536) == nc.BULK[4][65536]
     ln32 = nc.CLUSTER_ROWS_LN[F32][32768]
     assert rule(F32, 32768) == rule(F32, 31748) == ln32
-    assert rule(F32, nc.CLUSTER_ROWS_LN_FROM) == NormTile(1024, 8)  # a half-empty cluster is slower
+    assert rule(F32, nc.CLUSTER_ROWS_LN_FROM) == NormTile(992, 8)  # a half-empty cluster is slower
     assert rule(F32, 32768, rms=True) == NormTile(1024, 8)
     assert rule(F32, 32768, sm=80) == NormTile(1024, 8)
     for cfg, dtype in ((fp16, F16), (fp32, F32), (ln32, F32)):
@@ -197,7 +211,7 @@ def test_4096_element_rows_staged_by_row_count():
 def test_a_configuration_that_cannot_run_the_input_raises():
     tile = NormTile(128, 4)
     tile.check("layer_norm", F16, 4096, True, 80)
-    with pytest.raises(ValueError, match="holds 4096 elements, the row has 4097"):
+    with pytest.raises(ValueError, match="holds 4096 elements, the row needs 4097"):
         tile.check("layer_norm", F16, 4097, True, 90)
     with pytest.raises(ValueError, match="need sm_90"):
         NormTile(512, 4, 8, staged=True).check("layer_norm", F32, 1000, True, 80)
@@ -210,7 +224,7 @@ def test_a_configuration_that_cannot_run_the_input_raises():
     Welford().check("layer_norm", F32, 10**7, False, 80)
     for bad in (lambda: NormTile(512, 4, 8), lambda: NormTile(128, 4, 1, early=True, staged=True),
                 lambda: NormTile(128, 4, handout=True), lambda: NormTile(32, 4, 2, staged=True),
-                lambda: NormTile(96, 4), lambda: BulkRing(1024, 3, 2, 3, True, 2),
+                lambda: NormTile(48, 4), lambda: BulkRing(1024, 3, 2, 3, True, 2),
                 lambda: SmemRows(512, 2, 4, 4)):
         with pytest.raises(ValueError):
             bad()
@@ -326,7 +340,7 @@ def test_the_lane_launches_what_the_checked_path_launches(dtype, rms):
     starting off a 16-byte boundary."""
     import numpy as np
 
-    from kernelkit.ops.reduction._rows import vec_ok
+    from kernelkit.ops.reduction._rows import row_form
 
     dev = torch.device("cpu")
     for ns in (4096, 1000, 7, (4, 24)):
@@ -348,7 +362,7 @@ def test_the_lane_launches_what_the_checked_path_launches(dtype, rms):
                     wp, bp = (0 if t is None else t.data_ptr() for t in (w, b))
                     want_eps = np.float32(torch.finfo(dtype).eps if eps is None else eps)
                     args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, want_eps, np.int32(rms))
-                    vec = vec_ok(len_, dtype, x.data_ptr(), out.data_ptr(), wp, bp)
+                    vec = row_form(len_, dtype, x.data_ptr(), out.data_ptr(), wp, bp)
                     got_vec, got_rows, got_args = record[-1]
                     assert (got_vec, got_rows) == (vec, rows)
                     assert got_args == args and [type(a) for a in got_args] == [type(a) for a in args]

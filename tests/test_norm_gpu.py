@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import kernelkit
+from kernelkit.ops.reduction._rows import WINDOW
 from kernelkit import reference
 from kernelkit.ops._shared.launch_rules import compute_capability
 from kernelkit.ops.reduction import norm
@@ -171,12 +172,14 @@ def _lengths(cfg, dtype, aligned: bool) -> list[int]:
     cap, cluster, chunks = cfg.capacity(dtype), getattr(cfg, "cluster", 1), getattr(cfg, "chunks", 1)
     part = cap // cluster
     odd = 0 if aligned else 1
-    lens = {cap, cap - n - odd, n if aligned else 3}
+    if not aligned and isinstance(cfg, norm.NormTile) and cfg.form(WINDOW) == WINDOW:
+        cap -= n - 1  # misaligned rows take the window form: N - 1 elements of the row before
+    lens = {max(1, v) for v in (cap, cap - n - odd, n if aligned else 3)}
     if cluster > 1:
-        lens.add(part * (cluster - 1) - n - odd)
+        lens.add(max(1, part * (cluster - 1) - n - odd))
     if chunks > 1:
         lens.add(part // chunks + n)
-    return sorted(lens)
+    return sorted(v for v in lens if v <= cap)
 
 
 def _persistent(cfg) -> bool:
@@ -220,10 +223,10 @@ def test_every_configuration(dtype):
 
 def test_config_that_cannot_run_the_input_raises():
     x = torch.randn(4, 4096, device="cuda", dtype=torch.float16)
-    with pytest.raises(ValueError, match="holds 2048 elements, the row has 4096"):
+    with pytest.raises(ValueError, match="holds 2048 elements, the row needs 4096"):
         kernelkit.layer_norm(x, (4096,), config=norm.NormTile(128, 2))
     with pytest.raises(ValueError, match="aligned"):
-        kernelkit.rms_norm(x[:, 1:], (4095,), config=norm.NormTile(128, 4, early=True))
+        kernelkit.rms_norm(x.flatten()[1:1 + 4 * 4088].view(4, 4088), (4088,), config=norm.NormTile(128, 4, early=True))
     with pytest.raises(ValueError, match="not both"):
         kernelkit.layer_norm(x, (4096,), variant="fast", config=norm.NormTile(128, 4))
     with pytest.raises(TypeError, match="config must be"):
@@ -300,7 +303,7 @@ def test_cluster_rows_take_fp32_32k_layer_norm_rows():
         x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 20
         _check_weight_bias_combinations(x, len_, dtype, f"fp32 cluster rows {rows}x{len_}")
         assert _chosen(dtype, len_, False, rows) == want and _chosen(dtype, len_, True, rows) != want
-    assert _chosen(dtype, 24576, False, 3) == norm.NormTile(1024, 8)
+    assert _chosen(dtype, 24576, False, 3) == norm.NormTile(1024, 6)
     x = random_input(301 * 32768, dtype).view(301, 32768)
     w, b = random_input(32768, dtype), random_input(32768, dtype)
     handed_out = kernelkit.layer_norm(x, (32768,), w, b)
@@ -469,7 +472,8 @@ def test_tight_rows_read_weight_and_bias_per_row(dtype):
     combination, a mean 13x the spread; against float64 with poisoned outputs."""
     rows = nc.STAGED_MAX_ROWS[dtype] + 3 if dtype == torch.float16 else 301
     for len_ in (4096, 2056, 4088):
-        assert _chosen(dtype, len_, False, rows) == norm.NormTile(128 if dtype == torch.float16 else 256, 4)
+        if len_ != 2056 or dtype == torch.float16:  # fp32 2056: the rule's 160 x 4 tile, not the tight one
+            assert _chosen(dtype, len_, False, rows) == norm.NormTile(128 if dtype == torch.float16 else 256, 4)
         x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 40
         _check_weight_bias_combinations(x, len_, dtype, f"tight {rows}x{len_}")
 

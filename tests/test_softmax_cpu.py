@@ -1,60 +1,111 @@
-"""softmax's configurations and rule without a GPU: the choices recorded from the tuple-configured
-dispatcher, ``configs`` against the rule, the text round trip and the errors."""
+"""softmax's configurations and rule without a GPU: the rule's choices and each holder's rule, the tiles'
+fit to their rows, the row forms, the text round trip, the errors and the lane."""
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import kernelkit  # noqa: E402,F401  (registers the ops)
 from kernelkit.ops.reduction import softmax as sm  # noqa: E402
-from kernelkit.ops.reduction._rows import config_text, parse_config  # noqa: E402
+from kernelkit.ops.reduction._rows import (ALIGNED, WINDOW, WINDOW_IN, cluster_tile, config_text,  # noqa: E402
+                                           cta_tile, parse_config, per_vec, row_form, warp_tile, window_len)
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 DTYPES = (F32, F16, BF16)
 Tile, Loop = sm.SoftmaxTile, sm.Loop
 
-# (rung, dtype, len, aligned, sm) -> (configuration, kernel) as the dispatcher launched them
+# (rung, dtype, len, form, sm) -> (configuration, kernel)
+A, W, WI = ALIGNED, WINDOW, WINDOW_IN
 CHOSEN = [
-    ("fast", F32, 65536, True, 90, Tile(512, 8, 4), "kk::softmax_rows<float, 512, 8, 4, true>"),
-    ("fast", F32, 65536, True, 80, Loop("online"), "kk::softmax_online<float, 512>"),
-    ("fast", F16, 1000, False, 90, Tile(128, 1), "kk::softmax_rows<__half, 128, 1, 1, false>"),
-    ("fast", F32, 1000, True, 80, Tile(32, 8), "kk::softmax_rows<float, 32, 8, 1, true>"),
-    ("registers", F16, 65536, True, 90, Loop("online"), "kk::softmax_online<__half, 512>"),
-    ("fast", BF16, 300000, True, 90, Loop("online"), "kk::softmax_online<__nv_bfloat16, 512>"),
-    ("fast", BF16, 262144, True, 90, Tile(1024, 4, 8),
-     "kk::softmax_rows<__nv_bfloat16, 1024, 4, 8, true>"),
-    ("three_pass", F32, 1000, True, 90, Loop("three_pass"), "kk::softmax_three_pass<float, 512>"),
+    ("auto", F32, 65536, A, 90, Tile(512, 8, 4), "kk::softmax_rows<float, 512, 8, 4, 1>"),
+    ("auto", F32, 65536, A, 80, Loop("online"), "kk::softmax_online<float, 512>"),
+    ("auto", F16, 1000, W, 90, Tile(32, 4), "kk::softmax_rows<__half, 32, 4, 1, 2>"),
+    ("auto", BF16, 7, W, 90, Tile(1, 2), "kk::softmax_rows<__nv_bfloat16, 1, 2, 1, 2>"),
+    ("auto", F32, 7, WI, 90, Tile(1, 3), "kk::softmax_rows<float, 1, 3, 1, 3>"),
+    ("auto", BF16, 50257, W, 90, Tile(416, 4, 4), "kk::softmax_rows<__nv_bfloat16, 416, 4, 4, 2>"),
+    ("auto", BF16, 32001, W, 90, Tile(1024, 4), "kk::softmax_rows<__nv_bfloat16, 1024, 4, 1, 2>"),
+    ("auto", BF16, 5120, A, 90, Tile(160, 4), "kk::softmax_rows<__nv_bfloat16, 160, 4, 1, 1>"),
+    ("auto", BF16, 300001, W, 90, Tile(960, 5, 8), "kk::softmax_rows<__nv_bfloat16, 960, 5, 8, 2>"),
+    ("auto", F32, 300001, W, 90, Loop("online"), "kk::softmax_online<float, 512>"),
+    ("warp_rows", F16, 2000, A, 90, Loop("online"), "kk::softmax_online<__half, 512>"),
+    ("cta_row", F16, 7, A, 90, Tile(64, 1), "kk::softmax_rows<__half, 64, 1, 1, 1>"),
+    ("cluster_row", F16, 1000, A, 90, Tile(64, 2), "kk::softmax_rows<__half, 64, 2, 1, 1>"),
+    ("cluster_row", F16, 50000, A, 90, Tile(416, 4, 4), "kk::softmax_rows<__half, 416, 4, 4, 1>"),
+    ("cluster_row", F16, 1000, A, 80, Loop("online"), "kk::softmax_online<__half, 512>"),
+    ("three_pass", F32, 1000, A, 90, Loop("three_pass"), "kk::softmax_three_pass<float, 512>"),
 ]
 
 
-@pytest.mark.parametrize("rung,dtype,len_,aligned,sm_,want,name", CHOSEN)
-def test_the_rule_chooses_what_the_dispatcher_chose(rung, dtype, len_, aligned, sm_, want, name):
-    got = sm.config_for(rung, dtype, len_, sm=sm_)
-    assert got == want and got.name(dtype, aligned) == name
+@pytest.mark.parametrize("rung,dtype,len_,form,sm_,want,name", CHOSEN)
+def test_the_rule_chooses(rung, dtype, len_, form, sm_, want, name):
+    got = sm.config_for(rung, dtype, len_, sm=sm_, form=form)
+    assert got == want and got.name(dtype, form) == name
+
+
+LENS = [1, 2, 3, 7, 100, 129, 257, 1000, 4097, 32001, 32768, 50257, 65537, 131072, 262145, 300001, 600000]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("rung", ["three_pass", "online", "registers", "fast"])
-def test_configs_lists_exactly_what_the_rule_chooses(dtype, rung):
-    lens = [1, 3, 100] + [2 ** k + d for k in range(5, 20) for d in (-1, 0, 1)]
-    chosen = {sm.config_for(rung, dtype, n, sm=s) for n in lens for s in (80, 90)}
-    assert chosen == set(sm.configs(dtype, rung))
-    for cfg in chosen:
-        assert parse_config(config_text(cfg), sm.CONFIG_CLASSES) == cfg
+@pytest.mark.parametrize("form", [ALIGNED, WINDOW])
+def test_every_tile_holds_its_row_and_no_smaller_one_would(dtype, form):
+    """The rule's tiles hold the row's window; a tile of one warp fewer (or one vector a thread fewer)
+    would not, so the tile wastes less than a warp's (or a thread's) worth."""
+    n = per_vec(dtype)
+    for len_ in LENS + list(range(1, 300)):
+        for sm_ in (80, 90):
+            c = sm.config_for("auto", dtype, len_, sm=sm_, form=form)
+            if isinstance(c, Loop):
+                assert window_len(len_, dtype, form) > 32768 and (sm_ == 80 or dtype == F32 or len_ > 500000), (len_, sm_)
+                continue
+            need = window_len(len_, dtype, form)
+            assert c.holds(dtype, len_, form) and c.capacity(dtype) >= need
+            vectors = -(-need // (n * c.cluster))
+            if c.threads > 64:
+                assert (c.threads - 32) * c.vecs < vectors, c
+            assert c.threads * (c.vecs - 1) < vectors or c.vecs == 1, c
+            assert c.cluster == 1 or sm_ >= 90
 
 
-def test_the_fast_rung_lists_every_tile_in_both_forms_and_no_smem_rows():
+def test_each_holder_rule():
+    """The holders one by one: warp slices up to 128 vectors, CTAs up to 1024 x 32 values, then clusters of
+    CTAs of <= 512 threads, then 8 CTAs of 1024 (16-bit up to 64 values a thread)."""
+    assert warp_tile(1) == (1, 1) and warp_tile(4) == (1, 4) and warp_tile(5) == (2, 3)
+    assert warp_tile(128) == (32, 4) and warp_tile(129) is None
+    assert cta_tile(129, 4) == (64, 3) and cta_tile(640, 4) == (160, 4) and cta_tile(4096, 4) == (1024, 4)
+    assert cta_tile(4097, 4) is None and cta_tile(8192, 8) == (1024, 8) and cta_tile(4097, 8) == (832, 5)
+    assert cluster_tile(4097, 4, 8) == (288, 4, 4)  # 2 x 1025 threads would not fit 512; 4 CTAs do
+    assert cluster_tile(16384, 8, 8) == (512, 8, 4)
+    assert cluster_tile(37502, 4, 8) == (960, 5, 8) and cluster_tile(70000, 4, 8) is None
+    assert sm.config_for("auto", F16, 2**17, sm=90) == Tile(512, 4, 8)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_configs_round_trip(dtype):
+    for rung in ("three_pass", "online", "warp_rows", "cta_row", "cluster_row", "auto"):
+        for cfg in sm.configs(dtype, rung):
+            assert parse_config(config_text(cfg), sm.CONFIG_CLASSES) == cfg
+
+
+def test_the_auto_rung_lists_every_tile_in_three_forms():
     names = [k.name for k in kernelkit.ladder("softmax")[-1].kernels(F16)]
-    assert len(names) == len(set(names)) == 2 * len(set(sm.FAST[8].values())) + 1
-    assert not [n for n in names if "smem" in n]
+    tiles = [c for c in sm.configs(F16, "auto") if isinstance(c, Tile)]
+    assert len(names) == len(set(names)) == 3 * len(tiles) + 1
+
+
+def test_row_forms():
+    assert row_form(8, F16, 0, 32) == ALIGNED and row_form(7, F16, 0, 32) == WINDOW
+    assert row_form(8, F16, 2, 34) == WINDOW and row_form(8, F16, 2, 32) == WINDOW_IN
+    assert row_form(8, F16, 0, 0, 2) == WINDOW  # a weight off its boundary: the shifted weight loads
 
 
 def test_a_configuration_that_cannot_run_the_input_raises():
-    Tile(1024, 8).check(F32, 32768, True, 80)
-    with pytest.raises(ValueError, match="holds 32768 elements, the row has 32769"):
-        Tile(1024, 8).check(F32, 32769, True, 90)
+    Tile(1024, 8).check(F32, 32768, ALIGNED, 80)
+    with pytest.raises(ValueError, match="holds 32768 elements, the row needs 32769"):
+        Tile(1024, 8).check(F32, 32769, ALIGNED, 90)
+    with pytest.raises(ValueError, match="the row needs 32771"):
+        Tile(1024, 8).check(F32, 32768, WINDOW, 90)
     with pytest.raises(ValueError, match="need sm_90"):
-        Tile(512, 8, 4).check(F32, 65536, True, 80)
-    for bad in (lambda: Tile(100, 4), lambda: Tile(32, 4, 2), lambda: Loop("fast")):
+        Tile(512, 8, 4).check(F32, 65536, ALIGNED, 80)
+    for bad in (lambda: Tile(100, 4), lambda: Tile(48, 4), lambda: Tile(32, 4, 2), lambda: Loop("fast")):
         with pytest.raises(ValueError):
             bad()
 
@@ -62,9 +113,9 @@ def test_a_configuration_that_cannot_run_the_input_raises():
 # ---- the lane ------------------------------------------------------------------------------------
 def _recording_form(record):
     """A fake form(vec): runners that record (vec, rows, args) instead of launching."""
-    def form(vec):
-        record.append(("form", vec))
-        return lambda rows, args: record.append((vec, rows, args))
+    def form(f):
+        record.append(("form", f))
+        return lambda rows, args: record.append((f, rows, args))
     return form
 
 
@@ -73,7 +124,7 @@ def test_the_lane_launches_what_the_checked_path_launches(dtype):
     """build_lane's lane on CPU tensors with a recording form: the runner of the checked path's alignment
     test (x and out 16-byte aligned, whole vectors), the checked path's arguments and output layout, each
     form asked for once; inputs it does not take fall through (None) before allocating anything."""
-    from kernelkit.ops.reduction._rows import per_vec, vec_ok
+    from kernelkit.ops.reduction._rows import row_form
 
     for len_ in (1, 3, 128, 129, 1000, 4096):
         record = []
@@ -83,8 +134,8 @@ def test_the_lane_launches_what_the_checked_path_launches(dtype):
             out = lane(x)
             assert out.shape == x.shape and out.dtype == dtype
             assert out.stride() == torch.empty(x.shape).stride()
-            vec = vec_ok(len_, dtype, x.data_ptr(), out.data_ptr())
-            assert record[-1] == (vec, rows, (x.data_ptr(), out.data_ptr(), rows, len_))
+            f = row_form(len_, dtype, x.data_ptr(), out.data_ptr())
+            assert record[-1] == (f, rows, (x.data_ptr(), out.data_ptr(), rows, len_))
         assert sorted(r for r in record if r[0] == "form") == sorted(set(r for r in record if r[0] == "form"))
         assert lane(torch.randn(0, len_).to(dtype)) is None
         if len_ > 1:

@@ -47,6 +47,9 @@ __device__ __forceinline__ float warp_allreduce(float v) {
   return v;
 }
 
+// The smallest power of two >= w (w <= 32): the lanes a reduction over w warps' partials spans.
+__host__ __device__ constexpr int warp_span(int w) { return w <= 1 ? 1 : 2 * warp_span((w + 1) / 2); }
+
 // All threads of a block of kThreads (a multiple of 32) get the reduction of their values.
 // `smem` holds kThreads / 32 floats; it is free again when the function returns.
 template <typename Op, int kThreads>
@@ -60,10 +63,12 @@ __device__ __forceinline__ float block_allreduce(float v, float* smem) {
     if (lane == 0) smem[warp] = v;
     __syncthreads();
     // every warp reduces the kWarps partials itself (no second barrier to broadcast a result); each
-    // aligned group of kWarps lanes holds a full copy, so every lane, not only the first kWarps,
-    // ends with the result
-    float r = smem[lane & (kWarps - 1)];
-    r = warp_allreduce<Op, kWarps>(r);
+    // aligned group of kSpan lanes (kWarps rounded up to a power of two, the missing warps read as the
+    // identity) holds a full copy, so every lane, not only the first kWarps, ends with the result
+    constexpr int kSpan = warp_span(kWarps);
+    const int i = lane & (kSpan - 1);
+    float r = kSpan == kWarps || i < kWarps ? smem[i] : Op::identity();
+    r = warp_allreduce<Op, kSpan>(r);
     __syncthreads();
     return r;
   }
@@ -82,7 +87,8 @@ __device__ __forceinline__ float group_allreduce(float v, float* smem) {
 
 // The same all-reductions for a state of several floats merged by S::merge (a Welford triple, a
 // softmax (max, sum) pair): S::kFloats floats, S::shfl_xor(o) the state of lane ^ o, S::store(smem, i)
-// / S::load(smem, i) its slot i of a structure-of-arrays in shared memory (32 slots a float).
+// / S::load(smem, i) its slot i of a structure-of-arrays in shared memory (32 slots a float), S::empty()
+// the state of no values.
 template <typename S, int W = 32>
 __device__ __forceinline__ S warp_allmerge(S v) {
 #pragma unroll
@@ -99,7 +105,9 @@ __device__ __forceinline__ S block_allmerge(S v, float* smem) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) v.store(smem, warp);
     __syncthreads();
-    v = warp_allmerge<S, kWarps>(S::load(smem, lane & (kWarps - 1)));  // as block_allreduce
+    constexpr int kSpan = warp_span(kWarps);
+    const int i = lane & (kSpan - 1);
+    v = warp_allmerge<S, kSpan>(kSpan == kWarps || i < kWarps ? S::load(smem, i) : S::empty());  // as block_allreduce
     __syncthreads();
   }
   return v;
@@ -210,12 +218,26 @@ struct RowHandout {
 
 // ---- row tiles: thread `lane` of a group of kGroup holds kVecs 16-byte vectors of one row slice.
 // Vector k of the thread starts at element k * kGroup * N + lane * N of the slice: consecutive lanes
-// read consecutive 16 bytes (coalesced). Callers pass the thread's own start (slice + lane * N) and
-// `rem` = slice length - lane * N, so every address is that pointer plus a compile-time offset and
-// every bound check a compare with a constant: no per-element address registers.
-// kVec: the row start is 16-byte aligned and the row length a multiple of N, so each vector is one
-// 128-bit access; otherwise the same layout is read element by element (any alignment, any length).
-// Elements past the slice read as `fill`.
+// read consecutive 16 bytes (coalesced). Callers pass the thread's own start (slice + lane * N),
+// `rem` = slice end - lane * N and `head` = slice start - lane * N (the elements before the row in a
+// window form, <= 0 but for the row's first thread), so every address is that pointer plus a
+// compile-time offset and every bound check a compare with a constant: no per-element address registers.
+//
+// How a slice moves between global memory and the tile (the row form, a template parameter):
+//   kRowElems     element by element: any alignment, any length
+//   kRowAligned   16-byte vectors: every row starts 16-byte aligned and is a whole number of vectors
+//   kRowWindow    16-byte vectors of the aligned window that covers the row, whatever its start: the row's
+//                 first vector (a head of 0 .. N - 1 elements of the row before it) and its last (a tail)
+//                 are loaded whole with the elements outside the row replaced by `fill`, and stored
+//                 element by element; every other vector moves as one 128-bit access. x and out must
+//                 share their phase (their addresses differ by a multiple of 16 bytes), which holds when
+//                 both tensors start aligned: then every row has the same misalignment in both.
+//   kRowWindowIn  loads as kRowWindow, stores element by element (out at another phase than x)
+// A window of a row of len elements starting `a` elements past a 16-byte boundary spans a + len elements:
+// a tile holds such rows when its capacity is at least len + N - 1. The loads never leave the aligned
+// 16-byte chunks that hold the row's elements, so they stay within the pages of the row's allocation.
+enum : int { kRowElems = 0, kRowAligned = 1, kRowWindow = 2, kRowWindowIn = 3 };
+
 template <typename T, int kGroup, int kVecs>
 struct RowTile {
   static constexpr int N = 16 / sizeof(T);
@@ -224,17 +246,33 @@ struct RowTile {
   Vec<T, N> v[kVecs];
 
   __device__ __forceinline__ static bool valid(int k, int j, int rem) { return k * kStride + j < rem; }
+  // element j of vector k belongs to the row: only vector 0 can start before it (head > 0)
+  __device__ __forceinline__ static bool valid(int k, int j, int head, int rem) {
+    return (k > 0 || j >= head) && k * kStride + j < rem;
+  }
+  // vector k lies wholly within the row
+  __device__ __forceinline__ static bool whole(int k, int head, int rem) {
+    return (k > 0 || head <= 0) && k * kStride + N <= rem;
+  }
 
-  template <bool kVec>
-  __device__ __forceinline__ void load(const T* __restrict__ p, int rem, T fill) {
+  template <int kForm>
+  __device__ __forceinline__ void load(const T* __restrict__ p, int rem, T fill, int head = 0) {
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      if constexpr (kVec) {
+      if constexpr (kForm == kRowAligned) {
         if (valid(k, 0, rem)) {
           v[k] = load_vec(reinterpret_cast<const Vec<T, N>*>(p + k * kStride));
         } else {
 #pragma unroll
           for (int j = 0; j < N; ++j) v[k].v[j] = fill;
+        }
+      } else if constexpr (kForm >= kRowWindow) {
+        // the vector is read whole if it holds any of the row's elements; the rest become fill
+        v[k] = load_vec_or(valid(k, 0, rem), reinterpret_cast<const Vec<T, N>*>(p + k * kStride), fill);
+        if (!whole(k, head, rem)) {
+#pragma unroll
+          for (int j = 0; j < N; ++j)
+            if (!valid(k, j, head, rem)) v[k].v[j] = fill;
         }
       } else {
 #pragma unroll
@@ -243,27 +281,47 @@ struct RowTile {
     }
   }
 
-  // load<true> with the choice of data or fill made on 32-bit words (load_vec_or): a choice per 16-bit
-  // element costs a PRMT and a register each, which kernels held to 48 registers cannot spare
+  // load<kRowAligned> with the choice of data or fill made on 32-bit words (load_vec_or): a choice per
+  // 16-bit element costs a PRMT and a register each, which kernels held to 48 registers cannot spare
   __device__ __forceinline__ void load_words(const T* __restrict__ p, int rem, T fill) {
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) v[k] = load_vec_or(valid(k, 0, rem), reinterpret_cast<const Vec<T, N>*>(p + k * kStride), fill);
   }
 
-  template <bool kVec>
-  __device__ __forceinline__ void store(T* __restrict__ p, int rem) const {
+  template <int kForm>
+  __device__ __forceinline__ void store(T* __restrict__ p, int rem, int head = 0) const {
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
-      if constexpr (kVec) {
+      if constexpr (kForm == kRowAligned) {
         if (valid(k, 0, rem)) store_vec(reinterpret_cast<Vec<T, N>*>(p + k * kStride), v[k]);
+      } else if constexpr (kForm == kRowWindow) {
+        if (whole(k, head, rem)) {  // (written as st.global.v4: NVVM merged a plain store with the
+                                    // element-wise branch into four 32-bit STGs)
+          store_global16(reinterpret_cast<Vec<T, N>*>(p + k * kStride), v[k]);
+        } else if (valid(k, 0, rem)) {  // the row's head or tail vector
+#pragma unroll
+          for (int j = 0; j < N; ++j)
+            if (valid(k, j, head, rem)) p[k * kStride + j] = v[k].v[j];
+        }
       } else {
 #pragma unroll
         for (int j = 0; j < N; ++j)
-          if (valid(k, j, rem)) p[k * kStride + j] = v[k].v[j];
+          if (valid(k, j, head, rem)) p[k * kStride + j] = v[k].v[j];
       }
     }
   }
 };
+
+// A row's place in its aligned window (the window forms): `a` elements of the row's start past the
+// 16-byte boundary below it (0 in the other forms).
+template <int kForm, typename T>
+__device__ __forceinline__ int row_phase(const T* row_start) {
+  if constexpr (kForm >= kRowWindow) {
+    return (int)((reinterpret_cast<unsigned long long>(row_start) & 15) / sizeof(T));
+  } else {
+    return 0;
+  }
+}
 
 // Block shape of a row kernel: kRowBlockThreads threads holding several rows (kGroup <= 32) or one CTA of
 // kGroup per row slice. The min-blocks hint of __launch_bounds__ lets ptxas use up to 128 registers

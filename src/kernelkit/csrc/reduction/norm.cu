@@ -92,7 +92,9 @@ __host__ __device__ constexpr int norm_min_blocks(int group, int values, bool ve
 // rows, and one-CTA rows where the host asks); without it they are read at the output (or early).
 // kDynamic (norm_rows_dyn): rows past the grid's first are handed out at run time (RowHandout, reduce.cuh),
 // for persistent cluster launches; `counters` is the host's buffer for the stream.
-template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kEarlyWB, bool kStage, bool kDynamic>
+// kForm: how rows move (RowTile's forms); the window forms (rows at any alignment) read weight and bias at
+// the output by shifted loads (load_shifted), for one-CTA or warp rows that stage nothing.
+template <typename T, int kGroup, int kVecs, int kCluster, int kForm, bool kEarlyWB, bool kStage, bool kDynamic>
 __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __restrict__ out,
                                                const T* __restrict__ weight, const T* __restrict__ bias, i64 rows,
                                                i64 len, float eps, int rms, unsigned* __restrict__ counters) {
@@ -102,6 +104,9 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
   constexpr int N = Tile::N;
   constexpr i64 kSlice = (i64)kGroup * kVecs * N;
   constexpr int kUnits = kGroup <= 32 ? kBlock / kGroup : 1;  // rows a block holds at once
+  constexpr bool kVec = kForm == kRowAligned;
+  constexpr bool kWindow = kForm >= kRowWindow;
+  static_assert(!kWindow || (kCluster == 1 && !kStage && !kEarlyWB), "window rows: one CTA or warp slice, nothing staged");
   constexpr bool kTight = norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB) > 0;
   static_assert(kCluster == 1 || kStage, "cluster rows stage weight and bias");
   __shared__ float smem[96];  // group reductions: 32 floats (sums) or 96 (Welford triples)
@@ -139,7 +144,14 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
   for (i64 r0 = first; r0 < rows;) {
     const i64 row = r0 + unit;
     const bool live = row < rows;  // groups past the end run empty: the shuffles stay full-warp
-    const int rrem = live ? rem : -p.lane * N - 1;
+    // window forms: the row starts `a` elements into its first vector; this thread's first element is
+    // at `at` of the row, its valid ones [head, wrem) of its own
+    const int a = row_phase<kForm>(in + (live ? row : 0) * len);
+    const i64 at = col - a;
+    const int wn = kWindow ? (int)min(kSlice, a + len) : n;
+    const int wrem = wn - p.lane * N;
+    const int head = a - p.lane * N;
+    const int rrem = live ? wrem : -p.lane * N - 1;
     // vector k's weight and bias from global memory; a vector past the row reads the row's first one
     // (never stored): no predicated loads
     const auto weight_bias_at = [&](int k, V& wv, V& bv) {
@@ -159,7 +171,7 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
     if constexpr (kTight) {
       t.load_words(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
     } else {
-      t.template load<kVec>(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
+      t.template load<kForm>(in + (live ? row : 0) * len + at, rrem, from_float<T>(0.0f), head);
     }
     if constexpr (kStageAsync) {
       if (r0 == first) stage_weight_bias_async<Tile>(weight, bias, col, rem, ws, bs);
@@ -176,8 +188,8 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
       for (int k = 0; k < kVecs; ++k)
 #pragma unroll
         for (int j = 0; j < N; ++j) xs[k][j] = to_float(t.v[k].v[j]);
-      st = row_stats<kGroup, kCluster, kVec, true, true>(FloatValues<kVecs, N>{xs}, live ? n : 0, rrem, len, kSlice, eps, rms,
-                                             smem, share);
+      st = row_stats<kGroup, kCluster, kVec, true, true>(FloatValues<kVecs, N>{xs}, live ? wn : 0, rrem, len, kSlice, eps, rms,
+                                             smem, share, live ? a : 0);
     }
     const i64 next_r0 = kDynamic ? handout.next(stride) : r0 + stride;  // after row_stats' block barriers
     if constexpr (kStageAsync) staged_wait();  // this thread's copies (at once after the first)
@@ -194,6 +206,9 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
       } else if constexpr (kStage) {
         if (weight) wv = lds_volatile(reinterpret_cast<const V*>(ws + off));
         if (bias) bv = lds_volatile(reinterpret_cast<const V*>(bs + off));
+      } else if constexpr (kWindow) {
+        if (weight) wv = load_shifted<N>(weight, at + off, len);
+        if (bias) bv = load_shifted<N>(bias, at + off, len);
       } else if constexpr (kVec) {
         weight_bias_at(k, wv, bv);
       } else {
@@ -211,33 +226,33 @@ __device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __re
         affine(t.v[k], xs[k], st, wv, bv, weight, bias);
       }
     }
-    if (live) t.template store<kVec>(out + row * len + col, rem);
+    if (live) t.template store<kForm>(out + row * len + at, wrem, head);
     r0 = next_r0;
   }
   if constexpr (kStageAsync) staged_wait();  // a CTA given no row leaves no copy in flight
 }
 
-template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kEarlyWB>
+template <typename T, int kGroup, int kVecs, int kCluster, int kForm, bool kEarlyWB>
 __host__ __device__ constexpr int norm_rows_min_blocks() {
-  return norm_min_blocks(kGroup, kVecs * 16 / sizeof(T), kVec,
-                         norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB));
+  return norm_min_blocks(kGroup, kVecs * 16 / sizeof(T), kForm == kRowAligned,
+                         norm_tight_blocks<T>(kGroup, kVecs, kCluster, kForm == kRowAligned, kEarlyWB));
 }
 
 // Rows dealt to groups (or clusters) in a fixed stride: one group a row, or persistent (kStage).
-template <typename T, int kGroup, int kVecs, int kCluster, bool kVec, bool kEarlyWB, bool kStage>
-__global__ void __launch_bounds__(row_block(kGroup), (norm_rows_min_blocks<T, kGroup, kVecs, kCluster, kVec, kEarlyWB>()))
+template <typename T, int kGroup, int kVecs, int kCluster, int kForm, bool kEarlyWB, bool kStage>
+__global__ void __launch_bounds__(row_block(kGroup), (norm_rows_min_blocks<T, kGroup, kVecs, kCluster, kForm, kEarlyWB>()))
 norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
           const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
-  norm_rows_body<T, kGroup, kVecs, kCluster, kVec, kEarlyWB, kStage, false>(in, out, weight, bias, rows, len, eps, rms,
-                                                                           nullptr);
+  norm_rows_body<T, kGroup, kVecs, kCluster, kForm, kEarlyWB, kStage, false>(in, out, weight, bias, rows, len, eps, rms,
+                                                                            nullptr);
 }
 
 // Persistent clusters of aligned rows, weight and bias staged, rows handed out at run time.
 template <typename T, int kGroup, int kVecs, int kCluster>
-__global__ void __launch_bounds__(row_block(kGroup), (norm_rows_min_blocks<T, kGroup, kVecs, kCluster, true, false>()))
+__global__ void __launch_bounds__(row_block(kGroup), (norm_rows_min_blocks<T, kGroup, kVecs, kCluster, kRowAligned, false>()))
 norm_rows_dyn(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
               const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms, unsigned* __restrict__ counters) {
-  norm_rows_body<T, kGroup, kVecs, kCluster, true, false, true, true>(in, out, weight, bias, rows, len, eps, rms,
+  norm_rows_body<T, kGroup, kVecs, kCluster, kRowAligned, false, true, true>(in, out, weight, bias, rows, len, eps, rms,
                                                                      counters);
 }
 

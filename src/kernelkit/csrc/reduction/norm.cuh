@@ -35,6 +35,7 @@ struct Welford {
   __device__ __forceinline__ static Welford load(const float* smem, int i) {
     return {smem[i], smem[32 + i], smem[64 + i]};
   }
+  __device__ __forceinline__ static Welford empty() { return {0.0f, 0.0f, 0.0f}; }
 };
 
 // Chan's formula over the warps of a block, in its summed form: each warp's (count c, mean m, M2) to the
@@ -49,11 +50,15 @@ __device__ __forceinline__ float2 merge_warps(float c, float m, float m2, float 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (lane == 0) Welford{c, m, m2}.store(smem, warp);
   __syncthreads();
-  const Welford o = Welford::load(smem, lane & (kWarps - 1));  // every aligned kWarps lanes: all warps
-  const float m0 = smem[32];                                    // warp 0's mean (Welford::store layout)
-  const float mean = n > 0.0f ? m0 + warp_allreduce<SumOp, kWarps>(o.n * (o.mean - m0)) / n : 0.0f;
+  // every aligned kSpan lanes: all warps (kSpan: kWarps rounded up to a power of two, the missing
+  // warps' states empty, adding nothing to either sum)
+  constexpr int kSpan = warp_span(kWarps);
+  const int i = lane & (kSpan - 1);
+  const Welford o = kSpan == kWarps || i < kWarps ? Welford::load(smem, i) : Welford::empty();
+  const float m0 = smem[32];  // warp 0's mean (Welford::store layout)
+  const float mean = n > 0.0f ? m0 + warp_allreduce<SumOp, kSpan>(o.n * (o.mean - m0)) / n : 0.0f;
   const float d = o.mean - mean;
-  const float total = warp_allreduce<SumOp, kWarps>(o.m2 + o.n * d * d);
+  const float total = warp_allreduce<SumOp, kSpan>(o.m2 + o.n * d * d);
   __syncthreads();
   return {mean, total};
 }
@@ -161,16 +166,21 @@ struct TileValues {
 };
 
 // (mean, rstd) of the row whose slice this thread group holds in `x` (its kVecs vectors of N values,
-// as FloatValues or TileValues; n valid elements in the slice, rem of them from this thread's first one;
-// kVec: whole vectors are valid or not, so the bounds are checked per vector, not per element).
+// as FloatValues or TileValues; the slice's elements [lo, n) valid (lo > 0: a window form's head), rem =
+// n less this thread's first element; kVec: whole vectors are valid or not, so the bounds are checked
+// per vector, not per element).
 // Clusters exchange (sum of squares) or (slice mean, M2) through `share` (one push per CTA per row).
 // kLanes: the cluster merges' lane-parallel form (above).
 template <int kGroup, int kCluster, bool kVec, bool kWarpPasses = true, bool kLanes = false, typename X>
 __device__ __forceinline__ float2 row_stats(const X& x, int n, int rem, i64 len, i64 slice,
-                                            float eps, int rms, float* smem, ClusterShare<kCluster>& share) {
+                                            float eps, int rms, float* smem, ClusterShare<kCluster>& share,
+                                            int lo = 0) {
   constexpr int kVecs = X::kVecs, N = X::N;
   constexpr int kStride = kGroup * N;  // as RowTile: elements between a thread's vectors
-  const auto valid = [rem](int k, int j) { return k * kStride + (kVec ? 0 : j) < rem; };
+  const int head = lo - (n - rem);  // the valid start from this thread's first element
+  const auto valid = [rem, head](int k, int j) {
+    return (kVec || k > 0 || j >= head) && k * kStride + (kVec ? 0 : j) < rem;
+  };
   if (rms) {
     float ss = 0.0f;
 #pragma unroll
@@ -212,12 +222,12 @@ __device__ __forceinline__ float2 row_stats(const X& x, int n, int rem, i64 len,
     const int base = (n - rem) / (W * N) * (W * N);
     int count = 0;
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) count += max(0, min(W * N, n - k * kStride - base));
+    for (int k = 0; k < kVecs; ++k) count += max(0, min(W * N, n - k * kStride - base) - max(0, lo - k * kStride - base));
     const float wsum = warp_allreduce<SumOp, W>(sum), wcnt = (float)count;
     const float wmean = wcnt > 0.0f ? wsum / wcnt : 0.0f;
     const float wm2 = warp_allreduce<SumOp, W>(squared_deviations(wmean));
     if constexpr (kGroup > 32) {
-      const float2 mm = merge_warps<kGroup>(wcnt, wmean, wm2, (float)n, smem);
+      const float2 mm = merge_warps<kGroup>(wcnt, wmean, wm2, (float)(n - lo), smem);
       mine = mm.x;
       m2 = mm.y;
     } else {
@@ -228,7 +238,7 @@ __device__ __forceinline__ float2 row_stats(const X& x, int n, int rem, i64 len,
     // two reduction rounds over the group (two barrier pairs), for kernels at a 64-register budget
     // that the warp passes' merge would make spill
     const float total = group_allreduce<SumOp, kGroup>(sum, smem);
-    mine = n > 0 ? total / (float)n : 0.0f;
+    mine = n > lo ? total / (float)(n - lo) : 0.0f;
     m2 = group_allreduce<SumOp, kGroup>(squared_deviations(mine), smem);
   }
   const float2 mm = cluster_chan<kLanes>(mine, m2, len, slice, share);
@@ -320,6 +330,40 @@ __device__ __forceinline__ void stage_weight_bias_async(const T* weight, const T
       else *reinterpret_cast<uint4*>(bs + off) = uint4{0u, 0u, 0u, 0u};
     }
   }
+}
+
+// Elements [c, c + N) of a per-column array `w` of `len` elements (weight or bias) as one vector, for the
+// window forms: a row starting `a` elements past a 16-byte boundary puts column c at window position c + a,
+// so w's elements for a window vector sit at a phase that changes from row to row. Read as the two aligned
+// 16-byte chunks that cover them (indices clamped to w's own chunks: elements outside [0, len) are never
+// used) and shifted by the phase: a word select by its two bits, then a funnel shift for a 16-bit half.
+template <int N, typename T>
+__device__ __forceinline__ Vec<T, N> load_shifted(const T* __restrict__ w, i64 c, i64 len) {
+  constexpr int kLog = N == 8 ? 3 : 2;
+  const unsigned long long addr = reinterpret_cast<unsigned long long>(w);
+  const uint4* chunks = reinterpret_cast<const uint4*>(addr & ~15ull);
+  const i64 e = (i64)((addr & 15) / sizeof(T)) + c;  // element index from the first chunk's start
+  const i64 last = ((i64)((addr & 15) / sizeof(T)) + len - 1) >> kLog;
+  // the chunks below and above, each clamped on its own (one outside w holds only unused elements)
+  const i64 below = e >> kLog;
+  const i64 q = min(max(below, (i64)0), last), q1 = min(max(below + 1, (i64)0), last);
+  const int bytes = (int)(e & (N - 1)) * (int)sizeof(T);  // the shift: 0 .. 15 bytes
+  const uint4 lo = chunks[q], hi = chunks[q1];
+  const unsigned src[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  unsigned t[6], u[5];
+#pragma unroll
+  for (int i = 0; i < 6; ++i) t[i] = bytes & 8 ? src[i + 2] : src[i];
+#pragma unroll
+  for (int i = 0; i < 5; ++i) u[i] = bytes & 4 ? t[i + 1] : t[i];
+  uint4 r;
+  const unsigned sh = (bytes & 3) * 8;
+  r.x = __funnelshift_r(u[0], u[1], sh);
+  r.y = __funnelshift_r(u[1], u[2], sh);
+  r.z = __funnelshift_r(u[2], u[3], sh);
+  r.w = __funnelshift_r(u[3], u[4], sh);
+  Vec<T, N> v;
+  memcpy(&v, &r, 16);
+  return v;
 }
 
 // The weight and bias vectors (where present) at element `at` of a row, from global memory.

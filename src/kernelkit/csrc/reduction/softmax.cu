@@ -70,6 +70,7 @@ struct MaxSum {
     smem[32 + i] = s;
   }
   __device__ __forceinline__ static MaxSum load(const float* smem, int i) { return {smem[i], smem[32 + i]}; }
+  __device__ __forceinline__ static MaxSum empty() { return {neg_inf(), 0.0f}; }
 };
 
 // A row's (max, sum) from its cluster slices' (kCluster == 1: the slice's own). Each CTA reads only
@@ -105,7 +106,9 @@ softmax_online(const T* __restrict__ in, T* __restrict__ out, i64 len) {
 }
 
 // Rows short enough to hold: kGroup threads x kVecs 16-byte vectors per row slice, kCluster slices.
-template <typename T, int kGroup, int kVecs, int kCluster, bool kVec>
+// kForm: how the row moves (RowTile's forms: element by element, aligned vectors, or the vectors of
+// the aligned window covering a row at any alignment).
+template <typename T, int kGroup, int kVecs, int kCluster, int kForm>
 __global__ void __launch_bounds__(row_block(kGroup), row_min_blocks(kGroup))
 softmax_rows(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len) {
   constexpr int kBlock = row_block(kGroup);
@@ -120,10 +123,14 @@ softmax_rows(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len) {
   if constexpr (kCluster > 1) share.init();
   // rows past the end still run (as empty slices): lanes of a warp must not leave before its shuffles
   const i64 row = p.row < rows ? p.row : 0;
-  const i64 base = row * len + (i64)p.rank * kSlice + p.lane * N;  // this thread's first element
-  const int rem = (p.row < rows ? (int)max((i64)0, min(kSlice, len - (i64)p.rank * kSlice)) : 0) - p.lane * N;
+  const int a = row_phase<kForm>(in + row * len);  // the row's start past a 16-byte boundary
+  // this thread's first element (from the row's start) and its valid ones: [head, rem) of its own
+  const i64 first = (i64)p.rank * kSlice + p.lane * N - a;
+  const i64 base = row * len + first;
+  const int rem = (p.row < rows ? (int)max((i64)0, min(kSlice, a + len - (i64)p.rank * kSlice)) : 0) - p.lane * N;
+  const int head = (int)max((i64)-kSlice, (i64)a - (i64)p.rank * kSlice) - p.lane * N;
   Tile t;
-  t.template load<kVec>(in + base, rem, from_float<T>(neg_inf()));
+  t.template load<kForm>(in + base, rem, from_float<T>(neg_inf()), head);
 
   float m = neg_inf();
 #pragma unroll
@@ -166,7 +173,7 @@ softmax_rows(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len) {
       }
       t.v[k].v[j] = from_float<T>(dead ? scale : ex * scale);
     }
-  t.template store<kVec>(out + base, rem);
+  t.template store<kForm>(out + base, rem, head);
 }
 
 }  // namespace kk

@@ -1,11 +1,15 @@
-"""What softmax and the norms share: the row tile, picking by capacity, launches, the handout counters.
+"""What softmax and the norms share: the row tile, the row forms, the rule sizing a tile from a row's
+length, launches, the handout counters.
 
 A row kernel (softmax_rows, norm_rows) is instantiated per tile: ``threads`` threads (a warp slice
 when <= 32, several rows to a block of ROW_BLOCK; else a whole CTA) hold ``vecs`` 16-byte vectors
-each, and ``cluster`` CTAs (sm_90 thread-block clusters) split one row. A row takes the smallest
-tile of its family's table that holds it (``pick``). Each op's configurations are typed frozen
-dataclasses that know their kernel, block, shared memory and launch; rules in the op's module choose
-one per input, and the public functions take one through ``config=`` (tuning and tests).
+each, and ``cluster`` CTAs (sm_90 thread-block clusters) split one row; and per row form (how rows
+move: ``ALIGNED`` 16-byte vectors, ``WINDOW`` the vectors of the aligned window covering a row at any
+alignment, ``WINDOW_IN`` the same loads with element-wise stores, ``ELEMS`` element by element).
+``warp_tile``, ``cta_tile`` and ``cluster_tile`` size a tile from the row's vectors. Each op's
+configurations are typed frozen dataclasses that know their kernel, block, shared memory and launch;
+rules in the op's module choose one per input, and the public functions take one through ``config=``
+(tuning and tests).
 """
 from __future__ import annotations
 
@@ -29,17 +33,58 @@ def _pow2(v: int) -> bool:
     return v > 0 and v & (v - 1) == 0
 
 
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def pow2_at_least(v: int) -> int:
+    return 1 << max(0, v - 1).bit_length()
+
+
+# Row forms (RowTile's kForm in reduce.cuh): how a row's slice moves between global memory and the tile.
+ELEMS, ALIGNED, WINDOW, WINDOW_IN = 0, 1, 2, 3
+FORMS = (ELEMS, ALIGNED, WINDOW, WINDOW_IN)
+
+
+def row_form(len_: int, dtype: torch.dtype, x: int, out: int, *others: int) -> int:
+    """The form of rows of ``len_`` elements at addresses x and out (others: weight, bias; 0 if absent):
+    ALIGNED where every pointer is 16-byte aligned and rows are whole vectors, else WINDOW where x and out
+    share their phase (every row then starts equally misaligned in both), else WINDOW_IN."""
+    p = x | out
+    for q in others:
+        p |= q
+    if p & 15 == 0 and len_ % per_vec(dtype) == 0:
+        return ALIGNED
+    return WINDOW if (x ^ out) & 15 == 0 else WINDOW_IN
+
+
+def window_len(len_: int, dtype: torch.dtype, form: int) -> int:
+    """Elements a tile must hold for rows of ``len_`` in ``form``: a window form adds up to N - 1 elements
+    of the row before (the head of its first vector)."""
+    return len_ + per_vec(dtype) - 1 if form >= WINDOW else len_
+
+
+def form_bits(dtype: torch.dtype, form: int) -> tuple[int, int]:
+    """(load bits, store bits) of the main body of a form: 16-byte vectors, or the element's width."""
+    e = torch.finfo(dtype).bits
+    return (128 if form != ELEMS else e), (128 if form in (ALIGNED, WINDOW) else e)
+
+
 @dataclass(frozen=True)
 class RowTile:
-    """A row in registers: ``threads`` threads x ``vecs`` 16-byte vectors a thread x ``cluster`` CTAs."""
+    """A row in registers: ``threads`` threads x ``vecs`` 16-byte vectors a thread x ``cluster`` CTAs.
+    ``threads`` <= 32 (a power of two): a warp slice a row, several rows a block; else a CTA of a
+    multiple of 32 threads a row (slice)."""
 
     threads: int
     vecs: int
     cluster: int = 1
 
     def __post_init__(self):
-        if not (_pow2(self.threads) and self.threads <= 1024 and self.vecs >= 1 and self.cluster in (1, 2, 4, 8)):
-            raise ValueError(f"{self}: threads a power of two <= 1024, vecs >= 1, cluster 1, 2, 4 or 8")
+        ok = _pow2(self.threads) if self.threads <= 32 else self.threads % 32 == 0 and self.threads <= 1024
+        if not (ok and self.vecs >= 1 and self.cluster in (1, 2, 4, 8)):
+            raise ValueError(f"{self}: threads a power of two <= 32 or a multiple of 32 <= 1024, vecs >= 1, "
+                             "cluster 1, 2, 4 or 8")
         if self.cluster > 1 and self.threads <= 32:
             raise ValueError(f"{self}: a cluster splits rows held by whole CTAs (threads > 32)")
 
@@ -48,8 +93,11 @@ class RowTile:
         return self.threads if self.threads > 32 else ROW_BLOCK
 
     def capacity(self, dtype: torch.dtype) -> int:
-        """Elements of the longest row the tile holds."""
+        """Elements of the longest row the tile holds (aligned rows; a window form holds N - 1 fewer)."""
         return self.threads * self.vecs * per_vec(dtype) * self.cluster
+
+    def holds(self, dtype: torch.dtype, len_: int, form: int) -> bool:
+        return self.capacity(dtype) >= window_len(len_, dtype, form)
 
     def grid(self, rows: int) -> int:
         """CTAs of a launch with one group (or cluster) per row."""
@@ -59,6 +107,58 @@ class RowTile:
 
     def min_sm(self) -> int:
         return CLUSTER_SM if self.cluster > 1 else 0
+
+
+# ---- the rule sizing a register tile ------------------------------------------------------------------
+# A row is held once in registers: as few threads as hold it with VECS_A_THREAD 16-byte vectors each
+# (64 bytes in flight a thread), from a power-of-two slice of a warp (short rows, several to a warp) to a
+# CTA of up to 1024 threads; then more vectors a thread, up to 32 values (the 64-register cap at 1024
+# threads); then (sm_90) a cluster of CTAs of at most CLUSTER_CTA threads (clusters of CTAs that fill an
+# SM are placed fewer: docs/design/row-reductions.md), up to MAX_CLUSTER CTAs of 1024 threads.
+VECS_A_THREAD = 4
+MIN_CTA = 64  # a CTA row has at least two warps (a row of fewer threads is a warp slice)
+CLUSTER_CTA = 512
+MAX_CLUSTER = 8
+
+
+def warp_tile(vectors: int):
+    """(lanes, vecs) for rows of up to 32 x VECS_A_THREAD vectors: a power-of-two slice of a warp, the
+    fewest lanes holding VECS_A_THREAD vectors each; None for longer rows."""
+    if vectors > 32 * VECS_A_THREAD:
+        return None
+    lanes = min(32, pow2_at_least(cdiv(vectors, VECS_A_THREAD)))
+    return lanes, cdiv(vectors, lanes)
+
+
+def cta_tile(vectors: int, most_vecs: int, min_threads: int = MIN_CTA):
+    """(threads, vecs) of one CTA holding ``vectors`` vectors: VECS_A_THREAD a thread over a multiple of 32
+    threads; past 1024 threads, more vectors a thread up to ``most_vecs`` (None beyond), spread over the
+    fewest warps that hold the row at that many."""
+    vecs = max(VECS_A_THREAD, cdiv(vectors, 1024)) if vectors > 1024 * VECS_A_THREAD else VECS_A_THREAD
+    if vecs > most_vecs:
+        return None
+    threads = max(min_threads, 32 * cdiv(cdiv(vectors, vecs), 32))
+    return threads, cdiv(vectors, threads)
+
+
+def cluster_tile(vectors: int, most_vecs: int, longest_vecs: int):
+    """(threads, vecs, cluster): the smallest cluster whose CTAs of at most CLUSTER_CTA threads hold the row
+    at up to ``most_vecs`` vectors a thread; else MAX_CLUSTER CTAs of up to 1024 threads and
+    ``longest_vecs`` vectors a thread; None beyond."""
+    c = 2
+    while c <= MAX_CLUSTER:
+        per = cdiv(vectors, c)
+        if per <= CLUSTER_CTA * most_vecs:
+            vecs = min(most_vecs, max(VECS_A_THREAD, cdiv(per, CLUSTER_CTA)))
+            threads = max(MIN_CTA, 32 * cdiv(cdiv(per, vecs), 32))
+            return threads, cdiv(per, threads), c
+        c *= 2
+    per = cdiv(vectors, MAX_CLUSTER)
+    vecs = cdiv(per, 1024)
+    if vecs > longest_vecs:
+        return None
+    threads = 32 * cdiv(cdiv(per, vecs), 32)
+    return threads, cdiv(per, threads), MAX_CLUSTER
 
 
 def pick(len_: int, table: Mapping[int, object]):

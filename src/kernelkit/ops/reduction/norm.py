@@ -23,7 +23,7 @@ from .._shared.checks import check_same_device, check_tensor, output_for, pick_v
 from .._shared.custom_op import out_op
 from .._shared.launch_rules import compute_capability
 from .._shared.plans import plan_cache, remember
-from ._rows import config_text, parse_config, per_vec, vec_ok
+from ._rows import ALIGNED, WINDOW, WINDOW_IN, config_text, parse_config, per_vec, row_form
 from .norm_configs import (CONFIG_CLASSES, SRC, BulkRing, NormConfig, NormTile, SmemRows, Welford,  # noqa: F401
                            config_for, config_order, configs, rows_class, rows_matter)
 
@@ -31,14 +31,15 @@ __all__ = ["layer_norm", "rms_norm"]
 
 
 def _kernels(rung: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
-    """Every instantiation the rung can launch for dtype: each configuration the rule can choose, in the
-    forms that reach it (aligned rows: 16-byte vectors; others: element by element)."""
-    forms = {vec: set(configs(dtype, aligned=vec, rung=rung)) for vec in (True, False)}
+    """The instantiations the rung launches for dtype at the rule's sample lengths: each configuration it
+    chooses, in the row forms that reach it (aligned rows: 16-byte vectors; others: the window forms, or
+    element by element)."""
+    forms = {f: set(configs(dtype, aligned=f, rung=rung)) for f in (ALIGNED, WINDOW, WINDOW_IN)}
     seen: dict[str, Kernel] = {}
-    for c in sorted(forms[True] | forms[False], key=config_order):
-        for vec in (True, False):
-            if c in forms[vec]:
-                k = c.kernel(dtype, vec)
+    for c in sorted(set().union(*forms.values()), key=config_order):
+        for f in (ALIGNED, WINDOW, WINDOW_IN):
+            if c in forms[f]:
+                k = c.kernel(dtype, f)
                 seen.setdefault(k.name, k)
     return tuple(seen.values())
 
@@ -56,7 +57,7 @@ def _plan(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: in
     else:
         cfg = parse_config(text, CONFIG_CLASSES)
         cfg.check(op, dtype, len_, vec, sm)
-    kernel = get_kernel(SRC, cfg.name(dtype, vec), device_index=dev)
+    kernel = get_kernel(SRC, cfg.name(dtype, cfg.form(vec) if hasattr(cfg, "form") else vec), device_index=dev)
     shmem = cfg.shared_bytes(weight, bias)
     return cfg, kernel, shmem, cfg.runner(kernel, shmem, dev)
 
@@ -87,7 +88,7 @@ def _run(rung: str, text: Optional[str], x, out, w, b, rows: int, len_: int, eps
     xp, op = x.data_ptr(), out.data_ptr()
     wp = 0 if w is None else w.data_ptr()
     bp = 0 if b is None else b.data_ptr()
-    go = _runner(rung, text, x.dtype, x.get_device(), len_, vec_ok(len_, x.dtype, xp, op, wp, bp), rms, rows,
+    go = _runner(rung, text, x.dtype, x.get_device(), len_, row_form(len_, x.dtype, xp, op, wp, bp), rms, rows,
                  w is not None, b is not None)
     go(rows, (xp, op, wp, bp, rows, len_, _f32(eps), _RMS[rms]))
 
@@ -223,7 +224,7 @@ def build_lane(dtype: torch.dtype, device: torch.device, shape_key, has_weight: 
         out = _empty_like(x, memory_format=_CONTIGUOUS)
         xp, op = x.data_ptr(), out.data_ptr()
         rows = n // len_
-        vec = whole and not (xp | op | wp | bp) & 15
+        vec = ALIGNED if whole and not (xp | op | wp | bp) & 15 else WINDOW if not (xp ^ op) & 15 else WINDOW_IN
         fk = (vec, rows_class(dtype, rows, rms)) if by_rows else vec
         go = forms.get(fk)
         if go is None:

@@ -19,8 +19,9 @@ import torch
 from ...ladder import Kernel
 from .._shared.cxx import CXX_TYPE, cxx_bool
 from ...runtime import plain_launcher
-from ._rows import (CLUSTER_SM, RowTile, check_config, needs_sm90, per_vec, persistent_runner, pick, row_runner,
-                    without_clusters)
+from ._rows import (ALIGNED, CLUSTER_SM, ELEMS, VECS_A_THREAD, WINDOW, WINDOW_IN, RowTile, cdiv, check_config,
+                    cta_tile, form_bits, needs_sm90, per_vec, persistent_runner, pick, row_runner, warp_tile,
+                    window_len)
 
 SRC = "reduction/norm.cu"
 LOOP_BLOCK = 512  # norm_welford's block
@@ -37,7 +38,7 @@ class Welford:
 
     block = LOOP_BLOCK
 
-    def name(self, dtype: torch.dtype, vec: bool) -> str:
+    def name(self, dtype: torch.dtype, form: int) -> str:
         return f"kk::norm_welford<{CXX_TYPE[dtype]}, {LOOP_BLOCK}>"
 
     def kernel(self, dtype: torch.dtype, vec: bool) -> Kernel:
@@ -78,25 +79,36 @@ class NormTile(RowTile):
         if self.handout and self.cluster == 1:
             raise ValueError(f"{self}: rows are handed out to clusters (cluster > 1)")
 
-    def name(self, dtype: torch.dtype, vec: bool) -> str:
+    def form(self, form: int) -> int:
+        """The form this tile runs rows of ``form`` in: the window forms are for one-CTA (or warp) rows
+        that stage nothing; staged and cluster rows at any other alignment move element by element."""
+        return ELEMS if form >= WINDOW and (self.staged or self.cluster > 1) else int(form)
+
+    def name(self, dtype: torch.dtype, form: int) -> str:
         t, g, v, c = CXX_TYPE[dtype], self.threads, self.vecs, self.cluster
         if self.handout:
             return f"kk::norm_rows_dyn<{t}, {g}, {v}, {c}>"
-        return f"kk::norm_rows<{t}, {g}, {v}, {c}, {cxx_bool(vec)}, {cxx_bool(self.early)}, {cxx_bool(self.staged)}>"
+        return (f"kk::norm_rows<{t}, {g}, {v}, {c}, {self.form(form)}, {cxx_bool(self.early)}, "
+                f"{cxx_bool(self.staged)}>")
 
-    def kernel(self, dtype: torch.dtype, vec: bool) -> Kernel:
-        bits = 128 if vec else torch.finfo(dtype).bits
+    def kernel(self, dtype: torch.dtype, form: int) -> Kernel:
+        form = self.form(form)
+        load, store = form_bits(dtype, form)
         # aligned staged slices arrive by asynchronous copies (LDGSTS: cp.async)
-        sass = ("LDGSTS",) if self.staged and vec else ()
-        return Kernel(SRC, self.name(dtype, vec), bits, bits, block=self.block, min_sm=self.min_sm(), sass=sass,
-                      spills=self in SPILLING.get(per_vec(dtype), ()), dyn_shared=self.shared_bytes(True, True))
+        sass = ("LDGSTS",) if self.staged and form == ALIGNED else ()
+        # window rows of 32 values a thread past 512 threads (bf16: ~36 bytes) may spill a few bytes too
+        spills = self in SPILLING.get(per_vec(dtype), ()) or (form >= WINDOW and self.vecs * per_vec(dtype) >= 32
+                                                             and self.threads > 512)
+        return Kernel(SRC, self.name(dtype, form), load, store, block=self.block, min_sm=self.min_sm(), sass=sass,
+                      spills=spills, dyn_shared=self.shared_bytes(True, True))
 
-    def check(self, op: str, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
-        check_config(op, self.capacity(dtype) >= len_, self, f"it holds {self.capacity(dtype)} elements, "
-                     f"the row has {len_}")
+    def check(self, op: str, dtype: torch.dtype, len_: int, form: int, sm: int) -> None:
+        need = window_len(len_, dtype, self.form(form))
+        check_config(op, self.capacity(dtype) >= need, self, f"it holds {self.capacity(dtype)} elements, "
+                     f"the row needs {need}")
         if self.cluster > 1:
             needs_sm90(op, self, sm, "thread-block clusters")
-        check_config(op, vec or not (self.early or self.handout), self,
+        check_config(op, form == ALIGNED or not (self.early or self.handout), self,
                      "early weight reads and handed-out rows need 16-byte aligned rows of whole vectors")
 
     def shared_bytes(self, weight: bool, bias: bool) -> int:
@@ -116,7 +128,7 @@ def _check_bulk_rows(cfg, op: str, dtype: torch.dtype, len_: int, vec: bool, sm:
     """The checks of the configurations whose rows arrive by bulk copies (BulkRing, SmemRows): sm_90,
     aligned rows of whole vectors, the row within the configuration's capacity."""
     needs_sm90(op, cfg, sm, "bulk copies")
-    check_config(op, vec, cfg, "bulk copies need 16-byte aligned rows of whole vectors")
+    check_config(op, vec == ALIGNED, cfg, "bulk copies need 16-byte aligned rows of whole vectors")
     check_config(op, cfg.capacity(dtype) >= len_, cfg, f"it holds {cfg.capacity(dtype)} elements, "
                  f"the row has {len_}")
 
@@ -224,25 +236,27 @@ CONFIG_CLASSES = (Welford, NormTile, BulkRing, SmemRows)
 WELFORD = Welford()
 T = NormTile  # short, for the tables
 
-# ---- the tables (by elements per 16-byte vector, 4: fp32, 8: 16-bit, then by capacity) -----------
-# The row in registers: warp-packed rows, then a CTA a row up to 32 values a thread at 1024 threads,
-# then a cluster a row (sm_90: persistent, weight and bias staged); each capacity's tile is the one
-# measured fastest (docs/design/row-reductions.md, "Who holds a row, by length").
-FAST = {
-    4: {128: T(32, 1), 256: T(32, 2), 512: T(32, 4), 1024: T(64, 4), 2048: T(128, 4), 4096: T(256, 4),
-        8192: T(512, 4), 16384: T(1024, 4), 32768: T(1024, 8), 65536: T(512, 4, 8, staged=True)},
-    8: {256: T(32, 1), 512: T(32, 2), 1024: T(64, 2), 2048: T(128, 2), 4096: T(128, 4), 8192: T(256, 4),
-        16384: T(1024, 2), 32768: T(1024, 4), 65536: T(1024, 4, 2, staged=True)},
-}
-FAST_FLAT = {n: without_clusters(t) for n, t in FAST.items()}  # sm_80: longer rows take welford
-REGISTERS = {  # the registers rung: one CTA a row, welford past 16K elements
-    4: {512: T(128, 1), 1024: T(128, 2), 2048: T(128, 4), 4096: T(256, 4), 8192: T(512, 4), 16384: T(1024, 4)},
-    8: {1024: T(128, 1), 2048: T(128, 2), 4096: T(256, 2), 8192: T(512, 2), 16384: T(1024, 2)},
-}
+# ---- the rule -------------------------------------------------------------------------------------
+# The row in registers: warp-packed rows, then a CTA a row (_rows.warp_tile, cta_tile: up to 1024 threads x
+# 32 values); the registers rung holds VECS_A_THREAD vectors a thread at most (welford beyond); on sm_90
+# the tuned persistent forms below take over for their rows.
+def register_tile(rung: str, dtype: torch.dtype, len_: int, form: int) -> "NormTile | None":
+    """The register tile of a rung for rows of ``len_`` in ``form`` (None: the row needs more)."""
+    vectors = cdiv(window_len(len_, dtype, form), per_vec(dtype))
+    got = None if rung == "registers" else warp_tile(vectors)
+    if got is None:
+        got = cta_tile(vectors, VECS_A_THREAD if rung == "registers" else 32 // per_vec(dtype),
+                       min_threads=128 if rung == "registers" else 64)
+    return None if got is None else NormTile(*got)
+
+
 # Rows that cannot move as 16-byte vectors read element by element, which costs registers: the 32K
 # tiles would spill, so those rows take these clusters (sm_90) or welford (sm_80).
 VEC_ONLY = {4: frozenset({T(1024, 8)}), 8: frozenset({T(1024, 4)})}
+REGISTER_ROWS = {4: 32768, 8: 32768}  # the longest rows of a one-CTA register tile (1024 threads x 32 values)
 UNALIGNED = {4: T(256, 4, 8, staged=True), 8: T(512, 2, 4, staged=True)}
+UNALIGNED_LONG = {4: {32768: UNALIGNED[4], 65536: T(512, 4, 8, staged=True)},
+                  8: {32768: UNALIGNED[8], 65536: T(1024, 4, 2, staged=True)}}
 # 32 values a thread at 1024 threads (64 registers): ptxas spills a few bytes for some (arch, dtype)
 # pairs; still the fastest for their rows, so these may use local memory.
 SPILLING = {4: frozenset({T(1024, 8)}), 8: frozenset({T(1024, 4), T(1024, 4, 2, staged=True)})}
@@ -303,30 +317,37 @@ def _bulk(dtype: torch.dtype, len_: int, rms: bool):
     return None
 
 
-def config_for(rung: str, dtype: torch.dtype, len_: int, *, aligned: bool, rms: bool, rows: int,
+def config_for(rung: str, dtype: torch.dtype, len_: int, *, aligned: int, rms: bool, rows: int,
                sm: int) -> NormConfig:
     """The configuration a rung launches for ``rows`` rows of ``len_`` elements of ``dtype`` on an sm_``sm``
-    device; ``aligned``: every pointer 16-byte aligned and the row a whole number of vectors."""
+    device; ``aligned``: the row form (_rows.row_form; True: ALIGNED, every pointer 16-byte aligned and the
+    row a whole number of vectors; False: ELEMS; WINDOW, WINDOW_IN: rows at any alignment)."""
     if rung == "welford":
         return WELFORD
-    n = per_vec(dtype)
+    form = int(aligned)
     clusters = sm >= CLUSTER_SM
     fast = rung == "fast"
-    if fast and aligned and clusters:
+    if fast and form == ALIGNED and clusters:
         for rule in (_cluster_rows, _smem, _bulk):
             cfg = rule(dtype, len_, rms)
             if cfg is not None:
                 return cfg
-    tile = pick(len_, REGISTERS[n] if rung == "registers" else FAST[n] if clusters else FAST_FLAT[n])
+    tile = register_tile(rung, dtype, len_, form)
     if tile is None:
-        return WELFORD
-    if fast and aligned and tile == STAGED_ROWS.get(n):
+        n = per_vec(dtype)
+        # rows past a CTA's registers at another alignment: clusters element by element (sm_90)
+        long = pick(len_, UNALIGNED_LONG[n]) if fast and clusters and form != ALIGNED else None
+        return WELFORD if long is None else long
+    n = per_vec(dtype)
+    if fast and form == ALIGNED and n in STAGED_ROWS and tile.cluster == 1 and 64 < tile.threads <= 128:
+        tile = STAGED_ROWS[n]  # 16-bit CTAs of up to 4 warps: the tight 128 x 4 tile (10 CTAs an SM)
+    if fast and form == ALIGNED and tile == STAGED_ROWS.get(n):
         lo, hi = STAGED_RMS_ROWS.get(dtype, (1, 0))
         if not rms or lo <= rows <= hi:
             return replace(tile, staged=True) if rows <= STAGED_MAX_ROWS.get(dtype, rows) else tile
-    if fast and not aligned and tile in VEC_ONLY[n]:
+    if fast and form == ELEMS and tile in VEC_ONLY[n]:
         return UNALIGNED[n] if clusters else WELFORD
-    return replace(tile, early=True) if _early(dtype, tile, aligned) else tile
+    return replace(tile, early=True) if _early(dtype, tile, form == ALIGNED) else tile
 
 
 def rows_class(dtype: torch.dtype, rows: int, rms: bool) -> tuple[bool, bool]:
@@ -346,22 +367,24 @@ def config_order(cfg) -> tuple:
             repr(cfg))
 
 
-@functools.cache
-def configs(dtype: torch.dtype, *, aligned: bool, rung: str = "fast") -> tuple[NormConfig, ...]:
-    """Every configuration ``config_for`` can choose for rows of ``dtype`` (aligned or not) on any device.
+# Row lengths whose configurations a rung lists (its kernels for `kernelkit inspect`, warmup and the CPU
+# compile test; another length compiles its own on first use): the rule's thresholds, sampled.
+SAMPLE_LENS = (1, 7, 100, 257, 512, 1000, 2049, 4096, 5120, 8191, 14336, 16385, 24576, 31745, 32001, 32768,
+               40000, 65536, 131072, 151936, 300000)
 
-    The rule compares lengths and row counts only with the capacities and thresholds of the tables, so
-    evaluating it at each of them and one past covers every case; the kernels a rung lists (compiled by
-    the CPU test and `kernelkit inspect`) and the GPU tests' configurations come from here.
-    """
+
+@functools.cache
+def configs(dtype: torch.dtype, *, aligned: int, rung: str = "fast") -> tuple[NormConfig, ...]:
+    """The configurations ``config_for`` chooses for rows of ``dtype`` in form ``aligned`` on sm_80 and sm_90,
+    at SAMPLE_LENS, the lengths of the tuned tables and around the row-count thresholds."""
     n = per_vec(dtype)
-    lens = {FROM for FROM in (CLUSTER_ROWS_FROM, CLUSTER_ROWS_LN_FROM, SMEM_FROM, BULK_FROM, BULK_LAYER_NORM_FROM)}
-    for table in (FAST[n], REGISTERS[n], BULK[n], BULK_LAYER_NORM.get(n, {}), CLUSTER_ROWS.get(dtype, {}),
+    lens = set(SAMPLE_LENS)
+    for table in (BULK[n], BULK_LAYER_NORM.get(n, {}), CLUSTER_ROWS.get(dtype, {}),
                   CLUSTER_ROWS_RMS.get(dtype, {}), CLUSTER_ROWS_LN.get(dtype, {}),
                   *(t.get(dtype, {}) for t in SMEM.values())):
         lens |= set(table)
     rows = {1, STAGED_MAX_ROWS.get(dtype, 1), *STAGED_RMS_ROWS.get(dtype, (1, 1))}
-    found = {config_for(rung, dtype, len_ + d, aligned=aligned, rms=rms, rows=r + e, sm=sm)
-             for len_ in lens | {1} for d in (0, 1) for r in rows for e in (-1, 0, 1) if r + e >= 1
+    found = {config_for(rung, dtype, len_, aligned=aligned, rms=rms, rows=r + e, sm=sm)
+             for len_ in lens for r in rows for e in (-1, 0, 1) if r + e >= 1
              for rms in (False, True) for sm in (80, CLUSTER_SM)}
     return tuple(sorted(found, key=config_order))

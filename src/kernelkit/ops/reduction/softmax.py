@@ -21,8 +21,9 @@ from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE, cxx_bool
 from .._shared.launch_rules import compute_capability
 from .._shared.plans import plan_cache, remember
-from ._rows import (CLUSTER_SM, RowTile, check_config, config_text, needs_sm90, parse_config, per_vec, pick,
-                    row_runner, vec_ok, without_clusters)
+from ._rows import (ALIGNED, CLUSTER_SM, WINDOW, WINDOW_IN, RowTile, cdiv, check_config, cluster_tile, config_text,
+                    cta_tile, form_bits, needs_sm90, parse_config, per_vec, row_form, row_runner, warp_tile,
+                    window_len)
 from .reduce import wrap_dim
 
 __all__ = ["softmax"]
@@ -42,14 +43,14 @@ class Loop:
         if self.kind not in ("three_pass", "online"):
             raise ValueError(f"{self}: kind 'three_pass' or 'online'")
 
-    def name(self, dtype: torch.dtype, vec: bool) -> str:
+    def name(self, dtype: torch.dtype, form: int) -> str:
         return f"kk::softmax_{self.kind}<{CXX_TYPE[dtype]}, {LOOP_BLOCK}>"
 
-    def kernel(self, dtype: torch.dtype, vec: bool) -> Kernel:
+    def kernel(self, dtype: torch.dtype, form: int) -> Kernel:
         bits = torch.finfo(dtype).bits
-        return Kernel(SRC, self.name(dtype, vec), bits, bits, block=self.block)
+        return Kernel(SRC, self.name(dtype, form), bits, bits, block=self.block)
 
-    def check(self, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
+    def check(self, dtype: torch.dtype, len_: int, form: int, sm: int) -> None:
         pass
 
     def runner(self, kernel, dev: int):
@@ -66,16 +67,19 @@ class SoftmaxTile(RowTile):
     """softmax_rows: the row held in registers (RowTile), one read and one write; clusters (sm_90)
     exchange their slices' (max, sum) through distributed shared memory."""
 
-    def name(self, dtype: torch.dtype, vec: bool) -> str:
-        return f"kk::softmax_rows<{CXX_TYPE[dtype]}, {self.threads}, {self.vecs}, {self.cluster}, {cxx_bool(vec)}>"
+    def name(self, dtype: torch.dtype, form: int) -> str:
+        return f"kk::softmax_rows<{CXX_TYPE[dtype]}, {self.threads}, {self.vecs}, {self.cluster}, {int(form)}>"
 
-    def kernel(self, dtype: torch.dtype, vec: bool) -> Kernel:
-        bits = 128 if vec else torch.finfo(dtype).bits
-        return Kernel(SRC, self.name(dtype, vec), bits, bits, block=self.block, min_sm=self.min_sm())
+    def kernel(self, dtype: torch.dtype, form: int) -> Kernel:
+        load, store = form_bits(dtype, form)
+        # more than 32 values a thread (the longest 16-bit cluster rows, exponentials recomputed) may spill
+        # a few bytes at the 64-register cap
+        return Kernel(SRC, self.name(dtype, form), load, store, block=self.block, min_sm=self.min_sm(),
+                      spills=self.vecs * per_vec(dtype) > 32)
 
-    def check(self, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
-        check_config("softmax", self.capacity(dtype) >= len_, self,
-                     f"it holds {self.capacity(dtype)} elements, the row has {len_}")
+    def check(self, dtype: torch.dtype, len_: int, form: int, sm: int) -> None:
+        check_config("softmax", self.holds(dtype, len_, form), self,
+                     f"it holds {self.capacity(dtype)} elements, the row needs {window_len(len_, dtype, form)}")
         if self.cluster > 1:
             needs_sm90("softmax", self, sm, "thread-block clusters")
 
@@ -86,50 +90,78 @@ class SoftmaxTile(RowTile):
 
 SoftmaxConfig = Union[Loop, SoftmaxTile]
 CONFIG_CLASSES = (Loop, SoftmaxTile)
-T = SoftmaxTile  # short, for the tables
-
-# By capacity, per elements per 16-byte vector (4: fp32, 8: 16-bit): small rows pack into warps, then a
-# CTA a row up to 1024 threads x 32 values, then a cluster a row (sm_90, statistics pushed by st.async,
-# no cluster barrier); the online kernel past the table (docs/design/row-reductions.md, "Who holds a
-# row, by length").
-FAST = {
-    4: {128: T(32, 1), 256: T(32, 2), 512: T(32, 4), 1024: T(32, 8), 2048: T(128, 4), 4096: T(256, 4),
-        8192: T(256, 8), 16384: T(512, 8), 32768: T(1024, 8), 65536: T(512, 8, 4), 131072: T(512, 8, 8),
-        262144: T(1024, 8, 8)},
-    8: {256: T(32, 1), 512: T(32, 2), 1024: T(128, 1), 2048: T(128, 2), 4096: T(128, 4), 8192: T(256, 4),
-        16384: T(512, 4), 32768: T(1024, 4), 65536: T(256, 4, 8), 131072: T(512, 4, 8), 262144: T(1024, 4, 8)},
-}
-FAST_FLAT = {n: without_clusters(t) for n, t in FAST.items()}  # sm_80: longer rows take the online kernel
-REGISTERS = {  # the registers rung: one CTA a row, the online kernel past 32K elements
-    4: {512: T(128, 1), 1024: T(128, 2), 2048: T(128, 4), 4096: T(256, 4), 8192: T(256, 8), 16384: T(512, 8),
-        32768: T(1024, 8)},
-    8: {1024: T(128, 1), 2048: T(128, 2), 4096: T(128, 4), 8192: T(256, 4), 16384: T(512, 4), 32768: T(1024, 4)},
-}
 
 
-def config_for(rung: str, dtype: torch.dtype, len_: int, *, sm: int) -> SoftmaxConfig:
-    """The configuration a rung launches for rows of ``len_`` elements of ``dtype`` on an sm_``sm`` device
-    (aligned rows or not: the same configuration, in its vector or element-wise form)."""
+# ---- the rule: each named rung one way of holding a row, `auto` the first that holds it -------------
+def _most_vecs(dtype: torch.dtype) -> int:
+    """16-byte vectors a thread at 32 values (the 64-register cap of 1024-thread CTAs)."""
+    return 32 // per_vec(dtype)
+
+
+def _longest_vecs(dtype: torch.dtype) -> int:
+    """Vectors a thread of the longest cluster rows: 16-bit threads hold 64 values, recomputing their
+    exponentials at the store (softmax_rows' kKeep); fp32 ones stay at 32."""
+    return 64 // per_vec(dtype) if dtype.itemsize == 2 else _most_vecs(dtype)
+
+
+def warp_rows(dtype: torch.dtype, len_: int, form: int, sm: int) -> Optional[SoftmaxTile]:
+    """Short rows: a power-of-two slice of a warp a row (several rows a warp), shuffles only."""
+    got = warp_tile(cdiv(window_len(len_, dtype, form), per_vec(dtype)))
+    return None if got is None else SoftmaxTile(*got)
+
+
+def cta_row(dtype: torch.dtype, len_: int, form: int, sm: int) -> Optional[SoftmaxTile]:
+    """A CTA a row, the row in registers: up to 1024 threads x 32 values."""
+    got = cta_tile(cdiv(window_len(len_, dtype, form), per_vec(dtype)), _most_vecs(dtype))
+    return None if got is None else SoftmaxTile(*got)
+
+
+def cluster_row(dtype: torch.dtype, len_: int, form: int, sm: int) -> Optional[SoftmaxTile]:
+    """A thread-block cluster a row (sm_90): each CTA a slice in registers, (max, sum) pushed to its peers;
+    rows one CTA holds stay one CTA (cta_row)."""
+    if sm < CLUSTER_SM:
+        return None
+    one = cta_row(dtype, len_, form, sm)
+    if one is not None:
+        return one
+    got = cluster_tile(cdiv(window_len(len_, dtype, form), per_vec(dtype)), _most_vecs(dtype), _longest_vecs(dtype))
+    return None if got is None else SoftmaxTile(*got)
+
+
+TILE_RUNGS = {"warp_rows": (warp_rows,), "cta_row": (cta_row,), "cluster_row": (cluster_row,),
+              "auto": (warp_rows, cta_row, cluster_row)}
+
+
+def config_for(rung: str, dtype: torch.dtype, len_: int, *, sm: int, form: int = ALIGNED) -> SoftmaxConfig:
+    """The configuration a rung launches for rows of ``len_`` elements of ``dtype`` in ``form`` (row_form)
+    on an sm_``sm`` device: the first of the rung's holders that holds the row, else the online kernel."""
     if rung in ("three_pass", "online"):
         return Loop(rung)
-    n = per_vec(dtype)
-    tile = pick(len_, REGISTERS[n] if rung == "registers" else FAST[n] if sm >= CLUSTER_SM else FAST_FLAT[n])
-    return Loop("online") if tile is None else tile
+    for holder in TILE_RUNGS[rung]:
+        tile = holder(dtype, len_, form, sm)
+        if tile is not None:
+            return tile
+    return Loop("online")
 
 
-def configs(dtype: torch.dtype, rung: str = "fast") -> tuple[SoftmaxConfig, ...]:
-    """Every configuration ``config_for`` can choose for dtype on any device (each in both forms)."""
-    n = per_vec(dtype)
-    lens = {1} | set(FAST[n]) | set(REGISTERS[n])
-    found = {config_for(rung, dtype, len_ + d, sm=sm) for len_ in lens for d in (0, 1) for sm in (80, CLUSTER_SM)}
-    return tuple(sorted(found, key=lambda c: (isinstance(c, T), c.capacity(dtype) if isinstance(c, T) else 0, repr(c))))
+# Row lengths whose configurations a rung lists (its kernels for `kernelkit inspect`, warmup and the CPU
+# compile test; any other length compiles its own on first use): each holder's reach, sampled.
+SAMPLE_LENS = (1, 7, 100, 257, 1000, 2049, 4097, 5120, 14336, 32001, 50257, 65536, 151936, 300001)
+
+
+def configs(dtype: torch.dtype, rung: str = "auto") -> tuple[SoftmaxConfig, ...]:
+    """The configurations ``config_for`` chooses for dtype at SAMPLE_LENS on sm_80 and sm_90 (any form)."""
+    found = {config_for(rung, dtype, n, sm=sm, form=f) for n in SAMPLE_LENS for sm in (80, CLUSTER_SM)
+             for f in (ALIGNED, WINDOW)}
+    return tuple(sorted(found, key=lambda c: (isinstance(c, SoftmaxTile),
+                                              c.capacity(dtype) if isinstance(c, SoftmaxTile) else 0, repr(c))))
 
 
 def _kernels(rung: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
     seen: dict[str, Kernel] = {}
     for c in configs(dtype, rung):
-        for vec in (True, False):
-            k = c.kernel(dtype, vec)
+        for form in ((ALIGNED, WINDOW, WINDOW_IN) if isinstance(c, SoftmaxTile) else (ALIGNED,)):
+            k = c.kernel(dtype, form)
             seen.setdefault(k.name, k)
     return tuple(seen.values())
 
@@ -137,30 +169,30 @@ def _kernels(rung: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
 _plans = plan_cache()
 
 
-def _plan(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: int, vec: bool) -> tuple:
+def _plan(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: int, form: int) -> tuple:
     """(configuration, loaded kernel, its runner ``go(rows, (x, out, rows, len))``) for a plan key."""
     sm = compute_capability(dev)
     if text is None:
-        cfg = config_for(rung, dtype, len_, sm=sm)
+        cfg = config_for(rung, dtype, len_, sm=sm, form=form)
     else:
         cfg = parse_config(text, CONFIG_CLASSES)
-        cfg.check(dtype, len_, vec, sm)
-    kernel = get_kernel(SRC, cfg.name(dtype, vec), device_index=dev)
+        cfg.check(dtype, len_, form, sm)
+    kernel = get_kernel(SRC, cfg.name(dtype, form), device_index=dev)
     return cfg, kernel, cfg.runner(kernel, dev)
 
 
-def _runner(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: int, vec: bool):
-    key = (rung, text, dtype, dev, len_, vec)
+def _runner(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: int, form: int):
+    key = (rung, text, dtype, dev, len_, form)
     plan = _plans.get(key)
     if plan is None:
-        plan = remember(_plans, key, _plan(rung, text, dtype, dev, len_, vec))
+        plan = remember(_plans, key, _plan(rung, text, dtype, dev, len_, form))
     return plan[2]
 
 
 def _run(rung: str, text: Optional[str], x: torch.Tensor, out: torch.Tensor, rows: int, len_: int) -> None:
     """Softmax of each row of contiguous (rows, len_) x into contiguous out."""
     xp, op = x.data_ptr(), out.data_ptr()
-    go = _runner(rung, text, x.dtype, x.get_device(), len_, vec_ok(len_, x.dtype, xp, op))
+    go = _runner(rung, text, x.dtype, x.get_device(), len_, row_form(len_, x.dtype, xp, op))
     go(rows, (xp, op, rows, len_))
 
 
@@ -193,9 +225,9 @@ _CONTIGUOUS = torch.contiguous_format
 def build_lane(dtype: torch.dtype, len_: int, form):
     """``lane(x)``: the checked path's launch for a contiguous x of rows of ``len_`` elements of ``dtype``
     (its device that of the lane's key): the allocation, the alignment test and one runner, or None
-    for inputs it does not take (empty or not contiguous). ``form(vec)`` gives the runner of the
-    16-byte (vec) or element-wise form, asked once each."""
-    forms = [None, None]
+    for inputs it does not take (empty or not contiguous). ``form(f)`` gives the runner of row form f
+    (row_form: aligned, or the window forms where x starts off a 16-byte boundary), asked once each."""
+    forms = [None, None, None, None]
     whole = len_ % per_vec(dtype) == 0
 
     def lane(x: torch.Tensor) -> Optional[torch.Tensor]:
@@ -204,10 +236,10 @@ def build_lane(dtype: torch.dtype, len_: int, form):
             return None
         out = _empty_like(x, memory_format=_CONTIGUOUS)
         xp, op = x.data_ptr(), out.data_ptr()
-        vec = whole and not (xp | op) & 15
-        go = forms[vec]
+        f = ALIGNED if whole and not (xp | op) & 15 else WINDOW if not (xp ^ op) & 15 else WINDOW_IN
+        go = forms[f]
         if go is None:
-            go = forms[vec] = form(vec)
+            go = forms[f] = form(f)
         rows = n // len_
         go(rows, (xp, op, rows, len_))
         return out
@@ -220,7 +252,7 @@ def _make_lane(x: torch.Tensor) -> None:
     key = (dtype, x.device, len_)
     if key not in _lanes:
         rung = OP.default_variant.name
-        remember(_lanes, key, build_lane(dtype, len_, lambda vec: _runner(rung, None, dtype, dev, len_, vec)))
+        remember(_lanes, key, build_lane(dtype, len_, lambda f: _runner(rung, None, dtype, dev, len_, f)))
 
 
 _softmax_out = out_op("softmax_out", _softmax_into)
@@ -235,8 +267,8 @@ def softmax(x: torch.Tensor, dim: int = -1, *, out: Optional[torch.Tensor] = Non
     non-contiguous x, goes through a contiguous copy). ``dim``: an int (negative counts from the end).
     ``out``: optional result of x's shape, dtype and device, returned; may be ``x`` itself. None: a new
     contiguous tensor.
-    ``variant``: a rung of ``kernelkit.ladder("softmax")`` (naive first); None picks the fastest for the
-    row length.
+    ``variant``: a rung of ``kernelkit.ladder("softmax")`` (naive first); None runs ``auto``, which picks
+    the holder of the row by its length.
     ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
     ``SoftmaxTile`` or ``Loop`` of kernelkit.ops.reduction.softmax; ``configs(dtype)`` there lists
     those the rules choose); raises ValueError if it cannot run this input.
@@ -284,16 +316,20 @@ RUNGS = (
      "and a write for the result (3 reads + 1 write)"),
     ("online", "online softmax: running (max, sum) per thread in one read, rescaled when the max grows, "
      "merged over the block; a second read writes (2 reads + 1 write)"),
-    ("registers", "one CTA per row holding it in registers (16-byte loads): one read, one write; rows "
-     "over 32K elements fall back to online"),
-    ("fast", "per row length: rows packed into warps (fp32 <= 1K), a CTA per row up to 1024 threads x 32 "
-     "values, a thread-block cluster per row exchanging (max, sum) through distributed shared memory "
-     "(sm_90, <= 256K); online beyond"),
+    ("warp_rows", "short rows in registers, a power-of-two slice of a warp a row (several rows a warp), "
+     "shuffles only: one read, one write; 16-byte vectors of the aligned window covering each row at any "
+     "alignment; online past 128 vectors"),
+    ("cta_row", "a CTA a row in registers (up to 1024 threads x 32 values), 16-byte window vectors; online "
+     "beyond"),
+    ("cluster_row", "rows past one CTA as a thread-block cluster a row (sm_90), each CTA a slice in registers, "
+     "(max, sum) pushed to its peers by st.async (shorter rows as cta_row); online beyond, and before sm_90"),
+    ("auto", "the first of warp_rows, cta_row and cluster_row that holds the row (online beyond): the "
+     "threads, vectors a thread and cluster size computed from the row's length"),
 )
 
 OP = register(Op(
     name="softmax", family="reduction",
-    variants=kind_variants(RUNGS, _kernels),
+    variants=kind_variants(RUNGS, _kernels, default="auto"),
     bytes_moved=lambda x, dim=-1, **_: 2 * x.numel() * x.element_size(),
     flops=lambda x, dim=-1, **_: 5 * x.numel(),  # max, subtract, exp, add, scale
     call=softmax,

@@ -88,7 +88,7 @@ def _plan(kind: str, dtype: torch.dtype, p: Planes, KH: int, KW: int, rows: Opti
         return get_kernel(SRC_FILTER, name, device_index=dev), name, 32 * v, 8 * ry, (8 * ry + KH - 1) * ld * 4
     if kind in ("vector", "registers", "best"):
         ry = rows or rows_rule(p.H, VECTOR_ROWS)
-        name = vector_name(dtype, dtype, ry)
+        name = vector_name(p.x.dtype, dtype, ry)  # the output may be a float32 intermediate
         ld = round4(128 + (KW - 1) * p.C)
         shmem = (round4(KH * KW) + (8 * ry + KH - 1) * ld) * 4
         return get_kernel(SRC_FILTER, name, device_index=dev), name, 128, 8 * ry, shmem
@@ -103,7 +103,7 @@ def filter_planes(kind: str, p: Planes, out: torch.Tensor, w: torch.Tensor, bias
                   groups: int, KH: int, KW: int, mode: int, rows: Optional[int] = None) -> None:
     """out (contiguous, p's planes) <- the correlation of p with weight set (plane % groups) of w."""
     dev = out.get_device()
-    key = (kind, out.dtype, dev, p.H, p.W, p.C, KH, KW, rows)
+    key = (kind, p.x.dtype, out.dtype, dev, p.H, p.W, p.C, KH, KW, rows)
     plan = _plans.get(key)
     if plan is None:
         plan = remember(_plans, key, _plan(kind, out.dtype, p, KH, KW, rows, dev))

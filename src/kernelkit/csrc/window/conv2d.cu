@@ -8,7 +8,7 @@
 namespace kk {
 
 template <typename T, int VE, bool kChannelsLast>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, 4)
 dw_direct(const T* __restrict__ in, T* __restrict__ out, const float* __restrict__ w, const float* __restrict__ bias,
           int N, int C, int H, int W, int OH, int OW, i64 sn, i64 sc, i64 sh, i64 sw, int wc, int wt, int KH, int KW,
           int s_h, int s_w, int p_h, int p_w, int d_h, int d_w) {

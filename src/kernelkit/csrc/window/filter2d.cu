@@ -15,7 +15,7 @@ namespace kk {
 
 // One output element per thread, every tap read from global memory through the border rule.
 template <typename T>
-__global__ void __launch_bounds__(256) f2d_naive(KK_WINDOW_ARGS) {
+__global__ void __launch_bounds__(256, 4) f2d_naive(KK_WINDOW_ARGS) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   if (x >= WC) return;
   const int px = x / C, ch = x - px * C, W = WC / C;
@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(256) f2d_naive(KK_WINDOW_ARGS) {
 // A 32 x 8 block stages its outputs' inputs with the halo in shared memory (element by element), then
 // each thread computes one output from the tile; the weights come through the read-only cache.
 template <typename T>
-__global__ void __launch_bounds__(256) f2d_shared(KK_WINDOW_ARGS) {
+__global__ void __launch_bounds__(256, 4) f2d_shared(KK_WINDOW_ARGS) {
   extern __shared__ float4 smem4[];
   float* tile = reinterpret_cast<float*>(smem4);
   const int ld = 32 + (KW - 1) * C, rows = 8 + KH - 1;

@@ -26,7 +26,7 @@ __device__ __forceinline__ float pool_divisor(int hs, int ws, int kh, int kw, in
 }
 
 template <typename T, bool kMax, int V>
-__global__ void __launch_bounds__(256, 4)
+__global__ void __launch_bounds__(256, 2)
 pool_nchw(const T* __restrict__ in, T* __restrict__ out, int planes, int H, int W, int OH, int OW, i64 in_plane,
           i64 in_row, int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw, int include_pad, int divisor) {
   const int ox0 = (blockIdx.x * blockDim.x + threadIdx.x) * V;
@@ -59,7 +59,7 @@ pool_nchw(const T* __restrict__ in, T* __restrict__ out, int planes, int H, int 
 // channels_last: strides (elements) of the input's n, h, w; channels contiguous. The output is
 // channels_last and contiguous in that layout: ((n * OH + oy) * OW + ox) * Cn + c.
 template <typename T, bool kMax, int VE>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, 4)
 pool_nhwc(const T* __restrict__ in, T* __restrict__ out, int N, int Cn, int H, int W, int OH, int OW, i64 sn, i64 sh_,
           i64 sw_, int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw, int include_pad, int divisor) {
   const int cv = Cn / VE;

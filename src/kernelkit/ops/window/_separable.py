@@ -1,0 +1,101 @@
+"""The separable filters' ladder and launch (gaussian_blur, box_filter): a dense one-pass rung on
+filter2d's kernels, two 1-D passes through a float32 intermediate, and the fused one-pass kernel of
+csrc/window/separable.cu (default)."""
+from __future__ import annotations
+
+import functools
+from typing import Optional
+
+import torch
+
+from ...ladder import Kernel, Variant
+from ...runtime import get_kernel
+from .._shared.plans import plan_cache, remember
+from ._common import CXX, DTYPES, SRC_FILTER, Planes, round4, run_tiled
+from .filter2d import VECTOR_ROWS, _registers, _vector, filter_planes, reg_channels, reg_shape, vector_name
+
+SRC_SEP = "window/separable.cu"
+KMAX = (3, 5, 7, 15, 31)  # the fused kernel's compiled window widths: a kernel runs in the smallest that holds it
+
+
+def kmax_for(k: int) -> int:
+    return next(m for m in KMAX if m >= k)
+
+
+def fused_name(dtype: torch.dtype, kmax: int, c: int) -> str:
+    v, ry = reg_shape(dtype)
+    return f"kk::sep_fused<{CXX[dtype]}, {kmax}, {c}, {v}, {ry}>"
+
+
+def _fused(dtype):
+    return tuple(Kernel(SRC_SEP, fused_name(dtype, m, c), load_bits=128, store_bits=128, block=256)
+                 for m in KMAX for c in reg_channels(dtype))
+
+
+def _two_pass(dtype):
+    ks = [Kernel(SRC_FILTER, vector_name(dtype, torch.float32, ry), load_bits=128, block=256) for ry in VECTOR_ROWS]
+    ks += [Kernel(SRC_FILTER, vector_name(torch.float32, dtype, ry), load_bits=128, block=256) for ry in VECTOR_ROWS]
+    return tuple(dict.fromkeys(ks))
+
+
+def ladder(what: str) -> tuple[Variant, ...]:
+    return (
+        Variant("dense", f"the {what} as its full KH x KW kernel on filter2d's best rung (one pass, KH*KW taps "
+                "an output)", DTYPES, lambda dtype, **_: (*_registers(dtype), *_vector(dtype))),
+        Variant("two_pass", "separable: a 1 x KW pass into a float32 intermediate, then a KH x 1 pass "
+                "(KH + KW taps, the intermediate written and read once)", DTYPES, lambda dtype, **_: _two_pass(dtype)),
+        Variant("fused", "separable in one pass: the tile with its halo in shared memory, the horizontal pass "
+                "into a second shared buffer, the vertical pass from it; weights in registers, 16-byte "
+                "vector loads and stores", DTYPES, lambda dtype, **_: _fused(dtype), default=True),
+    )
+
+
+@functools.cache
+def _smem_limit(dev: int) -> int:
+    props = torch.cuda.get_device_properties(dev)
+    return getattr(props, "shared_memory_per_block_optin", 0) or 48 * 1024
+
+
+_plans = plan_cache()
+
+
+def fused_shmem(dtype: torch.dtype, kmax: int, c: int, kh: int) -> int:
+    v, ry = reg_shape(dtype)
+    ld = 31 * v + round4(v + (kmax - 1) * c)
+    rows = 8 * ry + kh - 1
+    return (rows * ld + rows * 32 * v) * 4
+
+
+def run_separable(kind: str, p: Planes, out: torch.Tensor, wx: torch.Tensor, wy: torch.Tensor,
+                  w_both: torch.Tensor, mode: int) -> None:
+    """out <- the separable filter (wy as a column) x (wx as a row) of p. ``w_both``: wx then wy, one
+    float32 device tensor (the fused kernel's argument)."""
+    KH, KW = wy.numel(), wx.numel()
+    dev = out.get_device()
+    dtype = out.dtype
+    if kind == "dense":
+        filter_planes("best", p, out, torch.outer(wy, wx).contiguous(), None, 1, KH, KW, mode)
+        return
+    if kind == "fused" and p.C in reg_channels(dtype):
+        key = (dtype, dev, p.C, KH, KW)
+        plan = _plans.get(key)
+        if plan is None:
+            m = kmax_for(max(KH, KW))
+            shmem = fused_shmem(dtype, m, p.C, KH)
+            if shmem <= _smem_limit(dev):
+                v, ry = reg_shape(dtype)
+                name = fused_name(dtype, m, p.C)
+                plan = (get_kernel(SRC_SEP, name, device_index=dev), name, 32 * v, 8 * ry, shmem)
+            else:
+                plan = False  # the tile does not fit this device: two passes
+            remember(_plans, key, plan)
+        if plan:
+            kernel, name, tw, th, shmem = plan
+            run_tiled(kernel, name, p, out.data_ptr(), w_both.data_ptr(), 0, 1, KH, KW, mode, tw, th, shmem, dev)
+            return
+    # two passes: rows into a float32 intermediate (contiguous planes), then columns from it
+    mid = torch.empty((p.planes, p.H, p.WC), dtype=torch.float32, device=out.device)
+    filter_planes("vector", p, mid, wx, None, 1, 1, KW, mode)
+    q = Planes(mid, p.planes, p.H, p.W, p.C, p.H * p.WC, p.WC)
+    filter_planes("vector", q, out, wy, None, 1, KH, 1, mode)
+

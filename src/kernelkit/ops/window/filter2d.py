@@ -1,0 +1,216 @@
+"""filter2d: one 2-D kernel correlated with every plane of an image (OpenCV's filter2D, torch's conv2d
+without the flip), its ladder, launch rules, torch.library op and public function.
+
+The kernels (csrc/window/filter2d.cu) are shared with the depthwise convolution: a call names a weight
+set per plane (``groups``) and an optional bias.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ...ladder import Kernel, Op, Variant, register
+from ...runtime import get_kernel
+from .._shared.checks import check_tensor
+from .._shared.custom_op import out_op
+from .._shared.plans import plan_cache, remember
+from ._common import (CXX, DTYPES, FLOATS, SRC_FILTER, Planes, WindowConfig, check_border, check_config,
+                      device_weights, planes_of, round4, rows_rule, run_tiled)
+
+__all__ = ["filter2d"]
+
+REG_K = (3, 5, 7)  # kernel sizes compiled with the weights in registers
+VECTOR_ROWS = (1, 4)  # rows per thread of the vector rung
+
+
+def reg_shape(dtype: torch.dtype) -> tuple[int, int]:
+    """(V, RY) of the register rung: a 16-byte vector of outputs a row, about 16 outputs a thread."""
+    v = 16 // dtype.itemsize
+    return v, max(1, 16 // v)
+
+
+def reg_channels(dtype: torch.dtype) -> tuple[int, ...]:
+    """Interleaved channel counts the register rung is compiled for (HWC images are uint8)."""
+    return (1, 3, 4) if dtype == torch.uint8 else (1,)
+
+
+def _naive(dtype):
+    return (Kernel(SRC_FILTER, f"kk::f2d_naive<{CXX[dtype]}>", block=256),)
+
+
+def _shared(dtype):
+    return (Kernel(SRC_FILTER, f"kk::f2d_shared<{CXX[dtype]}>", block=256, dyn_shared=38 * 152 * 4),)
+
+
+def vector_name(tin: torch.dtype, tout: torch.dtype, ry: int) -> str:
+    return f"kk::f2d_vector<{CXX[tin]}, {CXX[tout]}, 4, {ry}>"
+
+
+def _vector(dtype):
+    return tuple(Kernel(SRC_FILTER, vector_name(dtype, dtype, ry), load_bits=128, block=256) for ry in VECTOR_ROWS)
+
+
+def reg_name(dtype: torch.dtype, k: int, c: int) -> str:
+    v, ry = reg_shape(dtype)
+    return f"kk::f2d_registers<{CXX[dtype]}, {k}, {c}, {v}, {ry}>"
+
+
+def _registers(dtype):
+    return tuple(Kernel(SRC_FILTER, reg_name(dtype, k, c), load_bits=128, store_bits=128, block=256)
+                 for k in REG_K for c in reg_channels(dtype))
+
+
+VARIANTS = (
+    Variant("naive", "one output per thread, every tap read from global memory through the border rule",
+            DTYPES, lambda dtype, **_: _naive(dtype)),
+    Variant("shared", "32x8 outputs per block staged with their halo in a shared-memory tile (element by "
+            "element); one output per thread", DTYPES, lambda dtype, **_: _shared(dtype)),
+    Variant("vector", "the tile loaded by 16-byte vectors (head and tail peeled), 4 outputs x 1-4 rows per "
+            "thread, weights staged in shared memory; any odd KH x KW", DTYPES, lambda dtype, **_: _vector(dtype)),
+    Variant("registers", "compile-time 3x3, 5x5 or 7x7: weights in registers, register windows of the tile "
+            "(128-bit shared loads), a 16-byte vector of outputs per row; other kernels run the vector rung",
+            DTYPES, lambda dtype, **_: _registers(dtype)),
+    Variant("best", "the register rung where the kernel is 3x3-7x7 square (and 1, 3 or 4 channels), the "
+            "vector rung otherwise", DTYPES, lambda dtype, **_: (*_registers(dtype), *_vector(dtype)),
+            default=True),
+)
+
+_plans = plan_cache()
+
+
+def _plan(kind: str, dtype: torch.dtype, p: Planes, KH: int, KW: int, rows: Optional[int], dev: int):
+    """(kernel, name, tile_w, tile_h, shmem) for a rung on this geometry."""
+    if kind in ("registers", "best") and KH == KW and KH in REG_K and p.C in reg_channels(dtype) and rows is None:
+        v, ry = reg_shape(dtype)
+        name = reg_name(dtype, KH, p.C)
+        ld = 31 * v + round4(v + (KH - 1) * p.C)
+        return get_kernel(SRC_FILTER, name, device_index=dev), name, 32 * v, 8 * ry, (8 * ry + KH - 1) * ld * 4
+    if kind in ("vector", "registers", "best"):
+        ry = rows or rows_rule(p.H, VECTOR_ROWS)
+        name = vector_name(p.x.dtype, dtype, ry)  # the output may be a float32 intermediate
+        ld = round4(128 + (KW - 1) * p.C)
+        shmem = (round4(KH * KW) + (8 * ry + KH - 1) * ld) * 4
+        return get_kernel(SRC_FILTER, name, device_index=dev), name, 128, 8 * ry, shmem
+    if kind == "shared":
+        name = _shared(dtype)[0].name
+        return get_kernel(SRC_FILTER, name, device_index=dev), name, 32, 8, (8 + KH - 1) * (32 + (KW - 1) * p.C) * 4
+    name = _naive(dtype)[0].name
+    return get_kernel(SRC_FILTER, name, device_index=dev), name, 32, 8, 0
+
+
+def filter_planes(kind: str, p: Planes, out: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor],
+                  groups: int, KH: int, KW: int, mode: int, rows: Optional[int] = None) -> None:
+    """out (contiguous, p's planes) <- the correlation of p with weight set (plane % groups) of w."""
+    dev = out.get_device()
+    key = (kind, p.x.dtype, out.dtype, dev, p.H, p.W, p.C, KH, KW, rows)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = remember(_plans, key, _plan(kind, out.dtype, p, KH, KW, rows, dev))
+    kernel, name, tw, th, shmem = plan
+    run_tiled(kernel, name, p, out.data_ptr(), w.data_ptr(), 0 if bias is None else bias.data_ptr(), groups,
+              KH, KW, mode, tw, th, shmem, dev)
+
+
+def _filter2d_into(x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, border: int, channels_last: bool,
+                   variant: Optional[str], rows: Optional[int]) -> None:
+    p = planes_of(x, channels_last, "filter2d")
+    kind = variant or "best"
+    filter_planes(kind, p, out, weight, None, 1, weight.shape[0], weight.shape[1], border, rows)
+
+
+_filter2d_out = out_op("filter2d_out", _filter2d_into)
+
+
+def check_kernel2d(kernel: torch.Tensor, op: str, name: str = "kernel") -> tuple[int, int]:
+    if kernel.dim() != 2:
+        raise ValueError(f"{op}: {name} must be 2-D (KH, KW), got shape {tuple(kernel.shape)}")
+    KH, KW = kernel.shape
+    for k in (KH, KW):
+        if k % 2 == 0 or not 1 <= k <= 31:
+            raise ValueError(f"{op}: {name} sizes must be odd, 1 to 31, got {KH}x{KW}")
+    return KH, KW
+
+
+def filter2d(x: torch.Tensor, kernel, *, border: str = "zero", channels_last: bool = False,
+             variant: Optional[str] = None, config: Optional[WindowConfig] = None) -> torch.Tensor:
+    """The correlation of every plane of ``x`` with one 2-D ``kernel``, the output the size of the input.
+
+    out[..., y, x] = sum over (i, j) of kernel[i, j] * x[..., y + i - KH // 2, x + j - KW // 2]: the kernel
+    is not flipped, as in OpenCV's filter2D and torch's conv2d. Accumulation is in float32.
+    ``x``: a CUDA tensor of float32, float16, bfloat16 or uint8, (..., H, W): every plane filtered. uint8
+    results are rounded half to even and saturated to [0, 255], as OpenCV does. Any layout and alignment
+    (views whose rows are not contiguous are copied first).
+    ``kernel``: KH x KW weights, both odd, 1 to 31: a CUDA tensor (used as it is when float32 and
+    contiguous), or a CPU tensor or nested lists (copied to the device once per tensor version, not on
+    every call).
+    ``border``: what the taps read outside the image: "zero", "replicate" (the edge pixel) or "reflect"
+    (mirrored without repeating the edge, torch's reflect padding, OpenCV's BORDER_REFLECT_101; continued
+    periodically for kernels larger than the image).
+    ``channels_last``: True for HWC images, ``x`` of shape (..., H, W, C) with C = 1 to 4 interleaved
+    channels (a uint8 RGB or RGBA image as decoders give it), each channel filtered on its own.
+    No ``out``: the result is always a new contiguous tensor of ``x``'s shape and dtype.
+    ``variant``: a rung of ``kernelkit.ladder("filter2d")`` (naive first); None picks the best.
+    ``config``: for tuning and tests; a ``WindowConfig`` (rows of outputs per thread) for the vector rung
+    (or for "best", which then runs the vector rung), eager calls only.
+
+    Raises TypeError for a non-tensor ``x``, another dtype, a kernel that is not real numbers or a config
+    of another type; ValueError for a CPU ``x``, a kernel that is not 2-D with odd sizes 1 to 31 or on
+    another device, an unknown border or variant, fewer dims than the layout needs, channels_last with
+    more than 4 channels, or a config that this rung does not run.
+    """
+    check_tensor(x, "x", DTYPES, "filter2d")
+    mode = check_border(border, "filter2d")
+    w = device_weights(kernel, x.device, "filter2d")
+    check_kernel2d(w, "filter2d")
+    if variant is not None:
+        OP.variant(variant)
+    rows = None
+    if config is not None:
+        if variant not in (None, "vector", "best"):
+            raise ValueError(f"filter2d: config sets the vector rung's tile, not the {variant!r} rung's")
+        rows = check_config(config, VECTOR_ROWS, "filter2d")
+        variant = "vector"
+    planes_of(x, channels_last, "filter2d")  # shape errors before any allocation
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if x.numel() == 0:
+        return out
+    if rows is None:
+        _filter2d_out(x, w, out, mode, bool(channels_last), variant, None)
+    else:
+        _filter2d_into(x, w, out, mode, bool(channels_last), variant, rows)
+    return out
+
+
+def _example(shape, dtype):
+    x = (torch.randint(0, 256, shape, dtype=torch.uint8, device="cuda") if dtype == torch.uint8
+         else torch.randn(shape, dtype=dtype, device="cuda"))
+    return (x, torch.randn(5, 5, device="cuda") / 5), {}
+
+
+def _torch_filter2d(x, kernel, border="zero", channels_last=False):
+    """What users write today: conv2d over (planes, 1, H, W), padded for the border."""
+    import torch.nn.functional as F
+
+    shape = x.shape
+    KH, KW = kernel.shape
+    y = x.reshape(-1, 1, shape[-2], shape[-1]).float()
+    mode = {"zero": "constant", "replicate": "replicate", "reflect": "reflect"}[border]
+    y = F.pad(y, (KW // 2, KW // 2, KH // 2, KH // 2), mode=mode)
+    return F.conv2d(y, kernel.float()[None, None]).to(x.dtype).reshape(shape)
+
+
+def _bytes(x, *a, **k):
+    return 2 * x.numel() * x.element_size()
+
+
+def _flops(x, kernel, *a, **k):
+    return 2 * x.numel() * (kernel.numel() if isinstance(kernel, torch.Tensor) else 25)
+
+
+OP = register(Op(
+    name="filter2d", family="window", variants=VARIANTS, bytes_moved=_bytes, flops=_flops, call=filter2d,
+    torch_fn=_torch_filter2d, example=_example,
+    doc="one 2-D kernel correlated with every plane (OpenCV filter2D), zero/replicate/reflect borders",
+    bench_shapes=((8192, 8192), (2160, 3840)), bench_dtypes=(torch.float32, torch.float16, torch.uint8),
+))

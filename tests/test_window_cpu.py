@@ -1,0 +1,177 @@
+"""The sliding-window family without a GPU: the border rules against torch's own padding, the float64
+references against direct definitions, pooling's output lengths against torch, the launch rules, the
+argument errors, and the SASS claims of the tiled kernels (shared-memory tiles, 128-bit loads)."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import kernelkit
+from kernelkit import reference
+from kernelkit.ops.window import _common, pool
+from kernelkit.ops.window._separable import KMAX, kmax_for
+from kernelkit.ops.window.filter2d import reg_shape
+from kernelkit.reference.window import pad2d
+
+MODES = {"zero": "constant", "replicate": "replicate", "reflect": "reflect"}
+
+
+@pytest.mark.parametrize("border", sorted(MODES))
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 16])
+def test_border_index_matches_torch_padding(border, n):
+    """Every position a kernel of up to 31 taps reads, against F.pad of an arange (reflect only where torch
+    allows it: pads below n)."""
+    row = torch.arange(n, dtype=torch.float64).reshape(1, 1, n) + 1  # +1: zero means "zero border"
+    limit = n - 1 if border == "reflect" else 15
+    for pad in range(0, limit + 1):
+        if border == "reflect" and n == 1:
+            break
+        padded = F.pad(row, (pad, pad), mode=MODES[border]).flatten().tolist()
+        got = []
+        for i in range(-pad, n + pad):
+            j = _common.border_index(i, n, border)
+            got.append(0.0 if j < 0 else float(j + 1))
+        assert got == padded, (border, n, pad)
+
+
+def test_reflect_far_from_the_image_is_periodic():
+    """Past one image width reflect keeps mirroring (period 2(n-1)); a single pixel reads itself."""
+    n = 4
+    seq = [_common.border_index(i, n, "reflect") for i in range(-8, 12)]
+    assert seq == [2, 1, 0, 1, 2, 3, 2, 1, 0, 1, 2, 3, 2, 1, 0, 1, 2, 3, 2, 1]
+    assert all(_common.border_index(i, 1, "reflect") == 0 for i in range(-20, 20))
+    assert _common.border_index(-5, 3, "replicate") == 0 and _common.border_index(9, 3, "replicate") == 2
+    assert _common.border_index(-1, 3, "zero") == -1 and _common.border_index(3, 3, "zero") == -1
+
+
+@pytest.mark.parametrize("border", sorted(MODES))
+def test_reference_padding_follows_the_border_rule(border):
+    """pad2d (the references' padding, F.pad repeated from mirror points) against the index rule, with pads
+    larger than the image."""
+    for H, W in ((1, 1), (1, 5), (3, 2), (4, 7)):
+        x = torch.arange(1, H * W + 1, dtype=torch.float64).reshape(1, 1, H, W)
+        for ph, pw in ((0, 0), (2, 3), (9, 15)):
+            got = pad2d(x, ph, pw, border)[0, 0]
+            for i in range(-ph, H + ph):
+                for j in range(-pw, W + pw):
+                    a, b = _common.border_index(i, H, border), _common.border_index(j, W, border)
+                    want = 0.0 if a < 0 or b < 0 else float(x[0, 0, a, b])
+                    assert float(got[i + ph, j + pw]) == want, (border, H, W, ph, pw, i, j)
+
+
+def test_filter2d_reference_against_a_direct_sum():
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 6, dtype=torch.float64)
+    k = torch.randn(3, 5, dtype=torch.float64)
+    for border in MODES:
+        ref = reference.filter2d(x, k, border)
+        for p in range(2):
+            for y in range(5):
+                for xx in range(6):
+                    s = 0.0
+                    for i in range(3):
+                        for j in range(5):
+                            a = _common.border_index(y + i - 1, 5, border)
+                            b = _common.border_index(xx + j - 2, 6, border)
+                            if a >= 0 and b >= 0:
+                                s += float(k[i, j]) * float(x[p, a, b])
+                    assert abs(float(ref[p, y, xx]) - s) < 1e-12
+
+
+def test_filter2d_reference_channels_last_and_uint8():
+    x = torch.randint(0, 256, (4, 5, 3), dtype=torch.uint8)
+    k = torch.full((3, 3), 2.0 / 9)
+    ref = reference.filter2d(x, k, "replicate", channels_last=True)
+    for c in range(3):
+        plane = reference.filter2d(x[..., c].double(), k, "replicate")
+        assert torch.equal(ref[..., c], plane.round().clamp(0, 255))
+    big = reference.filter2d(torch.full((3, 3), 200, dtype=torch.uint8), torch.ones(3, 3), "replicate")
+    assert float(big.max()) == 255.0  # saturated
+
+
+def test_gaussian_reference_matches_torchvision_formula():
+    k = reference.gaussian_kernel1d(5, 0.3 * ((5 - 1) * 0.5 - 1) + 0.8)
+    assert abs(float(k.sum()) - 1) < 1e-12 and torch.allclose(k, k.flip(0))
+    from kernelkit.ops.window.gaussian_blur import _kernel1d, _sigmas, _sizes
+    assert _sizes(5) == (5, 5) and _sizes([3, 7]) == (3, 7)
+    sx, sy = _sigmas(None, 3, 7)
+    assert abs(sx - (3 * 0.15 + 0.35)) < 1e-12 and abs(sy - (7 * 0.15 + 0.35)) < 1e-12
+    assert max(abs(a - b) for a, b in zip(_kernel1d(5, 1.1), reference.gaussian_kernel1d(5, 1.1).tolist())) < 1e-15
+
+
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_pool_output_size_matches_torch(ceil_mode):
+    for n in (1, 2, 5, 7, 8, 13):
+        for k in (1, 2, 3, 5):
+            for s in (1, 2, 3):
+                for p in range(0, k // 2 + 1):
+                    for d in (1, 2):
+                        if n + 2 * p < d * (k - 1) + 1 or p > ((k - 1) * d + 1) // 2:
+                            continue
+                        want = F.max_pool2d(torch.zeros(1, 1, n, 1), (k, 1), (s, 1), (p, 0), (d, 1),
+                                            ceil_mode=ceil_mode).shape[2]
+                        assert pool.out_size(n, k, s, p, d, ceil_mode) == want, (n, k, s, p, d)
+
+
+def test_launch_rules():
+    assert reg_shape(torch.float32) == (4, 4) and reg_shape(torch.float16) == (8, 2)
+    assert reg_shape(torch.uint8) == (16, 1)
+    assert _common.rows_rule(1, (1, 4)) == 1 and _common.rows_rule(31, (1, 4)) == 1
+    assert _common.rows_rule(32, (1, 4)) == 4 and _common.rows_rule(8192, (1, 4)) == 4
+    assert [kmax_for(k) for k in (1, 3, 5, 7, 9, 15, 17, 31)] == [3, 3, 5, 7, 15, 15, 31, 31]
+    assert KMAX[-1] == 31
+
+
+def test_mergeable_leading_dims():
+    assert _common._mergeable((2, 3), (30, 10)) == 10
+    assert _common._mergeable((2, 3), (40, 10)) is None
+    assert _common._mergeable((1, 3), (999, 10)) == 10
+    assert _common._mergeable((), ()) == 0
+
+
+def test_config_is_checked():
+    with pytest.raises(TypeError):
+        _common.check_config((4,), (1, 4), "filter2d")
+    with pytest.raises(ValueError):
+        _common.check_config(_common.WindowConfig(3), (1, 4), "filter2d")
+    assert _common.check_config(_common.WindowConfig(4), (1, 4), "filter2d") == 4
+
+
+def test_errors_name_the_argument():
+    x = torch.zeros(4, 4)
+    with pytest.raises(ValueError, match="CUDA"):
+        kernelkit.filter2d(x, torch.ones(3, 3))
+    with pytest.raises(TypeError, match="x must be"):
+        kernelkit.filter2d([1, 2], torch.ones(3, 3))
+    with pytest.raises(ValueError, match="CUDA"):
+        kernelkit.max_pool2d(x[None], 2)
+    with pytest.raises(ValueError, match="CUDA"):
+        kernelkit.gaussian_blur(x, 3)
+    # every case but the CUDA depthwise one is torch's own conv2d
+    w = torch.randn(2, 1, 3, 3)
+    xs = torch.randn(1, 2, 5, 5)
+    assert torch.equal(kernelkit.conv2d(xs, w, padding=1, groups=2), F.conv2d(xs, w, padding=1, groups=2))
+
+
+@pytest.fixture(scope="module")
+def sm90():
+    pytest.importorskip("cuda.core")
+    from kernelkit.analyze.ladder_inspect import analyze_op
+    return {op: analyze_op(op, "sm_90") for op in ("filter2d", "gaussian_blur")}
+
+
+def test_tiles_use_shared_memory_and_vector_loads(sm90):
+    """The tiled rungs stage their tile in shared memory (LDS/STS in the SASS) and load it by 128 bits; the
+    register rung reads its windows by 128-bit shared loads (LDS.128)."""
+    rows = sm90["filter2d"]
+    for r in rows:
+        if r.variant in ("shared", "vector", "registers"):
+            assert any(op.startswith("STS") for op in r.opcodes) and any(op.startswith("LDS") for op in r.opcodes)
+        if r.variant in ("vector", "registers"):
+            assert max(r.load_widths) == 128, r.kernel.name
+        if r.variant == "naive":
+            assert not any(op.startswith("LDS") for op in r.opcodes)
+        if r.variant == "registers":
+            assert any(op.startswith("LDS.128") for op in r.opcodes), r.kernel.name
+    fused = [r for r in sm90["gaussian_blur"] if r.variant == "fused"]
+    assert fused and all(any(op.startswith("LDS.128") for op in r.opcodes) and max(r.store_widths) == 128
+                         for r in fused)

@@ -1,0 +1,297 @@
+"""The sliding-window family on the GPU: every rung of every op against float64 references (torch's conv2d
+in float64 over explicitly padded planes, torch's pooling in float64), at 1x1 images, kernels larger than
+the image, every border, odd and prime sizes, offset (misaligned) views, batched planes, channels_last,
+uint8 rounding and saturation; outputs are fresh tensors, so a kernel that skips an element leaves
+whatever the allocator held (the cache is filled with NaN first, see _poison_allocator)."""
+import pytest
+import torch
+
+import kernelkit
+from kernelkit import reference
+from kernelkit.ops.window._common import WindowConfig
+
+pytestmark = pytest.mark.gpu
+
+FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+DTYPES = (*FLOATS, torch.uint8)
+BORDERS = ("zero", "replicate", "reflect")
+SHAPES = [(1, 1), (1, 13), (13, 1), (5, 3), (7, 33), (31, 37), (2, 3, 67, 129), (257, 263)]
+
+
+@pytest.fixture(autouse=True)
+def _poison_allocator():
+    """Fill the caching allocator's free blocks with NaN bytes, so that fresh outputs start poisoned."""
+    junk = torch.full((64 << 20,), float("nan"), device="cuda")
+    del junk
+    yield
+
+
+def _input(shape, dtype, offset=0):
+    n = 1
+    for s in shape:
+        n *= s
+    if dtype == torch.uint8:
+        base = torch.randint(0, 256, (n + offset,), dtype=torch.uint8, device="cuda")
+    else:
+        base = (torch.randn(n + offset, device="cuda") * 3).to(dtype)
+    return base[offset:].view(shape)
+
+
+def _check(out, ref, x, what, raw=None):
+    """Float outputs within the dtype's tolerance (scaled by the sum of |weights| for wide kernels);
+    uint8 exact except within 5e-3 of a rounding tie, where float32 accumulation may round the other way."""
+    assert out.shape == ref.shape and out.dtype == x.dtype, what
+    o, r = out.double(), ref.double()
+    if x.dtype == torch.uint8:
+        diff = (o - r).abs()
+        if raw is not None:
+            frac = (raw - raw.floor() - 0.5).abs()
+            near_tie = (frac < 5e-3) & (raw > -0.5) & (raw < 255.5)  # float32 sums of up to 961 taps
+            ok = (diff == 0) | (near_tie & (diff <= 1))
+        else:
+            ok = diff == 0
+        bad = (~ok).nonzero()
+        assert bad.numel() == 0, f"{what}: {bad.shape[0]} wrong, first at {bad[:3].tolist()}"
+        return
+    rtol, atol = {torch.float32: (1e-5, 1e-4), torch.float16: (4e-3, 2e-2), torch.bfloat16: (2e-2, 1e-1)}[x.dtype]
+    scale = r.abs().max().clamp(min=1.0)
+    bad = ~((o - r).abs() <= atol * scale + rtol * r.abs())
+    assert not torch.isnan(o).any(), f"{what}: NaN in the output (an element not written?)"
+    assert int(bad.sum()) == 0, f"{what}: {int(bad.sum())} of {r.numel()} off; max err {float((o - r).abs().max())}"
+
+
+def _raw(fn, x, *a, **k):
+    """The float64 value before uint8 rounding (the reference on the input as float64)."""
+    return fn(x.double(), *a, **k) if x.dtype == torch.uint8 else None
+
+
+# ---------------------------------------------------------------------------------------------- filter2d
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("variant", [v.name for v in kernelkit.ladder("filter2d")])
+def test_filter2d_every_rung(variant, dtype):
+    torch.manual_seed(1)
+    for shape in SHAPES:
+        for k in (1, 3, 5, 7, 9, 31):
+            for border in BORDERS:
+                kernel = torch.randn(k, k, device="cuda") / k
+                x = _input(shape, dtype, offset=1 if k == 5 else 0)
+                out = kernelkit.filter2d(x, kernel, border=border, variant=variant)
+                ref = reference.filter2d(x, kernel, border)
+                _check(out, ref, x, f"{variant} {shape} k={k} {border}", _raw(reference.filter2d, x, kernel, border))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_filter2d_non_square_offsets_and_host_weights(dtype):
+    torch.manual_seed(2)
+    for offset in (0, 1, 3, 7):
+        for kh, kw in ((1, 7), (7, 1), (3, 11), (31, 1)):
+            x = _input((3, 45, 77), dtype, offset)
+            kernel = torch.randn(kh, kw) / (kh * kw) ** 0.5  # a CPU tensor: copied once, then cached
+            for variant in (None, "naive", "vector"):
+                out = kernelkit.filter2d(x, kernel, border="reflect", variant=variant)
+                _check(out, reference.filter2d(x, kernel.cuda(), "reflect"), x, f"{variant} {kh}x{kw} +{offset}",
+                       _raw(reference.filter2d, x, kernel.cuda(), "reflect"))
+
+
+def test_filter2d_weights_follow_in_place_updates():
+    """A CPU weight tensor changed in place is copied again (its version moved)."""
+    x = _input((40, 40), torch.float32)
+    k = torch.ones(3, 3)
+    a = kernelkit.filter2d(x, k)
+    k.mul_(2)
+    b = kernelkit.filter2d(x, k)
+    torch.testing.assert_close(b, 2 * a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("channels", [1, 2, 3, 4])
+def test_filter2d_channels_last(dtype, channels):
+    torch.manual_seed(3)
+    for shape in ((1, 1), (9, 17), (64, 131)):
+        for k in (3, 5, 7, 9):
+            x = _input((*shape, channels), dtype, offset=channels % 2)
+            kernel = torch.randn(k, k, device="cuda") / k
+            for variant in ("naive", "vector", "registers", "best"):
+                out = kernelkit.filter2d(x, kernel, border="reflect", channels_last=True, variant=variant)
+                ref = reference.filter2d(x, kernel, "reflect", channels_last=True)
+                raw = reference.filter2d(x.double(), kernel, "reflect", channels_last=True) if dtype == torch.uint8 else None
+                _check(out, ref, x, f"{variant} HWC {shape}x{channels} k={k}", raw)
+
+
+def test_filter2d_uint8_saturates():
+    x = torch.full((1, 20, 20), 250, dtype=torch.uint8, device="cuda")
+    for variant in ("naive", "shared", "vector", "registers", "best"):
+        hi = kernelkit.filter2d(x, torch.full((3, 3), 1.0, device="cuda"), border="replicate", variant=variant)
+        lo = kernelkit.filter2d(x, torch.full((3, 3), -1.0, device="cuda"), border="replicate", variant=variant)
+        assert int(hi.min()) == 255 and int(lo.max()) == 0, variant
+
+
+def test_filter2d_non_contiguous_and_empty():
+    x = _input((30, 50), torch.float32).t()  # rows not contiguous: copied
+    k = torch.randn(5, 5, device="cuda")
+    _check(kernelkit.filter2d(x, k), reference.filter2d(x, k, "zero"), x, "transposed view")
+    assert kernelkit.filter2d(torch.empty(0, 5, device="cuda"), k).shape == (0, 5)
+
+
+def test_filter2d_config():
+    x = _input((70, 300), torch.float16)
+    k = torch.randn(5, 5, device="cuda") / 5
+    for rows in (1, 4):
+        out = kernelkit.filter2d(x, k, config=WindowConfig(rows))
+        _check(out, reference.filter2d(x, k, "zero"), x, f"config rows={rows}")
+
+
+# ------------------------------------------------------------------------- gaussian_blur and box_filter
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("variant", [v.name for v in kernelkit.ladder("gaussian_blur")])
+def test_gaussian_blur_every_rung(variant, dtype):
+    torch.manual_seed(4)
+    for shape in SHAPES:
+        for ks, sigma in ((1, None), (3, None), (5, None), (7, 1.5), ([3, 9], None), ([11, 5], [2.0, 0.7]), (31, None)):
+            x = _input(shape, dtype, offset=3 if ks == 5 else 0)
+            out = kernelkit.gaussian_blur(x, ks, sigma, variant=variant)
+            _check(out, reference.gaussian_blur(x, ks, sigma), x, f"{variant} {shape} {ks}",
+                   _raw(reference.gaussian_blur, x, ks, sigma))
+
+
+@pytest.mark.parametrize("channels", [1, 2, 3, 4])
+def test_gaussian_blur_hwc_uint8(channels):
+    x = _input((67, 129, channels), torch.uint8, offset=1)
+    for variant in ("dense", "two_pass", "fused"):
+        out = kernelkit.gaussian_blur(x, 5, channels_last=True, variant=variant)
+        _check(out, reference.gaussian_blur(x, 5, channels_last=True), x, f"{variant} HWC x{channels}",
+               reference.gaussian_blur(x.double(), 5, channels_last=True))
+
+
+def test_gaussian_blur_matches_torchvision_where_installed():
+    tvf = pytest.importorskip("torchvision.transforms.functional")
+    x = _input((3, 64, 80), torch.float32)
+    torch.testing.assert_close(kernelkit.gaussian_blur(x, [5, 7], [1.2, 0.8]), tvf.gaussian_blur(x, [5, 7], [1.2, 0.8]),
+                               atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("variant", [v.name for v in kernelkit.ladder("box_filter")])
+def test_box_filter_every_rung(variant, dtype):
+    for shape in SHAPES:
+        for ks in (1, 3, (5, 3), 9, 31):
+            for border in BORDERS:
+                x = _input(shape, dtype)
+                out = kernelkit.box_filter(x, ks, border=border, variant=variant)
+                _check(out, reference.box_filter(x, ks, border), x, f"{variant} {shape} {ks} {border}",
+                       _raw(reference.box_filter, x, ks, border))
+    x = _input((20, 30), torch.float32)
+    _check(kernelkit.box_filter(x, 3, normalize=False), reference.box_filter(x, 3, normalize=False), x, "sum")
+
+
+# ------------------------------------------------------------------------------------ sobel and median
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_sobel(dtype):
+    for shape in SHAPES:
+        for border in BORDERS:
+            x = _input(shape, dtype, offset=1)
+            _check(kernelkit.sobel(x, border=border), reference.sobel(x, border), x, f"sobel {shape} {border}",
+                   _raw(reference.sobel, x, border))
+    for c in (1, 2, 3, 4):
+        x = _input((33, 65, c), dtype)
+        _check(kernelkit.sobel(x, channels_last=True), reference.sobel(x, channels_last=True), x, f"HWC x{c}",
+               reference.sobel(x.double(), channels_last=True) if dtype == torch.uint8 else None)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_median_blur_is_exact(dtype):
+    for shape in SHAPES:
+        for k in (3, 5):
+            x = _input(shape, dtype, offset=2)
+            out = kernelkit.median_blur(x, k)
+            assert torch.equal(out.double(), reference.median_blur(x, k).to(x.dtype).double()), f"{shape} k={k}"
+    for c in (1, 3, 4):
+        x = _input((17, 41, c), dtype)
+        assert torch.equal(kernelkit.median_blur(x, 5, channels_last=True).double(),
+                           reference.median_blur(x, 5, channels_last=True).to(x.dtype).double())
+
+
+# ------------------------------------------------------------------------------------------- pooling
+POOL_CASES = [  # kernel, stride, padding, dilation, ceil_mode
+    (2, None, 0, 1, False), (3, 2, 1, 1, False), (3, 2, 0, 1, True), ((3, 2), (2, 1), (1, 0), 1, True),
+    (1, 1, 0, 1, False), (5, 3, 2, 2, True), (7, 1, 3, 1, False),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("variant", ["naive", "vector"])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_pools(dtype, variant, channels_last):
+    torch.manual_seed(5)
+    for shape in ((1, 1, 1, 1), (2, 3, 7, 9), (1, 16, 33, 65), (3, 8, 56, 56), (1, 5, 13, 1)):
+        x = _input(shape, dtype)
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        for k, s, p, d, ceil in POOL_CASES:
+            kk_ = k if isinstance(k, int) else k
+            if shape[2] + 2 * (p if isinstance(p, int) else p[0]) < (kk_ if isinstance(kk_, int) else kk_[0]):
+                continue
+            try:
+                want = reference.max_pool2d(x, k, s, p, d, ceil)
+            except RuntimeError:
+                continue
+            got = kernelkit.max_pool2d(x, k, s, p, d, ceil, variant=variant)
+            assert torch.equal(got.double(), want.to(dtype).double()), f"max {shape} {k} {s} {p} {d} {ceil}"
+            if channels_last:
+                assert got.is_contiguous(memory_format=torch.channels_last)
+            if d == 1:
+                for include in (True, False):
+                    for div in (None, 3):
+                        want = reference.avg_pool2d(x, k, s, p, ceil, include, div)
+                        got = kernelkit.avg_pool2d(x, k, s, p, ceil, include, div, variant=variant)
+                        _check(got, want, x, f"avg {shape} {k} {s} {p} {ceil} {include} {div}")
+
+
+def test_max_pool_nan_and_3d():
+    x = _input((4, 10, 10), torch.float32)
+    x[1, 3, 3] = float("nan")
+    got, want = kernelkit.max_pool2d(x, 2), torch.nn.functional.max_pool2d(x, 2)
+    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.nan_to_num(), want.nan_to_num())
+
+
+# ------------------------------------------------------------------------------------- depthwise conv2d
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("variant", ["direct", "best"])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_depthwise_conv2d(dtype, variant, channels_last):
+    torch.manual_seed(6)
+    for (n, c, h, w) in ((1, 1, 1, 1), (2, 8, 13, 17), (3, 96, 14, 14), (2, 24, 7, 7), (1, 5, 9, 3)):
+        for k, s, p, d, bias in ((3, 1, 1, 1, True), (7, 1, 3, 1, False), (3, 2, 1, 1, True), (5, 1, 4, 2, True),
+                                 (3, 1, 0, 1, False), ((3, 5), 1, (1, 2), 1, True)):
+            x = _input((n, c, h, w), dtype)
+            if channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
+            kh, kw = (k, k) if isinstance(k, int) else k
+            wt = (torch.randn(c, 1, kh, kw, device="cuda") / (kh * kw) ** 0.5).to(dtype)
+            b = torch.randn(c, device="cuda").to(dtype) if bias else None
+            try:
+                want = reference.conv2d(x, wt, b, s, p, d, c)
+            except RuntimeError:
+                continue
+            got = kernelkit.conv2d(x, wt, b, s, p, d, c, variant=variant)
+            _check(got, want, x, f"{variant} {(n, c, h, w)} k={k} s={s} p={p} d={d}")
+            if channels_last and c > 1 and got.shape[-1] * got.shape[-2] > 1:
+                assert got.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_conv2d_other_cases_are_torch():
+    x = _input((2, 4, 9, 9), torch.float32)
+    w = torch.randn(8, 2, 3, 3, device="cuda")
+    assert torch.equal(kernelkit.conv2d(x, w, None, 1, 1, 1, 2), torch.nn.functional.conv2d(x, w, None, 1, 1, 1, 2))
+
+
+# ------------------------------------------------------------------------------------------ compile
+def test_torch_compile_fullgraph():
+    x = _input((2, 40, 50), torch.float16)
+    k = torch.randn(5, 5, device="cuda")
+
+    def f(t):
+        return kernelkit.filter2d(t, k, border="reflect") + kernelkit.gaussian_blur(t, 5)
+
+    got = torch.compile(f, fullgraph=True)(x)
+    torch.testing.assert_close(got, f(x))

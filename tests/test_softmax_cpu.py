@@ -111,39 +111,6 @@ def test_a_configuration_that_cannot_run_the_input_raises():
 
 
 # ---- the lane ------------------------------------------------------------------------------------
-def _recording_form(record):
-    """A fake form(vec): runners that record (vec, rows, args) instead of launching."""
-    def form(f):
-        record.append(("form", f))
-        return lambda rows, args: record.append((f, rows, args))
-    return form
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_the_lane_launches_what_the_checked_path_launches(dtype):
-    """build_lane's lane on CPU tensors with a recording form: the runner of the checked path's alignment
-    test (x and out 16-byte aligned, whole vectors), the checked path's arguments and output layout, each
-    form asked for once; inputs it does not take fall through (None) before allocating anything."""
-    from kernelkit.ops.reduction._rows import row_form
-
-    for len_ in (1, 3, 128, 129, 1000, 4096):
-        record = []
-        lane = sm.build_lane(dtype, len_, _recording_form(record))
-        for rows, offset in ((1, 0), (7, 0), (7, 1), (33, 3), (2, per_vec(dtype))):
-            x = torch.randn(rows * len_ + offset).to(dtype)[offset:].view(rows, len_)
-            out = lane(x)
-            assert out.shape == x.shape and out.dtype == dtype
-            assert out.stride() == torch.empty(x.shape).stride()
-            f = row_form(len_, dtype, x.data_ptr(), out.data_ptr())
-            assert record[-1] == (f, rows, (x.data_ptr(), out.data_ptr(), rows, len_))
-        assert sorted(r for r in record if r[0] == "form") == sorted(set(r for r in record if r[0] == "form"))
-        assert lane(torch.randn(0, len_).to(dtype)) is None
-        if len_ > 1:
-            assert lane(torch.randn(len_, 4).to(dtype).t()) is None  # not contiguous
-    size1 = torch.randn(1, 128).as_strided((1, 128), (1, 1))  # contiguous, odd stride on its size-1 dim
-    assert sm.build_lane(F32, 128, _recording_form([]))(size1).stride() == (128, 1)
-
-
 def test_cpu_tensors_make_no_lane():
     from kernelkit.ops._shared.plans import clear_plans
 

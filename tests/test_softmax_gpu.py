@@ -177,9 +177,10 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def test_the_lane_gives_the_checked_paths_result():
-    """A plain call takes the checked path and makes the lane of its (dtype, device, row length); the
-    next calls take the lane, with other row counts and views off a 16-byte boundary too: the bits and
-    layout of the checked path (out= given, which makes no lane), against float64."""
+    """A plain call takes the checked path and records its launch as the fixed lane of its (dtype, device,
+    shape, dim) where x starts on a 16-byte boundary and the launch is a plain one; the next calls take
+    the lane: the bits and layout of the checked path (out= given, which makes no lane), against
+    float64. Views off a 16-byte boundary take the checked path."""
     from kernelkit.ops._shared.plans import clear_plans
     from kernelkit.ops.reduction import softmax as sm
 
@@ -189,8 +190,9 @@ def test_the_lane_gives_the_checked_paths_result():
             for rows, offset in ((1, 0), (5, 1), (37, 0), (3, 3), (2, 8)):
                 x = random_input(rows * len_, dtype, offset).view(rows, len_)
                 first = kernelkit.softmax(x)
-                assert (dtype, x.device, len_) in sm._lanes
-                second = kernelkit.softmax(x, -1)
+                if x.data_ptr() % 16 == 0 and len_ <= 4096:  # a plain launch (longer rows may take clusters)
+                    assert sm.fixed_key(x, -1) in sm._lanes, (dtype, len_, rows)
+                second = kernelkit.softmax(x)
                 checked = kernelkit.softmax(x, out=poisoned_like(x))
                 assert same_bits(first, checked) and same_bits(second, checked), (len_, rows, offset)
                 assert_close(second, reference.softmax(x), dtype, f"lane rows={rows} len={len_} offset={offset}")
@@ -216,7 +218,7 @@ def test_a_lane_only_where_it_takes_the_call():
     kernelkit.softmax(torch.tensor(1.5, device="cuda"), 0)
     assert not sm._lanes
     kernelkit.softmax(x)
-    assert list(sm._lanes) == [(torch.float32, x.device, 256)]
+    assert list(sm._lanes) == [sm.fixed_key(x, -1)]
     for bad_dim in (True, 1.0):
         with pytest.raises(TypeError, match="dim must be an int"):
             kernelkit.softmax(x, bad_dim)

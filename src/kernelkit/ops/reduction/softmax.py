@@ -3,9 +3,9 @@ configurations (``SoftmaxTile``, ``Loop``) and the rule choosing one, dispatch.
 
 The kernels work on the last dim of a contiguous tensor; another dim is moved last (a copy in, a copy
 out: the correct path, not the fast one). ``config=`` launches a given configuration (tuning and tests).
-A plain eager call along the last dim of a contiguous tensor, once accepted by the checked path, makes
-a lane for its (dtype, device, row length): later such calls allocate, test alignment and launch the
-same plan's runner.
+A plain eager call along the last dim of a contiguous tensor records its launch as the fixed lane of
+its (dtype, device, shape, dim) (runtime.lanes): later such calls of data on a 16-byte boundary replay
+it in one C call.
 """
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, kind_variants, register
 from ...runtime import get_kernel, plain_launcher
+from ...runtime.lanes import fixed_key, record_fixed, run_fixed
 from .._shared.checks import check_tensor, output_for, pick_variant
 from .._shared.custom_op import out_op
-from .._shared.cxx import CXX_TYPE, cxx_bool
+from .._shared.cxx import CXX_TYPE
 from .._shared.launch_rules import compute_capability
 from .._shared.plans import plan_cache, remember
 from ._rows import (ALIGNED, CLUSTER_SM, WINDOW, WINDOW_IN, RowTile, cdiv, check_config, cluster_tile, config_text,
@@ -214,45 +215,10 @@ def _softmax_into(x: torch.Tensor, out: torch.Tensor, dim: int, variant: Optiona
     out.copy_(tmp if last else tmp.movedim(-1, dim))
 
 
-# ---- the lane: softmax(x) of a contiguous CUDA tensor along its last dim, checks made once ---------
+# ---- the fixed lane: the plain call's launch, recorded per (dtype, device, shape, dim) -------------------
 _lanes = plan_cache()
 _Tensor = torch.Tensor
 _compiling = torch.compiler.is_compiling
-_empty_like = torch.empty_like
-_CONTIGUOUS = torch.contiguous_format
-
-
-def build_lane(dtype: torch.dtype, len_: int, form):
-    """``lane(x)``: the checked path's launch for a contiguous x of rows of ``len_`` elements of ``dtype``
-    (its device that of the lane's key): the allocation, the alignment test and one runner, or None
-    for inputs it does not take (empty or not contiguous). ``form(f)`` gives the runner of row form f
-    (row_form: aligned, or the window forms where x starts off a 16-byte boundary), asked once each."""
-    forms = [None, None, None, None]
-    whole = len_ % per_vec(dtype) == 0
-
-    def lane(x: torch.Tensor) -> Optional[torch.Tensor]:
-        n = x.numel()
-        if not n or not x.is_contiguous():
-            return None
-        out = _empty_like(x, memory_format=_CONTIGUOUS)
-        xp, op = x.data_ptr(), out.data_ptr()
-        f = ALIGNED if whole and not (xp | op) & 15 else WINDOW if not (xp ^ op) & 15 else WINDOW_IN
-        go = forms[f]
-        if go is None:
-            go = forms[f] = form(f)
-        rows = n // len_
-        go(rows, (xp, op, rows, len_))
-        return out
-    return lane
-
-
-def _make_lane(x: torch.Tensor) -> None:
-    """The lane of x's (dtype, device, row length): made once the checked path has accepted such an input."""
-    dtype, dev, len_ = x.dtype, x.get_device(), x.shape[-1]
-    key = (dtype, x.device, len_)
-    if key not in _lanes:
-        rung = OP.default_variant.name
-        remember(_lanes, key, build_lane(dtype, len_, lambda f: _runner(rung, None, dtype, dev, len_, f)))
 
 
 _softmax_out = out_op("softmax_out", _softmax_into)
@@ -279,17 +245,10 @@ def softmax(x: torch.Tensor, dim: int = -1, *, out: Optional[torch.Tensor] = Non
     ``variant`` and ``config``, or a config the input cannot take (rows longer than its tile, clusters
     before sm_90).
     """
-    # The lane: x a plain CUDA tensor (contiguous: the lane checks), dim its last, and a lane for (dtype,
-    # device, row length), made by an earlier call of the checked path; else the checked path.
-    if (out is None and variant is None and config is None and type(x) is _Tensor and type(dim) is int
-            and not _compiling()):
-        shape = x.shape
-        if shape and (dim == -1 or dim == len(shape) - 1):
-            lane = _lanes.get((x.dtype, x.device, shape[-1]))
-            if lane is not None:
-                got = lane(x)
-                if got is not None:
-                    return got
+    if out is None and variant is None and config is None and not _compiling():  # the fixed lane, if made
+        got = run_fixed(_lanes, x, dim)
+        if got is not None:
+            return got
     check_tensor(x, "x", FLOAT_DTYPES, "softmax")
     d = wrap_dim(dim, x.dim(), "softmax")
     fresh = out is None
@@ -304,10 +263,14 @@ def softmax(x: torch.Tensor, dim: int = -1, *, out: Optional[torch.Tensor] = Non
         text = config_text(config)
     elif variant is not None:
         OP.variant(variant)
-    _softmax_out(x, out, d, variant, text)
-    if (fresh and variant is None and text is None and type(x) is _Tensor and d == x.dim() - 1 and x.numel()
+    if (fresh and variant is None and text is None and type(x) is _Tensor and d == x.dim() - 1
             and x.is_contiguous() and not _compiling()):
-        _make_lane(x)
+        # a plain call along the last dim: its launch, recorded, becomes the lane of (dtype, device, shape, dim)
+        out, lane = record_fixed(x, lambda: _softmax_out(x, out, d, None, None) or out)
+        if lane is not None:
+            remember(_lanes, fixed_key(x, dim), lane)
+        return out
+    _softmax_out(x, out, d, variant, text)
     return out
 
 

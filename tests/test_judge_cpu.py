@@ -27,7 +27,7 @@ def _nvcc_or_skip():
 
 def test_the_problems_the_issue_names_exist():
     assert {"vector_add", "matrix_add", "relu", "gelu", "color_inversion", "matrix_transpose", "reduction",
-            "softmax", "layer_norm", "matrix_multiplication"} <= set(PROBLEMS)
+            "softmax", "layer_norm", "matrix_multiplication", "conv2d"} <= set(PROBLEMS)
     with pytest.raises(KeyError, match="did you mean 'softmax'"):
         get_problem("sofmax")
 

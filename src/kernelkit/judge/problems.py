@@ -202,8 +202,29 @@ _add(Problem(
     timing={"M": 4096, "N": 4096, "K": 4096},
     bytes_moved=lambda s: 4 * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"]),
     flops=lambda s: 2 * s["M"] * s["N"] * s["K"], tolerance=_matmul_tolerance,
-    kernelkit=None, torch_fn=lambda A, B: A @ B,
-    notes="timed against torch.matmul with TF32 off (exact fp32)"))
+    kernelkit=lambda k, A, B: k.matmul(A, B), torch_fn=lambda A, B: A @ B,
+    notes="timed against kernelkit.matmul and torch.matmul in exact fp32 (TF32 off)"))
+
+
+def _conv2d(image, kernel):
+    k = kernel.shape[0]
+    return torch.nn.functional.conv2d(image[None, None], kernel[None, None], padding=k // 2)[0, 0]
+
+
+_add(Problem(
+    name="conv2d", summary="output (height x width) = the 2-D correlation of one image plane with a ksize x ksize "
+                           "kernel (ksize odd, not flipped), zeros outside the image",
+    params=(Buffer("input", F32, _matrix("height", "width")), Buffer("kernel", F32, lambda s: (s["ksize"], s["ksize"])),
+            Buffer("output", F32, _matrix("height", "width"), "out"), Size("height"), Size("width"), Size("ksize")),
+    reference=lambda s, input, kernel: {"output": _conv2d(input, kernel)},
+    cases=({"height": 1, "width": 1, "ksize": 1}, {"height": 1, "width": 1, "ksize": 3}, {"height": 7, "width": 5,
+           "ksize": 9}, {"height": 33, "width": 1000, "ksize": 3}, {"height": 257, "width": 263, "ksize": 5},
+           {"height": 64, "width": 61, "ksize": 31}),
+    timing={"height": 8192, "width": 8192, "ksize": 5},
+    bytes_moved=lambda s: 8 * s["height"] * s["width"], flops=lambda s: 0,
+    tolerance=lambda s: (1e-5, 4e-7 * 2.5 * s["ksize"] ** 2 + 1e-5),
+    kernelkit=lambda k, input, kernel: k.filter2d(input, kernel),
+    torch_fn=lambda input, kernel: _conv2d(input, kernel)))
 
 
 def get_problem(name: str) -> Problem:

@@ -175,3 +175,31 @@ def test_tiles_use_shared_memory_and_vector_loads(sm90):
     fused = [r for r in sm90["gaussian_blur"] if r.variant == "fused"]
     assert fused and all(any(op.startswith("LDS.128") for op in r.opcodes) and max(r.store_widths) == 128
                          for r in fused)
+
+
+def test_tensor_cache_keeps_a_value_per_live_tensor_and_key():
+    """Looked up again by the same tensor (twice: a WeakKeyDictionary raised on the second lookup, when it
+    compared two tensors with ==), missed for another key or another tensor of equal values, dropped with
+    the tensor."""
+    import gc
+
+    import torch
+
+    from kernelkit.ops.window._common import TensorCache, device_weights
+
+    cache = TensorCache()
+    w, twin = torch.ones(3, 3), torch.ones(3, 3)
+    cache.put(w, 0, "v0")
+    assert cache.get(w, 0) == "v0" and cache.get(w, 0) == "v0"
+    assert cache.get(w, 1) is None and cache.get(twin, 0) is None
+    cache.put(w, 1, "v1")
+    assert cache.get(w, 1) == "v1" and cache.get(w, 0) is None and len(cache) == 1
+    del w
+    gc.collect()
+    assert len(cache) == 0
+    k = torch.randn(5, 5)  # host weights: one copy per version, a new one after an in-place update
+    first = device_weights(k, torch.device("cpu"), "filter2d")
+    assert device_weights(k, torch.device("cpu"), "filter2d") is first
+    k.mul_(2)
+    second = device_weights(k, torch.device("cpu"), "filter2d")
+    assert second is not first and torch.equal(second, k)

@@ -107,7 +107,30 @@ def planes_of(x: torch.Tensor, channels_last: bool, op: str, min_dims: int = 2) 
 
 # The device copy of host weights, made once per (weights object, version): a CUDA float32 tensor is used
 # as it is; a CPU tensor or a nested list is copied to the device at its first use only.
-_host_weights: "weakref.WeakKeyDictionary[torch.Tensor, tuple]" = weakref.WeakKeyDictionary()
+class TensorCache:
+    """A value kept per live tensor object and per key (its version, say), dropped with the tensor.
+
+    By identity: a WeakKeyDictionary compares its keys with ``==`` when it finds one, and ``==`` of two
+    tensors is an elementwise tensor whose truth value raises, so a second lookup of a tensor fails."""
+
+    def __init__(self):
+        self._entries: dict[int, tuple] = {}
+
+    def get(self, t: torch.Tensor, key):
+        got = self._entries.get(id(t))
+        return got[2] if got is not None and got[0]() is t and got[1] == key else None
+
+    def put(self, t: torch.Tensor, key, value) -> None:
+        got = self._entries.get(id(t))
+        if got is None or got[0]() is not t:
+            weakref.finalize(t, self._entries.pop, id(t), None)
+        self._entries[id(t)] = (weakref.ref(t), key, value)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_host_weights = TensorCache()
 _list_weights: dict = {}
 
 
@@ -125,11 +148,11 @@ def device_weights(w, device: torch.device, op: str, name: str = "kernel") -> to
         if w.is_complex() or w.dtype == torch.bool:
             raise TypeError(f"{op}: {name} must hold real numbers, got dtype {w.dtype}")
         key = (device, w._version, tuple(w.shape))
-        got = _host_weights.get(w)
-        if got is not None and got[0] == key:
-            return got[1]
+        got = _host_weights.get(w, key)
+        if got is not None:
+            return got
         dev_w = w.detach().to(torch.float32).contiguous().to(device)
-        _host_weights[w] = (key, dev_w)
+        _host_weights.put(w, key, dev_w)
         return dev_w
     try:
         arr = np.asarray(w, dtype=np.float64)

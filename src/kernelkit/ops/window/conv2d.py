@@ -4,7 +4,6 @@ function."""
 from __future__ import annotations
 
 import numbers
-import weakref
 from typing import Optional
 
 import numpy as np
@@ -17,7 +16,7 @@ from .._shared.checks import check_same_device, check_tensor
 from .._shared.custom_op import out_op
 from .._shared.launch_rules import cdiv, sm_count
 from .._shared.plans import plan_cache, remember
-from ._common import CXX, FLOATS, Planes
+from ._common import CXX, FLOATS, Planes, TensorCache
 from .filter2d import _registers, _vector, filter_planes
 
 __all__ = ["conv2d"]
@@ -44,18 +43,18 @@ VARIANTS = (
 )
 
 _plans = plan_cache()
-_weights: "weakref.WeakKeyDictionary[torch.Tensor, tuple]" = weakref.WeakKeyDictionary()
+_weights = TensorCache()
 
 
 def _float_weights(weight: torch.Tensor, tap_major: bool) -> torch.Tensor:
     """The weights as float32 (C, KH*KW), or tap-major (KH*KW, C), made once per weight version."""
     key = (weight._version, tap_major, weight.data_ptr())
-    got = _weights.get(weight)
-    if got is not None and got[0] == key:
-        return got[1]
+    got = _weights.get(weight, key)
+    if got is not None:
+        return got
     w = weight.detach().reshape(weight.shape[0], -1).to(torch.float32)
     w = (w.t() if tap_major else w).contiguous()
-    _weights[weight] = (key, w)
+    _weights.put(weight, key, w)
     return w
 
 

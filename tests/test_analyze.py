@@ -1,6 +1,6 @@
 """Tests for kernelkit.analyze: SASS census, resource usage, occupancy.
 
-Kernels are compiled with NVRTC (bundled headers) for sm_80 and sm_90 and the
+Kernels are compiled with NVRTC (the runtime's header options) for sm_80 and sm_90 and the
 real cuobjdump output is checked, so a change in the tools' spelling or in our
 parsing makes these fail.  No GPU is needed.
 """
@@ -86,9 +86,9 @@ def compiled(request):
     except ToolNotFoundError as exc:
         pytest.skip(str(exc))
     arch = request.param
-    opts = core.ProgramOptions(
-        arch=arch, std="c++17", use_bundled_headers=True, ptxas_options="-v"
-    )
+    from kernelkit.runtime import header_options
+
+    opts = core.ProgramOptions(arch=arch, std="c++17", ptxas_options="-v", **header_options())
     log = io.StringIO()
     obj = core.Program(KERNELS, "c++", opts).compile(
         "cubin", name_expressions=("add_one<float>",), logs=log

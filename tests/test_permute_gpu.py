@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import kernelkit
+from kernelkit.runtime.lanes import fixed_key
 from kernelkit.ops.rearrangement.permute import TileConfig
 from rearrange_helpers import BY_SIZE, EXTRA, assert_same_bits, poisoned, random_tensor
 
@@ -168,7 +169,7 @@ def test_the_fixed_lane_replays_the_checked_paths_launch(dtype):
     for shape, dims in (((2, 16, 9, 7), (0, 2, 3, 1)), ((3, 37, 53), (0, 2, 1)), ((8, 5, 12, 64), (0, 2, 1, 3))):
         first = random_tensor(shape, dtype, 0)
         assert_same_bits(kernelkit.permute(first, dims), first.permute(dims).contiguous())
-        assert module.fixed_key(first, dims) in module._lanes, shape
+        assert fixed_key(first, dims) in module._lanes, shape
         for offset, d in ((0, dims), (0, list(dims)), (1, dims)):
             x = random_tensor(shape, dtype, offset)
             assert_same_bits(kernelkit.permute(x, d), x.permute(dims).contiguous())

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import kernelkit
+from kernelkit.runtime.lanes import fixed_key
 from kernelkit import reference
 from gpu_helpers import assert_close, poisoned_like, random_input
 
@@ -191,7 +192,7 @@ def test_the_lane_gives_the_checked_paths_result():
                 x = random_input(rows * len_, dtype, offset).view(rows, len_)
                 first = kernelkit.softmax(x)
                 if x.data_ptr() % 16 == 0 and len_ <= 4096:  # a plain launch (longer rows may take clusters)
-                    assert sm.fixed_key(x, -1) in sm._lanes, (dtype, len_, rows)
+                    assert fixed_key(x, -1) in sm._lanes, (dtype, len_, rows)
                 second = kernelkit.softmax(x)
                 checked = kernelkit.softmax(x, out=poisoned_like(x))
                 assert same_bits(first, checked) and same_bits(second, checked), (len_, rows, offset)
@@ -218,7 +219,7 @@ def test_a_lane_only_where_it_takes_the_call():
     kernelkit.softmax(torch.tensor(1.5, device="cuda"), 0)
     assert not sm._lanes
     kernelkit.softmax(x)
-    assert list(sm._lanes) == [sm.fixed_key(x, -1)]
+    assert list(sm._lanes) == [fixed_key(x, -1)]
     for bad_dim in (True, 1.0):
         with pytest.raises(TypeError, match="dim must be an int"):
             kernelkit.softmax(x, bad_dim)

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 import kernelkit
+from kernelkit.runtime.lanes import fixed_key
 from kernelkit.ops.rearrangement.transpose import TileConfig
 from rearrange_helpers import BY_SIZE, EXTRA, assert_same_bits, poisoned, random_tensor
 
@@ -245,7 +246,7 @@ def test_the_fixed_lane_replays_the_checked_paths_launch(dtype):
     for shape in ((37, 53), (129, 257), (3, 4096), (2, 64, 128), (4096, 3)):
         first = random_tensor(shape, dtype, 0)
         assert_same_bits(kernelkit.transpose(first), first.transpose(-2, -1).contiguous())
-        assert module.fixed_key(first, (-2, -1)) in module._lanes, shape
+        assert fixed_key(first, (-2, -1)) in module._lanes, shape
         for offset in (0, 0, 1):
             x = random_tensor(shape, dtype, offset)
             got = kernelkit.transpose(x)

@@ -19,7 +19,8 @@ from __future__ import annotations
 import torch
 
 from .errors import KernelLaunchError
-from .launch import _SYNC, _error_string, _exchange_device, _get_device, _handle, _handles, _raw_stream, recording
+from .launch import (_SYNC, _dims, _error_string, _exchange_device, _get_device, _handle, _handles, _raw_stream,
+                     recording)
 
 try:
     from . import _fastlaunch as _shim
@@ -95,11 +96,6 @@ def record_fixed(x, call, out_shape=None):
         return out, None
     in_slot, out_slot = slots if args[slots[0]] == xp else slots[::-1]
     handle = _handles.get(id(kernel)) or _handle(kernel)
-    lane = _shim.make_fixed(handle, _dims3(grid), _dims3(block), shmem, dev, tuple(args), in_slot, out_slot,
+    lane = _shim.make_fixed(handle, _dims(grid), _dims(block), shmem, dev, tuple(args), in_slot, out_slot,
                             None if out_shape is None else tuple(out_shape), name)
     return out, lane
-
-
-def _dims3(v) -> tuple[int, int, int]:
-    t = tuple(int(i) for i in v) if isinstance(v, (tuple, list)) else (int(v),)
-    return (*t, *(1,) * (3 - len(t)))

@@ -11,6 +11,7 @@ from typing import Iterable
 
 from ...ladder import Kernel
 from ...runtime import clear_loaded, get_kernel
+from ...runtime.lanes import fixed_key, record_fixed
 
 _caches: list[dict] = []
 MAX_PLANS = 4096  # a cache that grows past this (shapes that never repeat) is emptied, not grown
@@ -41,3 +42,13 @@ def clear_plans() -> None:
 def load(kernels: Iterable[Kernel], dev: int) -> tuple:
     """The loaded cuda kernels of these records on device ``dev``, in order (each its own build)."""
     return tuple(get_kernel(k.source, k.name, device_index=dev, arch_suffix=k.arch_suffix) for k in kernels)
+
+
+def with_fixed_lane(lanes: dict, x, param, call, out_shape=None):
+    """``call()``, a plain call's checked path returning a new output; its one launch, recorded, becomes the
+    fixed lane of (x's dtype, device, shape, ``param``) in ``lanes`` (runtime.lanes.record_fixed), which
+    later calls replay through ``run_fixed(lanes, x, param)``."""
+    out, lane = record_fixed(x, call, out_shape)
+    if lane is not None:
+        remember(lanes, fixed_key(x, param), lane)
+    return out

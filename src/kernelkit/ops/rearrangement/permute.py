@@ -14,10 +14,10 @@ import numpy as np
 import torch
 
 from ...ladder import Op, register
-from ...runtime.lanes import fixed_key, record_fixed, run_fixed
+from ...runtime.lanes import run_fixed
 from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
-from .._shared.plans import plan_cache, remember
+from .._shared.plans import plan_cache, remember, with_fixed_lane
 from ._launch import (ACCEPTED, TileConfig, check_config, check_result, make_launch, nbytes, random_input, resolved,
                       rung, wrap)
 
@@ -124,10 +124,7 @@ def permute(x: torch.Tensor, dims: Sequence[int], *, out: Optional[torch.Tensor]
     if out is None:
         if variant is None and config is None and type(x) is torch.Tensor and x.is_contiguous() and not _compiling():
             # a plain call: its launch, recorded, becomes the fixed lane of (dtype, device, shape, dims)
-            out, lane = record_fixed(x, lambda: _fresh(x, out_shape, perm, cfg), out_shape)
-            if lane is not None:
-                remember(_lanes, fixed_key(x, dims), lane)
-            return out
+            return with_fixed_lane(_lanes, x, dims, lambda: _fresh(x, out_shape, perm, cfg), out_shape)
         out = x.new_empty(out_shape)
     else:
         check_result(out, x, out_shape, "permute")

@@ -12,10 +12,10 @@ from typing import Optional
 import torch
 
 from ...ladder import Op, register
-from ...runtime.lanes import fixed_key, record_fixed, run_fixed
+from ...runtime.lanes import run_fixed
 from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
-from .._shared.plans import plan_cache, remember
+from .._shared.plans import plan_cache, remember, with_fixed_lane
 from ._launch import (ACCEPTED, TileConfig, check_config, check_result, make_launch, nbytes, random_input, resolved,
                       rung, wrap)
 
@@ -122,10 +122,7 @@ def transpose(x: torch.Tensor, dim0: int = -2, dim1: int = -1, *, out: Optional[
     if out is None:
         if variant is None and config is None and type(x) is torch.Tensor and x.is_contiguous() and not _compiling():
             # a plain call: its launch, recorded, becomes the fixed lane of (dtype, device, shape, dims)
-            out, lane = record_fixed(x, lambda: _fresh(x, out_shape, a, b, cfg), out_shape)
-            if lane is not None:
-                remember(_lanes, fixed_key(x, (dim0, dim1)), lane)
-            return out
+            return with_fixed_lane(_lanes, x, (dim0, dim1), lambda: _fresh(x, out_shape, a, b, cfg), out_shape)
         out = x.new_empty(out_shape)
     else:
         check_result(out, x, out_shape, "transpose")

@@ -16,12 +16,12 @@ import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, kind_variants, register
 from ...runtime import get_kernel, plain_launcher
-from ...runtime.lanes import fixed_key, record_fixed, run_fixed
+from ...runtime.lanes import run_fixed
 from .._shared.checks import check_tensor, output_for, pick_variant
 from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
 from .._shared.launch_rules import compute_capability
-from .._shared.plans import plan_cache, remember
+from .._shared.plans import plan_cache, remember, with_fixed_lane
 from ._rows import (ALIGNED, CLUSTER_SM, WINDOW, WINDOW_IN, RowTile, cdiv, check_config, cluster_tile, config_text,
                     cta_tile, form_bits, needs_sm90, parse_config, per_vec, row_form, row_runner, warp_tile,
                     window_len)
@@ -266,10 +266,7 @@ def softmax(x: torch.Tensor, dim: int = -1, *, out: Optional[torch.Tensor] = Non
     if (fresh and variant is None and text is None and type(x) is _Tensor and d == x.dim() - 1
             and x.is_contiguous() and not _compiling()):
         # a plain call along the last dim: its launch, recorded, becomes the lane of (dtype, device, shape, dim)
-        out, lane = record_fixed(x, lambda: _softmax_out(x, out, d, None, None) or out)
-        if lane is not None:
-            remember(_lanes, fixed_key(x, dim), lane)
-        return out
+        return with_fixed_lane(_lanes, x, dim, lambda: _softmax_out(x, out, d, None, None) or out)
     _softmax_out(x, out, d, variant, text)
     return out
 

@@ -171,12 +171,13 @@ def run_case(sol: Solution, sizes: dict, gen: torch.Generator, device, what: str
 
 
 def _timer(device):
-    from ..bench.timing import l2_cache_bytes
+    """time_one(fn): ms of one call of fn by CUDA events, after the L2 flush of the library's timing."""
+    from ..bench.timing import _l2_flush
 
-    flush = torch.empty(2 * l2_cache_bytes(device) // 4, dtype=torch.float32, device=device)
+    flush = _l2_flush(device.index)
 
     def time_one(fn) -> float:
-        flush.sum()  # a read of twice the L2: the timed call starts with a cold L2
+        flush()  # the timed call starts with a cold L2
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()

@@ -325,8 +325,17 @@ def cmd_inspect(args) -> int:
     return _inspect(args.op, args.arch, args.dtype, args.rung, args.wide, args.jobs)
 
 
+def _ncu_ready() -> None:
+    """ncu found (else ToolNotFoundError) and a GPU to profile (else a one-line error)."""
+    from .analyze.ncu import find_ncu
+
+    find_ncu()
+    if not torch.cuda.is_available():
+        raise CliError("Nsight Compute profiles a GPU and torch sees none; `kernelkit inspect` needs no GPU", 1)
+
+
 def cmd_ncu(args) -> int:
-    from .analyze.ncu import derived, find_ncu, profile
+    from .analyze.ncu import derived, profile
     from .ladder import get_op
 
     op = get_op(args.op)
@@ -338,9 +347,7 @@ def cmd_ncu(args) -> int:
         raise CliError(f"rung {variant!r} of {op.name} takes {', '.join(map(_dtype_text, takes))}, not "
                        f"{_dtype_text(dtype)}; pass one of those to --dtype")
     params = _params(op, args.param)
-    find_ncu()
-    if not torch.cuda.is_available():
-        raise CliError("Nsight Compute profiles a GPU and torch sees none; `kernelkit inspect` needs no GPU", 1)
+    _ncu_ready()
     res = profile(op.name, variant, args.size, dtype, params=params)
     for kernel, metrics in res.items():
         print(kernel)
@@ -350,7 +357,7 @@ def cmd_ncu(args) -> int:
 
 
 def cmd_profile(args) -> int:
-    from .analyze.ncu import find_ncu, profile_ladder
+    from .analyze.ncu import profile_ladder
     from .ladder import get_op
 
     op = get_op(args.op)
@@ -361,9 +368,7 @@ def cmd_profile(args) -> int:
     if not rungs:
         raise CliError(f"no rung of {op.name} takes {_dtype_text(dtype)}; pass another --dtype")
     params = _params(op, args.param)
-    find_ncu()
-    if not torch.cuda.is_available():
-        raise CliError("Nsight Compute profiles a GPU and torch sees none; `kernelkit inspect` needs no GPU", 1)
+    _ncu_ready()
     shape = args.size or op.bench_shapes[0]
     rows = profile_ladder(op.name, rungs, shape, dtype, params,
                           progress=lambda r: print(f"profiling {op.name} {r} ...", file=sys.stderr, flush=True))

@@ -206,3 +206,28 @@ def run_tiled(kernel, name: str, p: Planes, out_ptr: int, w_ptr: int, bias_ptr: 
 
 def round4(n: int) -> int:
     return (n + 3) // 4 * 4
+
+
+def random_image(shape: tuple, dtype: torch.dtype) -> torch.Tensor:
+    """A benchmark input of the window ops: bytes over 0..255 for uint8, normal values otherwise."""
+    if dtype == torch.uint8:
+        return torch.randint(0, 256, shape, dtype=torch.uint8, device="cuda")
+    return torch.randn(shape, dtype=dtype, device="cuda")
+
+
+def out_size(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """torch's pooling output length: floor (or ceil) of (n + 2p - d(k-1) - 1) / s, plus 1; with ceil_mode
+    the last window must start inside the input or its left padding."""
+    span = n + 2 * p - d * (k - 1) - 1
+    o = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (o - 1) * s >= n + p:
+        o -= 1
+    return o
+
+
+def empty_output(x: torch.Tensor, shape: tuple) -> torch.Tensor:
+    """A new (N, C, OH, OW) output in x's layout: channels_last where x is (and not plain contiguous), NCHW
+    otherwise, as torch's convolutions and pools give it."""
+    nhwc = not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
+    return torch.empty(shape, dtype=x.dtype, device=x.device,
+                       memory_format=torch.channels_last if nhwc else torch.contiguous_format)

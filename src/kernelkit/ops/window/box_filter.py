@@ -10,7 +10,7 @@ import torch
 from ...ladder import Op, register
 from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
-from ._common import DTYPES, check_border, planes_of
+from ._common import DTYPES, check_border, planes_of, random_image
 from ._separable import ladder, run_separable
 
 __all__ = ["box_filter"]
@@ -88,8 +88,7 @@ def box_filter(x: torch.Tensor, kernel_size, *, border: str = "reflect", normali
 
 
 def _example(shape, dtype):
-    x = (torch.randint(0, 256, shape, dtype=torch.uint8, device="cuda") if dtype == torch.uint8
-         else torch.randn(shape, dtype=dtype, device="cuda"))
+    x = random_image(shape, dtype)
     return (x, 5), {}
 
 

@@ -16,7 +16,7 @@ from .._shared.checks import check_same_device, check_tensor
 from .._shared.custom_op import out_op
 from .._shared.launch_rules import cdiv, sm_count
 from .._shared.plans import plan_cache, remember
-from ._common import CXX, FLOATS, Planes, TensorCache
+from ._common import CXX, FLOATS, Planes, TensorCache, empty_output, out_size
 from .filter2d import _registers, _vector, filter_planes
 
 __all__ = ["conv2d"]
@@ -149,13 +149,10 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     if min(s) <= 0 or min(d) <= 0 or min(p) < 0:
         raise ValueError("conv2d: stride and dilation must be positive and padding non-negative")
     N, C, H, W = input.shape
-    OH = (H + 2 * p[0] - d[0] * (KH - 1) - 1) // s[0] + 1
-    OW = (W + 2 * p[1] - d[1] * (KW - 1) - 1) // s[1] + 1
+    OH, OW = out_size(H, KH, s[0], p[0], d[0], False), out_size(W, KW, s[1], p[1], d[1], False)
     if OH <= 0 or OW <= 0:
         raise ValueError(f"conv2d: the output would be {OH}x{OW} for an input of {H}x{W}")
-    cl = not input.is_contiguous() and input.is_contiguous(memory_format=torch.channels_last)
-    out = torch.empty((N, C, OH, OW), dtype=input.dtype, device=input.device,
-                      memory_format=torch.channels_last if cl else torch.contiguous_format)
+    out = empty_output(input, (N, C, OH, OW))
     if out.numel():
         _conv2d_out(input, weight, bias, out, s, p, d, variant)
     return out

@@ -15,8 +15,8 @@ from ...runtime import get_kernel
 from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
 from .._shared.plans import plan_cache, remember
-from ._common import (CXX, DTYPES, FLOATS, SRC_FILTER, Planes, WindowConfig, check_border, check_config,
-                      device_weights, planes_of, round4, rows_rule, run_tiled)
+from ._common import (CXX, DTYPES, SRC_FILTER, Planes, WindowConfig, check_border, check_config, device_weights,
+                      planes_of, random_image, round4, rows_rule, run_tiled)
 
 __all__ = ["filter2d"]
 
@@ -183,8 +183,7 @@ def filter2d(x: torch.Tensor, kernel, *, border: str = "zero", channels_last: bo
 
 
 def _example(shape, dtype):
-    x = (torch.randint(0, 256, shape, dtype=torch.uint8, device="cuda") if dtype == torch.uint8
-         else torch.randn(shape, dtype=dtype, device="cuda"))
+    x = random_image(shape, dtype)
     return (x, torch.randn(5, 5, device="cuda") / 5), {}
 
 

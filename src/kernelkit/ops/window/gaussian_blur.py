@@ -12,7 +12,7 @@ import torch
 from ...ladder import Op, register
 from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
-from ._common import BORDERS, DTYPES, planes_of
+from ._common import BORDERS, DTYPES, planes_of, random_image
 from ._separable import ladder, run_separable
 
 __all__ = ["gaussian_blur"]
@@ -115,8 +115,7 @@ def gaussian_blur(x: torch.Tensor, kernel_size, sigma=None, *, channels_last: bo
 
 
 def _example(shape, dtype):
-    x = (torch.randint(0, 256, shape, dtype=torch.uint8, device="cuda") if dtype == torch.uint8
-         else torch.randn(shape, dtype=dtype, device="cuda"))
+    x = random_image(shape, dtype)
     return (x, 7), {}
 
 

@@ -14,7 +14,7 @@ from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
 from .._shared.launch_rules import cdiv, sm_count
 from .._shared.plans import plan_cache, remember
-from ._common import CXX, FLOATS, GRID_YZ
+from ._common import CXX, FLOATS, GRID_YZ, empty_output, out_size
 
 __all__ = ["max_pool2d", "avg_pool2d"]
 
@@ -27,16 +27,6 @@ def _pair(v, name: str, op: str) -> tuple[int, int]:
                                                           for a in vals):
         raise TypeError(f"{op}: {name} must be an int or a pair of ints, got {v!r}")
     return (int(vals[0]), int(vals[0])) if len(vals) == 1 else (int(vals[0]), int(vals[1]))
-
-
-def out_size(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
-    """torch's pooling output length: floor (or ceil) of (n + 2p - d(k-1) - 1) / s, plus 1; with ceil_mode
-    the last window must start inside the input or its left padding."""
-    span = n + 2 * p - d * (k - 1) - 1
-    o = (span + (s - 1 if ceil_mode else 0)) // s + 1
-    if ceil_mode and (o - 1) * s >= n + p:
-        o -= 1
-    return o
 
 
 def vec_of(dtype: torch.dtype) -> int:
@@ -131,9 +121,7 @@ def _pool(op: str, is_max: bool, x, kernel_size, stride, padding, dilation, ceil
     OH, OW = (out_size(H, k[0], s[0], p[0], d[0], ceil_mode), out_size(W, k[1], s[1], p[1], d[1], ceil_mode))
     if OH <= 0 or OW <= 0:
         raise ValueError(f"{op}: the output would be {OH}x{OW} for an input of {H}x{W}; the kernel is too large")
-    nhwc = not x4.is_contiguous() and x4.is_contiguous(memory_format=torch.channels_last)
-    out = torch.empty((N, C, OH, OW), dtype=x.dtype, device=x.device,
-                      memory_format=torch.channels_last if nhwc else torch.contiguous_format)
+    out = empty_output(x4, (N, C, OH, OW))
     if out.numel():
         _pool_out(x4, out, is_max, list(k), list(s), list(p), list(d), bool(include_pad), int(divisor or 0), variant)
     return out[0] if squeeze else out

@@ -10,7 +10,7 @@ from ...runtime import get_kernel
 from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
 from .._shared.plans import plan_cache, remember
-from ._common import CXX, DTYPES, Planes, check_border, planes_of, round4, run_tiled
+from ._common import CXX, DTYPES, Planes, check_border, planes_of, random_image, round4, run_tiled
 from .filter2d import reg_channels, reg_shape
 
 __all__ = ["sobel"]
@@ -89,8 +89,7 @@ def sobel(x: torch.Tensor, *, border: str = "reflect", channels_last: bool = Fal
 
 
 def _example(shape, dtype):
-    x = (torch.randint(0, 256, shape, dtype=torch.uint8, device="cuda") if dtype == torch.uint8
-         else torch.randn(shape, dtype=dtype, device="cuda"))
+    x = random_image(shape, dtype)
     return (x,), {}
 
 

@@ -22,6 +22,9 @@ SHAPES = {
     "layer_norm": (29, 4100), "rms_norm": (29, 4100), "transpose": (257, 131), "permute": (3, 5, 33, 17),
     "sum": (1001, 77), "mean": (1001, 77), "amax": (1001, 77), "amin": (1001, 77),
     "invert_colors": (31, 33, 4), "binarize": (61, 67), "normalize_image": (31, 33, 3),
+    "matmul": (33, 65, 17), "linear": (33, 65, 17),
+    "filter2d": (37, 41), "gaussian_blur": (37, 41), "box_filter": (37, 41), "sobel": (37, 41),
+    "median_blur": (37, 41), "max_pool2d": (2, 3, 37, 41), "avg_pool2d": (2, 3, 37, 41), "conv2d": (2, 8, 13, 11),
 }
 
 
@@ -42,7 +45,10 @@ def _check(op, args, kwargs, device: int):
     got = op.call(*_clone(args), **kwargs)
     assert got.device == torch.device("cuda", device), f"{op.name}: result on {got.device}, expected cuda:{device}"
     torch.cuda.synchronize(device)
-    torch.testing.assert_close(got.double(), expected.double(), rtol=2e-3, atol=2e-3, msg=lambda m: f"{op.name}: {m}")
+    # 16-bit results of torch and of kernelkit may round the same float32 value one unit apart
+    tol = 2e-3 if got.element_size() >= 4 or got.dtype == torch.uint8 else 1e-2
+    atol = 1.0 if got.dtype == torch.uint8 else tol
+    torch.testing.assert_close(got.double(), expected.double(), rtol=tol, atol=atol, msg=lambda m: f"{op.name}: {m}")
 
 
 @pytest.mark.parametrize("name", sorted(SHAPES))

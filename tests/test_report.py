@@ -50,3 +50,11 @@ def test_the_command_renders_the_recorded_results(tmp_path):
     res = subprocess.run([sys.executable, "-m", "kernelkit", "report", "--from", str(tmp_path / "none")],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 2 and res.stderr.count("\n") == 1
+
+
+def test_the_report_loads_the_sweep_beside_the_install():
+    """`kernelkit report` runs benchmarks/sweep.py loaded by path; its dataclasses need the module registered."""
+    from kernelkit.cli import _sweep_module
+
+    sweep = _sweep_module()
+    assert sweep is not None and callable(sweep.main)

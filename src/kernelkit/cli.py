@@ -445,6 +445,7 @@ def _sweep_module():
         return None
     spec = importlib.util.spec_from_file_location("kernelkit_sweep", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
     spec.loader.exec_module(module)
     return module
 

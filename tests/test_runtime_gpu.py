@@ -87,3 +87,38 @@ def test_fast_launch_is_in_use_where_built():
     except ImportError:
         pytest.skip("the C launch shim is not built here")
     assert launch_mod._fast_launch is not None
+
+
+def test_plain_calls_give_the_same_bits_with_and_without_the_torch_bridge():
+    """The lanes read tensors through the torch bridge when it is built (kernelkit warmup), else through
+    Python calls: both must launch the same thing. The bridge is built here if it is not."""
+    import kernelkit
+    from kernelkit.runtime import lanes, torch_bridge
+
+    if not lanes.AVAILABLE:
+        pytest.skip("no C launch shim")
+    if torch_bridge.compiler() is None:
+        pytest.skip("no C++ compiler for the bridge")
+    torch_bridge.build()
+    shim = lanes._shim
+    torch.manual_seed(5)
+    x = torch.randn(4099, device="cuda", dtype=torch.float16)[1:]  # misaligned like a lane must handle
+    y = torch.randn(4098, device="cuda", dtype=torch.float16)
+    s = torch.randn(37, 1031, device="cuda")
+    calls = {
+        "gelu": lambda: kernelkit.gelu(x), "add": lambda: kernelkit.add(x, y), "softmax": lambda: kernelkit.softmax(s, dim=-1),
+        "transpose": lambda: kernelkit.transpose(s, 0, 1), "sum": lambda: kernelkit.sum(s),
+    }
+    results = {}
+    for mode in ("python", "bridge"):
+        if mode == "bridge":
+            assert lanes.use_bridge(), "built but not loaded"
+        else:
+            shim.use_bridge(None)
+        for _ in range(3):  # the first call makes the lane, the later ones run it
+            results[mode] = {k: f() for k, f in calls.items()}
+    for k in calls:
+        assert torch.equal(results["python"][k], results["bridge"][k]), k
+    torch.testing.assert_close(results["bridge"]["gelu"].float(), torch.nn.functional.gelu(x.float(), approximate="tanh"),
+                               rtol=2e-3, atol=2e-3)
+    torch.testing.assert_close(results["bridge"]["add"], x + y)

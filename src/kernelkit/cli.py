@@ -462,10 +462,22 @@ def cmd_warmup(args) -> int:
     arch = args.arch or _gpu_arch()
     if arch is None:
         raise CliError("no CUDA GPU here; name the GPU's architecture with --arch (e.g. --arch sm_90)")
-    with BuildProgress(f"building for {arch}") as progress:
-        res = warmup(arch, args.ops or None, jobs=args.jobs, progress=progress)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .runtime import torch_bridge
+
+    with ThreadPoolExecutor(1) as pool:  # the bridge's C++ compile beside NVRTC's processes
+        bridge = pool.submit(torch_bridge.build)
+        with BuildProgress(f"building for {arch}") as progress:
+            res = warmup(arch, args.ops or None, jobs=args.jobs, progress=progress)
     print(f"{res['kernels']} kernels for {arch}: {res['compiled']} compiled, {res['already_cached']} already cached, "
           f"{len(res['errors'])} failed, {res['seconds']} s on {res['jobs']} processes")
+    try:
+        where, seconds = bridge.result()
+        print(f"torch bridge: {'built in %.1f s' % seconds if seconds else 'already built'} ({where})")
+    except torch_bridge.BridgeBuildError as exc:  # the lanes keep their Python calls: slower, not wrong
+        first = str(exc).splitlines()[-1] if str(exc).strip() else "failed"
+        print(f"torch bridge not built ({first}); plain calls read tensors through Python", file=sys.stderr)
     for e in res["errors"]:
         print(e, file=sys.stderr)
     return 1 if res["errors"] else 0
@@ -572,7 +584,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_arguments(c)
 
-    c = command("warmup", cmd_warmup, "compile every kernel for a GPU ahead of time (later calls never compile)")
+    c = command("warmup", cmd_warmup, "compile every kernel for a GPU ahead of time (later calls never compile) "
+                                      "and the torch bridge of the plain calls' fast path")
     c.add_argument("ops", nargs="*", type=_op_name, metavar="OP", help="ops to build (default: every op)")
     c.add_argument("--arch", type=_arch_type(build_archs, "NVRTC cannot compile for it"), metavar="ARCH",
                    help=f"default: this GPU's; one of {', '.join(build_archs())}")

@@ -138,6 +138,8 @@ static PyMethodDef methods[] = {
     {"pack", (PyCFunction)pack_for_test, METH_O, "pack(args) -> (bytes, offsets), as launch packs them"},
     {"bind", kk_bind, METH_VARARGS,
      "bind(Tensor, empty_like, current_device, raw_stream, exchange_device, fail): torch's callables for the lanes"},
+    {"use_bridge", kk_use_bridge, METH_O,
+     "use_bridge(capsule or None): read tensors and allocate outputs through the torch bridge (None: Python calls)"},
     {"make_lane", kk_make_lane, METH_VARARGS,
      "make_lane(kernel0, kernel1, name0, name1, device, esize, block0, shmem0, block1, shmem1, large_n) -> capsule"},
     {"unary", (PyCFunction)(void (*)(void))kk_unary, METH_FASTCALL, "unary(lanes, x, param) -> out or None"},

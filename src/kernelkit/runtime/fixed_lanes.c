@@ -92,12 +92,14 @@ PyObject *kk_fixed(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
   PyObject *x = argv[1];
   if (!kk_bound()) return NULL;
   if ((PyObject *)Py_TYPE(x) != kk_tensor_type) Py_RETURN_NONE;
-  PyObject *dtype, *dev;
-  if (kk_dtype_device(x, &dtype, &dev)) return NULL;
-  PyObject *shape = PyObject_GetAttr(x, kk_s_shape);
+  kk_facts fx;
+  if (kk_facts_of(x, &fx)) return NULL;
+  if (!fx.contiguous || (fx.data_ptr & 15)) Py_RETURN_NONE;
+  PyObject *dtype = PyObject_GetAttr(x, kk_s_dtype), *dev = PyLong_FromLong(fx.device);
+  PyObject *shape = dtype && dev ? PyObject_GetAttr(x, kk_s_shape) : NULL;
   PyObject *key = shape ? PyTuple_Pack(4, dtype, dev, shape, argv[2]) : NULL;
-  Py_DECREF(dtype);
-  Py_DECREF(dev);
+  Py_XDECREF(dtype);
+  Py_XDECREF(dev);
   Py_XDECREF(shape);
   if (!key) return NULL;
   PyObject *cap = PyDict_GetItemWithError(argv[0], key); /* borrowed */
@@ -111,28 +113,17 @@ PyObject *kk_fixed(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
   }
   Fixed *f = PyCapsule_IsValid(cap, FIXED) ? (Fixed *)PyCapsule_GetPointer(cap, FIXED) : NULL;
   if (!f) Py_RETURN_NONE;
-  int c = kk_is_contiguous(x);
-  if (c <= 0) {
-    if (c < 0) return NULL;
-    Py_RETURN_NONE;
-  }
-  long long xp = kk_method_ll(x, kk_s_data_ptr);
-  if (PyErr_Occurred()) return NULL;
-  if (xp & 15) Py_RETURN_NONE;
-  PyObject *out;
-  if (f->out_shape == Py_None) {
-    out = PyObject_Vectorcall(kk_empty_like, &x, 1, NULL);
-  } else {
-    PyObject *a[2] = {x, f->out_shape};
-    out = PyObject_VectorcallMethod(kk_s_new_empty, a, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-  }
+  const long long xp = fx.data_ptr;
+  PyObject *out = f->out_shape == Py_None ? kk_new_like(x) : kk_new_shaped(x, f->out_shape);
   if (!out) return NULL;
-  long long op = kk_method_ll(out, kk_s_data_ptr);
-  if (PyErr_Occurred() || (op & 15)) { /* never misaligned from torch's allocator; the recording assumed not */
+  kk_facts fo;
+  if (kk_facts_of(out, &fo) || (fo.data_ptr & 15)) { /* never misaligned from torch's allocator; the recording
+                                                        assumed not */
     Py_DECREF(out);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
   }
+  const long long op = fo.data_ptr;
   _Alignas(16) unsigned char storage[ARG_BYTES];
   void *params[MAX_ARGS];
   memcpy(storage, f->storage, (size_t)f->used);

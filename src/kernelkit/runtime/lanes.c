@@ -14,8 +14,9 @@
 /* torch's callables and the error hook, bound once by bind() */
 PyObject *kk_tensor_type, *kk_empty_like;
 static PyObject *g_current_device, *g_raw_stream, *g_exchange_device, *g_fail;
-PyObject *kk_s_dtype, *kk_s_shape, *kk_s_data_ptr, *kk_s_new_empty;
-static PyObject *s_get_device, *s_is_contiguous, *s_numel;
+PyObject *kk_s_dtype, *kk_s_shape;
+static PyObject *s_data_ptr, *s_new_empty, *s_get_device, *s_is_contiguous, *s_numel;
+static const kk_bridge *g_bridge; /* NULL: tensors are read through their Python methods */
 
 /* The element-wise lanes: two kernels and two launch shapes (see make_lane). */
 typedef struct {
@@ -35,7 +36,7 @@ static PyObject *call_method(PyObject *obj, PyObject *name) {
 }
 
 /* obj.<name>() as a C integer; -1 with a Python error set on failure (callers check PyErr_Occurred). */
-long long kk_method_ll(PyObject *obj, PyObject *name) {
+static long long method_ll(PyObject *obj, PyObject *name) {
   PyObject *r = call_method(obj, name);
   if (!r) return -1;
   long long v = PyLong_AsLongLong(r);
@@ -56,13 +57,70 @@ PyObject *kk_bind(PyObject *self, PyObject *args) {
   if (!kk_s_dtype) {
     kk_s_dtype = PyUnicode_InternFromString("dtype");
     kk_s_shape = PyUnicode_InternFromString("shape");
-    kk_s_data_ptr = PyUnicode_InternFromString("data_ptr");
-    kk_s_new_empty = PyUnicode_InternFromString("new_empty");
+    s_data_ptr = PyUnicode_InternFromString("data_ptr");
+    s_new_empty = PyUnicode_InternFromString("new_empty");
     s_get_device = PyUnicode_InternFromString("get_device");
     s_is_contiguous = PyUnicode_InternFromString("is_contiguous");
     s_numel = PyUnicode_InternFromString("numel");
   }
   Py_RETURN_NONE;
+}
+
+/* use_bridge(capsule or None): read tensors and allocate outputs through the torch bridge (None: stop). */
+PyObject *kk_use_bridge(PyObject *self, PyObject *capsule) {
+  (void)self;
+  if (capsule == Py_None) {
+    g_bridge = NULL;
+    Py_RETURN_NONE;
+  }
+  const kk_bridge *b = PyCapsule_GetPointer(capsule, "kernelkit.torch_bridge");
+  if (!b) return NULL;
+  if (b->abi != KK_BRIDGE_ABI) {
+    PyErr_Format(PyExc_ImportError, "torch bridge ABI %d, the launch shim expects %d", b->abi, KK_BRIDGE_ABI);
+    return NULL;
+  }
+  g_bridge = b; /* the capsule's module stays imported (sys.modules) for the life of the process */
+  Py_RETURN_NONE;
+}
+
+/* x's device, contiguity, element count and data address; 0, or -1 with an error set. */
+int kk_facts_of(PyObject *x, kk_facts *f) {
+  if (g_bridge) return g_bridge->facts(x, f);
+  long long dev = method_ll(x, s_get_device);
+  PyObject *c = dev == -1 && PyErr_Occurred() ? NULL : call_method(x, s_is_contiguous);
+  if (!c) return -1;
+  f->contiguous = c == Py_True;
+  Py_DECREF(c);
+  f->device = (int)dev;
+  f->numel = method_ll(x, s_numel);
+  if (PyErr_Occurred()) return -1;
+  f->data_ptr = method_ll(x, s_data_ptr);
+  if (PyErr_Occurred()) { /* a wrapper without data (functorch): not a lane's input */
+    if (!PyErr_ExceptionMatches(PyExc_RuntimeError)) return -1;
+    PyErr_Clear();
+    f->data_ptr = 0;
+    f->contiguous = 0;
+  }
+  return 0;
+}
+
+/* A new contiguous tensor of x's shape, dtype and device (torch.empty_like). */
+PyObject *kk_new_like(PyObject *x) {
+  return g_bridge ? g_bridge->empty_like(x) : PyObject_Vectorcall(kk_empty_like, &x, 1, NULL);
+}
+
+/* A new contiguous tensor of the given shape (a tuple) with x's dtype and device (x.new_empty(shape)). */
+PyObject *kk_new_shaped(PyObject *x, PyObject *shape) {
+  if (g_bridge) return g_bridge->new_empty(x, shape);
+  PyObject *a[2] = {x, shape};
+  return PyObject_VectorcallMethod(s_new_empty, a, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+/* The data address of a tensor made by kk_new_like / kk_new_shaped; -1 with an error set on failure. */
+static long long data_ptr_of(PyObject *t) {
+  kk_facts f;
+  if (g_bridge) return g_bridge->facts(t, &f) ? -1 : f.data_ptr;
+  return method_ll(t, s_data_ptr);
 }
 
 int kk_bound(void) {
@@ -118,51 +176,24 @@ static Lane *find_lane(PyObject *lanes, PyObject *key) {
   return (Lane *)PyCapsule_GetPointer(cap, CAPSULE);
 }
 
-/* (x.dtype, x.get_device()) into two new references; 0 on success. */
-int kk_dtype_device(PyObject *x, PyObject **dtype, PyObject **dev) {
-  *dtype = PyObject_GetAttr(x, kk_s_dtype);
-  if (!*dtype) return -1;
-  *dev = call_method(x, s_get_device);
-  if (!*dev) {
-    Py_CLEAR(*dtype);
-    return -1;
-  }
-  return 0;
-}
-
 /* The lane under (a.dtype, b.dtype, a's device, b's device), or NULL (error set or not). */
-static Lane *find_pair_lane(PyObject *lanes, PyObject *a, PyObject *b) {
-  PyObject *ta, *da, *tb, *db;
-  if (kk_dtype_device(a, &ta, &da)) return NULL;
-  if (kk_dtype_device(b, &tb, &db)) {
-    Py_DECREF(ta);
-    Py_DECREF(da);
-    return NULL;
-  }
-  Lane *lane = find_lane(lanes, PyTuple_Pack(4, ta, tb, da, db));
-  Py_DECREF(ta);
-  Py_DECREF(tb);
-  Py_DECREF(da);
-  Py_DECREF(db);
+static Lane *find_pair_lane(PyObject *lanes, PyObject *a, const kk_facts *fa, PyObject *b, const kk_facts *fb) {
+  PyObject *ta = PyObject_GetAttr(a, kk_s_dtype), *tb = ta ? PyObject_GetAttr(b, kk_s_dtype) : NULL;
+  PyObject *da = PyLong_FromLong(fa->device), *db = PyLong_FromLong(fb->device);
+  Lane *lane = ta && tb && da && db ? find_lane(lanes, PyTuple_Pack(4, ta, tb, da, db)) : NULL;
+  Py_XDECREF(ta);
+  Py_XDECREF(tb);
+  Py_XDECREF(da);
+  Py_XDECREF(db);
   return lane;
 }
 
-int kk_is_contiguous(PyObject *x) {
-  PyObject *r = call_method(x, s_is_contiguous);
-  if (!r) return -1;
-  int yes = r == Py_True;
-  Py_DECREF(r);
-  return yes;
-}
-
-/* 1 when a and b have one shape and are both contiguous, 0 when not, -1 on error. */
-static int same_shape_contiguous(PyObject *a, PyObject *b) {
+/* 1 when a and b have one shape, 0 when not, -1 on error. */
+static int same_shape(PyObject *a, PyObject *b) {
   PyObject *sa = PyObject_GetAttr(a, kk_s_shape), *sb = sa ? PyObject_GetAttr(b, kk_s_shape) : NULL;
   int ok = sb ? PyObject_RichCompareBool(sa, sb, Py_EQ) : -1;
   Py_XDECREF(sa);
   Py_XDECREF(sb);
-  if (ok > 0) ok = kk_is_contiguous(a);
-  if (ok > 0) ok = kk_is_contiguous(b);
   return ok;
 }
 
@@ -230,17 +261,17 @@ PyObject *kk_unary(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
   }
   PyObject *x = argv[1];
   if (!kk_bound() || (PyObject *)Py_TYPE(x) != kk_tensor_type) NONE_OR_ERROR();
-  PyObject *dtype, *dev;
-  if (kk_dtype_device(x, &dtype, &dev)) return NULL;
-  Lane *lane = find_lane(argv[0], PyTuple_Pack(3, dtype, dev, argv[2]));
-  Py_DECREF(dtype);
-  Py_DECREF(dev);
-  int c = lane ? kk_is_contiguous(x) : 0;
-  if (c <= 0) NONE_OR_ERROR();
-  PyObject *out = PyObject_Vectorcall(kk_empty_like, &x, 1, NULL);
+  kk_facts fx;
+  if (kk_facts_of(x, &fx)) return NULL;
+  if (!fx.contiguous) Py_RETURN_NONE;
+  PyObject *dtype = PyObject_GetAttr(x, kk_s_dtype), *dev = PyLong_FromLong(fx.device);
+  Lane *lane = dtype && dev ? find_lane(argv[0], PyTuple_Pack(3, dtype, dev, argv[2])) : NULL;
+  Py_XDECREF(dtype);
+  Py_XDECREF(dev);
+  if (!lane) NONE_OR_ERROR();
+  PyObject *out = kk_new_like(x);
   if (!out) return NULL;
-  long long n = kk_method_ll(x, s_numel);
-  long long xp = kk_method_ll(x, kk_s_data_ptr), op = kk_method_ll(out, kk_s_data_ptr);
+  const long long n = fx.numel, xp = fx.data_ptr, op = data_ptr_of(out);
   if (PyErr_Occurred()) goto fail;
   if (n == 0) return out;
   long long head = ((-op) & 15) / lane->esize;
@@ -269,14 +300,15 @@ PyObject *kk_binary(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
   PyObject *a = argv[1], *b = argv[2];
   if (!kk_bound() || (PyObject *)Py_TYPE(a) != kk_tensor_type || (PyObject *)Py_TYPE(b) != kk_tensor_type)
     NONE_OR_ERROR();
-  Lane *lane = find_pair_lane(argv[0], a, b);
-  int ok = lane ? same_shape_contiguous(a, b) : 0;
+  kk_facts fa, fb;
+  if (kk_facts_of(a, &fa) || kk_facts_of(b, &fb)) return NULL;
+  if (!fa.contiguous || !fb.contiguous) Py_RETURN_NONE;
+  Lane *lane = find_pair_lane(argv[0], a, &fa, b, &fb);
+  int ok = lane ? same_shape(a, b) : 0;
   if (ok <= 0) NONE_OR_ERROR();
-  PyObject *out = PyObject_Vectorcall(kk_empty_like, &a, 1, NULL);
+  PyObject *out = kk_new_like(a);
   if (!out) return NULL;
-  long long n = kk_method_ll(a, s_numel);
-  long long ap = kk_method_ll(a, kk_s_data_ptr), bp = kk_method_ll(b, kk_s_data_ptr);
-  long long op = kk_method_ll(out, kk_s_data_ptr);
+  const long long n = fa.numel, ap = fa.data_ptr, bp = fb.data_ptr, op = data_ptr_of(out);
   if (PyErr_Occurred()) goto fail;
   if (n == 0) return out;
   long long head = ((-op) & 15) / lane->esize;
@@ -313,12 +345,13 @@ PyObject *kk_axpy(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
     PyErr_Clear();
     Py_RETURN_NONE;
   }
-  Lane *lane = find_pair_lane(argv[0], x, y);
-  int ok = lane ? same_shape_contiguous(x, y) : 0;
+  kk_facts fx, fy;
+  if (kk_facts_of(x, &fx) || kk_facts_of(y, &fy)) return NULL;
+  if (!fx.contiguous || !fy.contiguous) Py_RETURN_NONE;
+  Lane *lane = find_pair_lane(argv[0], x, &fx, y, &fy);
+  int ok = lane ? same_shape(x, y) : 0;
   if (ok <= 0) NONE_OR_ERROR();
-  long long n = kk_method_ll(x, s_numel);
-  long long xp = kk_method_ll(x, kk_s_data_ptr), yp = kk_method_ll(y, kk_s_data_ptr);
-  if (PyErr_Occurred()) return NULL;
+  const long long n = fx.numel, xp = fx.data_ptr, yp = fy.data_ptr;
   if (n == 0) Py_RETURN_TRUE;
   const long long nb = n * lane->esize;
   if (xp != yp && xp < yp + nb && yp < xp + nb) Py_RETURN_NONE; /* partial overlap: the checked path raises */

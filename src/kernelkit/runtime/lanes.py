@@ -11,6 +11,9 @@ returning the output, or None for an input the lane does not take (the op then t
   (dtype, device, shape, parameter): the launch of the checked path, recorded, replayed for later inputs
   of that key whose data starts on a 16-byte boundary.
 
+The lanes read tensors through the torch bridge (``runtime.torch_bridge``) where ``kernelkit warmup``
+has built it, else through the tensors' Python methods.
+
 Without the shim, or with ``KERNELKIT_SYNC=1`` (whose synchronisation lives in ``launch``), no lane is
 made and every call takes the checked path.
 """
@@ -35,8 +38,23 @@ def _failed(name: str, code: int, grid: int, block: int, shmem: int, dev: int):
                             f"{_error_string(code)}")
 
 
+def use_bridge() -> bool:
+    """Read tensors and allocate outputs through the torch bridge if it is built for this torch
+    (``runtime.torch_bridge``); True if the lanes use it."""
+    if not AVAILABLE:
+        return False
+    from . import torch_bridge
+
+    module = torch_bridge.load()
+    if module is None:
+        return False
+    _shim.use_bridge(module.BRIDGE)
+    return True
+
+
 if AVAILABLE:
     _shim.bind(torch.Tensor, torch.empty_like, _get_device, _raw_stream, _exchange_device, _failed)
+    use_bridge()
     run_unary = _shim.unary
     run_binary = _shim.binary
     run_axpy = _shim.axpy

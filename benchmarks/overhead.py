@@ -3,9 +3,11 @@
     PYTHONPATH=src python benchmarks/overhead.py [--out benchmarks/results/overhead-<device>.json]
                                                  [--ops gelu softmax ...] [--no-first-call]
 
-Host latency: each op on a small tensor (the sizes below), wall time per call over many calls,
-torch's call and ours interleaved round by round, medians. The GPU finishes each small kernel long
-before the host issues the next, so the wall time per call is the host's cost of a call.
+Host latency: each op of SMALL on a small tensor, wall time per call over many calls, torch's call
+and ours interleaved round by round, medians. The GPU finishes each small kernel long before the host
+issues the next, so the wall time per call is the host's cost of a call. Run `kernelkit warmup` first:
+it also builds the torch bridge through which the plain calls read their tensors (the JSON records
+whether it was loaded).
 
 First call: in a fresh process with an empty kernel cache, the time of the op's first call
 (compiling and loading its kernel included) after the input exists and CUDA is initialised; the
@@ -35,13 +37,20 @@ SMALL = {
     "amin": ((4096,), "float32"), "invert_colors": ((32, 32, 4), "uint8"), "binarize": ((64, 64), "uint8"),
     "normalize_image": ((32, 32, 3), "uint8"),
 }
+# First call only (their host latency is not compared): small inputs of the matrix and window ops.
+FIRST_ONLY = {
+    "matmul": ((64, 64, 64), "float32"), "linear": ((16, 64, 64), "float32"),
+    "filter2d": ((64, 64), "float32"), "gaussian_blur": ((64, 64), "float32"), "box_filter": ((64, 64), "float32"),
+    "sobel": ((64, 64), "float32"), "median_blur": ((64, 64), "float32"), "max_pool2d": ((1, 4, 32, 32), "float32"),
+    "avg_pool2d": ((1, 4, 32, 32), "float32"), "conv2d": ((2, 8, 16, 16), "float16"),
+}
 
 
 def _args(name: str):
     import kernelkit
 
     op = kernelkit.get_op(name)
-    shape, dt = SMALL.get(name, (op.bench_shapes[0], "float32"))
+    shape, dt = SMALL.get(name) or FIRST_ONLY.get(name) or (op.bench_shapes[0], "float32")
     torch.manual_seed(0)
     args, kwargs = op.example(shape, getattr(torch, dt))
     return op, args, kwargs
@@ -116,6 +125,13 @@ def first_calls(names) -> list[dict]:
     return rows
 
 
+def _bridge_loaded() -> bool:
+    """Whether the plain calls timed here read tensors through the torch bridge (`kernelkit warmup` builds it)."""
+    from kernelkit.runtime import lanes
+
+    return lanes.new_like is not torch.empty_like
+
+
 def main(argv=None) -> int:
     import kernelkit
     from kernelkit.bench.report import environment, write_json
@@ -126,7 +142,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-first-call", action="store_true")
     a = p.parse_args(argv)
     names = a.ops or kernelkit.ops()
-    latency = host_latency(names)
+    latency = host_latency([n for n in names if n in SMALL])
     first = [] if a.no_first_call else first_calls(names)
     if a.out:
         write_json(a.out, {
@@ -134,6 +150,7 @@ def main(argv=None) -> int:
                     "first call's time in a fresh process with an empty kernel cache",
             "command": "PYTHONPATH=src python benchmarks/overhead.py --out " + a.out,
             "environment": environment(),
+            "torch_bridge": _bridge_loaded(),
             "host_latency": latency,
             "first_call": first,
         })

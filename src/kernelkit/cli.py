@@ -474,6 +474,9 @@ def cmd_warmup(args) -> int:
           f"{len(res['errors'])} failed, {res['seconds']} s on {res['jobs']} processes")
     try:
         where, seconds = bridge.result()
+        from .runtime.lanes import use_bridge
+
+        use_bridge()  # this process's plain calls too
         print(f"torch bridge: {'built in %.1f s' % seconds if seconds else 'already built'} ({where})")
     except torch_bridge.BridgeBuildError as exc:  # the lanes keep their Python calls: slower, not wrong
         first = str(exc).splitlines()[-1] if str(exc).strip() else "failed"

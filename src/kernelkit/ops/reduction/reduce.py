@@ -26,6 +26,7 @@ import torch
 
 from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant, kind_variants, register
 from ...runtime import get_kernel, launch, plain_launcher, resident_blocks, stream_handle
+from ...runtime import lanes as _lanes_rt
 from .._shared.checks import check_out, check_tensor, dtype_name, pick_variant
 from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
@@ -494,7 +495,6 @@ def _reduce(op: str, x, dim, keepdim: bool, out, variant, config, dtype=None) ->
 _lanes = plan_cache()
 _Tensor = torch.Tensor
 _compiling = torch.compiler.is_compiling
-_empty_like = torch.empty_like
 
 
 def _lane_call(op: str, x, dim, keepdim):
@@ -511,7 +511,7 @@ def _lane_call(op: str, x, dim, keepdim):
     if lane is None:
         return None
     template, plan = lane
-    out = _empty_like(template)
+    out = _lanes_rt.new_like(template)
     plan(x, out)
     return out
 

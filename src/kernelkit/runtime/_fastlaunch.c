@@ -4,8 +4,9 @@
  *
  * `function` is a CUkernel or CUfunction handle as an int (cuLaunchKernel takes either and runs the
  * kernel in the current context), `stream` a CUstream handle, `args` a tuple of the kernel's
- * arguments: Python ints as 64-bit integers, floats as doubles, bools as one byte, and numpy scalars
- * (read through the buffer protocol) at their own width. Each value is copied to a local buffer at
+ * arguments: Python ints as 64-bit integers, floats as doubles, bools as one byte, numpy scalars
+ * (read through the buffer protocol) at their own width, and 128-byte buffers as tensor maps (CUtensorMap,
+ * passed by value) at 64-byte alignment. Each value is copied to a local buffer at
  * its natural alignment and the driver gets an array of pointers into it, as cuLaunchKernel expects.
  * libcuda is opened at the first call, so importing the module needs no GPU.
  *
@@ -71,13 +72,26 @@ Py_ssize_t kk_pack(PyObject *args, unsigned char *storage, void **params) {
       size = 1;
     } else {
       Py_buffer view;
-      if (PyObject_GetBuffer(a, &view, PyBUF_SIMPLE) != 0 || view.len < 1 || view.len > 8) {
+      if (PyObject_GetBuffer(a, &view, PyBUF_SIMPLE) != 0 || view.len < 1 || (view.len > 8 && view.len != 128)) {
         if (!PyErr_Occurred()) PyBuffer_Release(&view);
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError,
-                     "kernel argument %zd has type %s: pass an int (64-bit), a float (double) or a numpy scalar", i,
-                     Py_TYPE(a)->tp_name);
+                     "kernel argument %zd has type %s: pass an int (64-bit), a float (double), a numpy scalar "
+                     "or the 128 bytes of a tensor map", i, Py_TYPE(a)->tp_name);
         return -1;
+      }
+      if (view.len == 128) { /* a CUtensorMap by value (a __grid_constant__ parameter): 64-byte aligned */
+        offset = (offset + 63) & ~(size_t)63;
+        if (offset + 128 > ARG_BYTES) {
+          PyBuffer_Release(&view);
+          PyErr_Format(PyExc_ValueError, "kernel arguments exceed %d bytes", ARG_BYTES);
+          return -1;
+        }
+        memcpy(storage + offset, view.buf, 128);
+        PyBuffer_Release(&view);
+        params[i] = storage + offset;
+        offset += 128;
+        continue;
       }
       size = (size_t)view.len;
       memcpy(bytes, view.buf, size);

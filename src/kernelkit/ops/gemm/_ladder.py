@@ -13,6 +13,7 @@ import torch
 
 from ...ladder import Kernel, Variant
 from .._shared.launch_rules import cdiv, sm_count
+from ._hopper import RUNGS as HOPPER_RUNGS, TECHNIQUE as HOPPER_TECHNIQUE, hopper_kernels
 
 SIMT, WMMA, MMA = "gemm/simt.cu", "gemm/wmma.cu", "gemm/mma.cu"
 F32, F16, BF16, I8, F64 = torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.float64
@@ -106,6 +107,8 @@ def _fixed_simt(name: str, block: int, tile: tuple[int, int], sass=("FFMA",), lo
 def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tuple[Kernel, ...]:
     """Every kernel ``rung`` can launch for ``dtype``. float32 on the tensor-core rungs is tf32 (run only
     with allow_tf32=True); on ``best`` it is SIMT unless allow_tf32 is set."""
+    if rung in HOPPER_RUNGS:  # its sm_90a kernels, and the mma kernels of the shapes the TMA cannot take
+        return hopper_kernels(rung, dtype) + _rung_kernels("mma", dtype)
     tc = dtype != F32 or allow_tf32 or rung in ("wmma_global", "wmma_smem", "mma")
     if rung in ("simt_best", "warp_tile") or (rung == "best" and not tc):
         tiles = (SIMT_LARGE,) if rung == "warp_tile" else (SIMT_LARGE, SIMT_SMALL)
@@ -167,6 +170,7 @@ LADDER = (
     _variant("mma", "mma.sync with ldmatrix from XOR-swizzled shared memory (ldmatrix.trans for m/n-major "
              "16-bit operands), a 4-stage cp.async pipeline, 64x32 warp tiles (64 accumulators a lane)",
              (F16, BF16, F32, I8)),
+    *(_variant(r, HOPPER_TECHNIQUE[r], (F16, BF16)) for r in HOPPER_RUNGS),
     _variant("best", "the fastest rung for the dtype: simt_best for fp32, mma for fp16, bf16, int8 and tf32, "
              "wmma_smem for fp64", (F32, F16, BF16, I8, F64), default=True),
 )

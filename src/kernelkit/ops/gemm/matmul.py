@@ -15,6 +15,7 @@ from ...runtime import allow_shared, get_kernel, launch
 from .._shared.checks import check_same_device, check_tensor, dtype_name
 from .._shared.custom_op import out_op
 from .._shared.plans import plan_cache, remember
+from ._hopper import RUNGS as HOPPER_RUNGS, WgmmaTile, launch_tma
 from ._ladder import F32, F64, I8, LADDER, MatmulTile, resolve
 from ._problem import as3, flags, out_view_ok, side_a, side_b
 
@@ -31,9 +32,12 @@ def result_dtype(dtype: torch.dtype) -> torch.dtype:
 
 def check_rung(op: str, variant: Optional[str], dtype: torch.dtype, allow_tf32: bool, config) -> None:
     """The named rung takes this dtype (and fp32 on tensor cores only with allow_tf32); config's type."""
-    if config is not None and not isinstance(config, MatmulTile):
+    if config is not None and not isinstance(config, (MatmulTile, WgmmaTile)):
         raise TypeError(f"{op}: config must be a MatmulTile (kernelkit.ops.gemm.MatmulTile), got "
                         f"{type(config).__name__}")
+    if config is not None and isinstance(config, WgmmaTile) != (variant in HOPPER_RUNGS):
+        raise ValueError(f"{op}: config= of the tma_wgmma and ws rungs is a WgmmaTile, of the other tiled rungs "
+                         f"a MatmulTile; got a {type(config).__name__} for variant {variant!r}")
     if variant is None:
         return
     v = OP.variant(variant)
@@ -70,6 +74,10 @@ def _matmul_into(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor],
         return
     sa, sb = side_a(a3), side_b(b3)
     dev = a.get_device()
+    if variant in HOPPER_RUNGS:
+        if launch_tma(variant, sa, sb, out3, bias, m, n, k, batch, dev, config) is None:
+            return
+        variant, config = "mma", None  # what the TMA cannot read (tma_fallback_reason says why) runs on mma
     key = (a.dtype, allow_tf32, variant, sa.kmaj, sb.kmaj, m, n, batch, dev, config and tuple(config))
     plan = _plans.get(key)
     if plan is None:
@@ -129,7 +137,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out: Optional[torch.Tensor] = No
     ``variant``: a rung of ``kernelkit.ladder("matmul")`` (naive first); None picks ``best``: simt_best
     for float32, mma for float16, bfloat16, int8 and tf32, wmma_smem for float64.
     ``config``: for tuning and tests; a ``MatmulTile`` (kernelkit.ops.gemm.MatmulTile) to launch instead
-    of the rule's block tile, on the simt_best, warp_tile, mma and best rungs.
+    of the rule's block tile, on the simt_best, warp_tile, mma and best rungs; a ``WgmmaTile``
+    (kernelkit.ops.gemm.WgmmaTile) on the Hopper rungs tma_wgmma and ws (float16 and bfloat16 on
+    compute capability 9.0; operands the TMA cannot read run on mma: ``tma_fallback_reason`` says why).
 
     Raises TypeError for a non-tensor, a dtype outside those above, mismatched dtypes, an ``out`` of
     another dtype, a rung that does not take the dtype or a config that is not a MatmulTile;
@@ -156,7 +166,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out: Optional[torch.Tensor] = No
     return out
 
 
-def _cfg(config: Optional[MatmulTile]) -> Optional[list[int]]:
+def _cfg(config) -> Optional[list[int]]:
+    if isinstance(config, WgmmaTile):
+        return [config.block_n, config.stages]
     return None if config is None else [config.block_m, config.block_n, config.warp_m, config.warp_n]
 
 

@@ -1,0 +1,257 @@
+// Matrix multiplication on Hopper's warpgroup tensor cores (sm_90a): operand tiles brought into shared
+// memory by the TMA (tensor maps built on the host from the operands' strides, 128-byte swizzle),
+// completion counted on mbarriers, a ring of STAGES tiles, wgmma reading both operands from shared
+// memory into fp32 accumulators in registers. fp16 and bf16.
+//
+// A block computes a 128 x BN tile of C (BN = 128 or 256) with two consumer warpgroups of 64 rows each
+// (m64nBNk16: BN / 2 accumulators a thread), K in tiles of 64 elements (one 128-byte swizzle line).
+// Two rungs share the stage and the epilogue:
+// - mm_tma_wgmma: 256 threads, all consumers; thread 0 also issues the copies. A stage is refilled once
+//   both warpgroups' MMAs on it are done (wgmma.wait_group 1 keeps one K tile of MMAs in flight, then
+//   a block barrier).
+// - mm_ws: warp specialization, 384 threads. Warpgroup 0 is the producer: it gives registers back
+//   (setmaxnreg.dec) and one thread issues the copies, waiting on an "empty" mbarrier per stage; the two
+//   consumer warpgroups take the registers (setmaxnreg.inc), wait on the "full" mbarrier, and arrive on
+//   "empty" once their MMAs on a stage are done. No block-wide barrier in the main loop.
+// Edges: the TMA zero-fills the parts of a box outside the tensor (M, N and K tails), and the epilogue
+// writes only inside C. The epilogue stages the C tile (plus bias, rounded to T) in shared memory and
+// writes it as 16-byte row chunks where the row and the address allow, element by element otherwise.
+#include "hopper.cuh"
+#include "matmul.cuh"
+
+namespace kk {
+namespace hop {
+
+constexpr int BM = 128, BK = 64;
+
+// One pipeline stage: the A tile (BM x BK) then the B tile (BN x BK), each as swizzle atoms.
+// kAK / kBK: the operand is k-major in memory (A row-major, B = w.t()); else m- / n-major.
+template <typename T, int BN, bool kAK, bool kBK>
+struct Stage {
+  static_assert(sizeof(T) == 2, "16-bit operands: a K tile of 64 is one 128-byte line");
+  static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, BYTES = A_BYTES + B_BYTES;
+
+  // One thread: the copies of the K tile starting at k0 into the stage at s, all counted on bar. A
+  // k-major operand is one box (K 64 wide, rows deep); an m- or n-major one is a box per 64 rows.
+  __device__ __forceinline__ static void load(unsigned char* s, const TensorMap* ta, const TensorMap* tb, int m0,
+                                              int n0, int k0, int za, int zb, unsigned long long* bar) {
+    mbar_expect_bytes(bar, BYTES);
+    if constexpr (kAK) {
+      tma_load(s, ta, k0, m0, za, bar);
+    } else {
+#pragma unroll
+      for (int i = 0; i < BM / 64; ++i) tma_load(s + i * 8192, ta, m0 + 64 * i, k0, za, bar);
+    }
+    if constexpr (kBK) {
+      tma_load(s + A_BYTES, tb, k0, n0, zb, bar);
+    } else {
+#pragma unroll
+      for (int i = 0; i < BN / 64; ++i) tma_load(s + A_BYTES + i * 8192, tb, n0 + 64 * i, k0, zb, bar);
+    }
+  }
+
+  // Warpgroup wg's MMAs on the stage at s: its 64 rows of A (8192 bytes into the A tile in either
+  // layout) against the BN columns of B, four steps of K = 16.
+  __device__ __forceinline__ static void mma(float (&d)[BN / 2], const unsigned char* s, int wg) {
+#pragma unroll
+    for (int k = 0; k < BK / 16; ++k) {
+      const unsigned char* a = s + wg * 8192 + (kAK ? 32 : 2048) * k;
+      const unsigned char* b = s + A_BYTES + (kBK ? 32 : 2048) * k;
+      wgmma<T, BN, kAK ? 0 : 1, kBK ? 0 : 1>(d, sw128_desc(a, kAK ? 16 : 8192, 1024),
+                                            sw128_desc(b, kBK ? 16 : 8192, 1024));
+    }
+  }
+};
+
+__device__ __forceinline__ unsigned char* align1024(unsigned char* p) {
+  const unsigned a = shared_addr(p);
+  return p + ((1024 - (a & 1023)) & 1023);
+}
+
+// The block's output tile: groups of 8 M tiles walk N together, so that blocks running at once share
+// A's rows and B's columns in L2 (as the mma rung).
+__device__ __forceinline__ void tile_of(int bid, int tiles_m, int tiles_n, int& tm, int& tn) {
+  const int width = 8 * tiles_n, first = (bid / width) * 8;
+  const int gsize = min(tiles_m - first, 8);
+  tm = first + (bid % width) % gsize;
+  tn = (bid % width) / gsize;
+}
+
+template <typename T>
+__device__ __forceinline__ void put_pair(T* p, float a, float b) {
+  const T x[2] = {from_float<T>(a), from_float<T>(b)};
+  unsigned w;
+  memcpy(&w, x, 4);
+  *reinterpret_cast<unsigned*>(p) = w;
+}
+
+// Warpgroup wg's accumulators, plus the bias, rounded to T into the C tile staged at t: BM rows of
+// BN + 8 elements, so that the 8 rows of a warp's pair stores start 16 bytes apart in the banks.
+// ct: the thread's index among the consumer threads.
+template <typename T, int BN>
+__device__ __forceinline__ void stage_out(const float (&d)[BN / 2], T* t, const T* bias, int n0, int N, int wg,
+                                          int ct) {
+  constexpr int P = BN + 8;
+  const int w = (ct % 128) / 32, l = ct % 32, g = l / 4, q = l % 4;
+  const int r = wg * 64 + w * 16 + g;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int c = 8 * j + 2 * q, n = n0 + c;
+    float b0 = 0.0f, b1 = 0.0f;
+    if (bias) {
+      if (n < N) b0 = to_float(bias[n]);
+      if (n + 1 < N) b1 = to_float(bias[n + 1]);
+    }
+    put_pair(t + r * P + c, d[4 * j] + b0, d[4 * j + 1] + b1);
+    put_pair(t + (r + 8) * P + c, d[4 * j + 2] + b0, d[4 * j + 3] + b1);
+  }
+}
+
+// The staged tile to C (row stride ldc): 16-byte chunks along rows, consecutive threads on consecutive
+// chunks; a chunk past N or at an address off the 16-byte grid is written element by element.
+template <typename T, int BN>
+__device__ __forceinline__ void copy_out(const T* t, T* C, i64 ldc, int m0, int n0, int M, int N, int ct,
+                                         int threads) {
+  constexpr int CPR = BN / 8, P = BN + 8;
+  for (int i = ct; i < BM * CPR; i += threads) {
+    const int r = i / CPR, c = (i % CPR) * 8, m = m0 + r, n = n0 + c;
+    if (m >= M || n >= N) continue;
+    const T* src = t + r * P + c;
+    T* dst = C + (i64)m * ldc + n;
+    if (n + 8 <= N && (reinterpret_cast<unsigned long long>(dst) & 15) == 0) {
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+    } else {
+      for (int e = 0; e < 8 && n + e < N; ++e) dst[e] = src[e];
+    }
+  }
+}
+
+template <int BN, int STAGES>
+__host__ __device__ constexpr bool tile_fits_stages() {
+  return BM * (BN + 8) * 2 <= STAGES * (BM + BN) * BK * 2;
+}
+
+}  // namespace hop
+
+// C[z] = A[z] @ B[z] (+ bias): ta / tb the tensor maps of A (K, M, batch) or (M, K, batch) and B
+// likewise (innermost first), flags bit 0 / 1: A / B have a batch dim (else z = 0 for them).
+// Dynamic shared memory: 1024 + STAGES * (128 + BN) * 128 bytes.
+template <typename T, int BN, int STAGES, bool kAK, bool kBK>
+__global__ void __launch_bounds__(256, 1)
+mm_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::TensorMap tb, T* C,
+             const T* bias, i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags) {
+  using S = hop::Stage<T, BN, kAK, kBK>;
+  static_assert(hop::tile_fits_stages<BN, STAGES>(), "the epilogue's C tile reuses the stages");
+  extern __shared__ unsigned char dyn[];
+  __shared__ unsigned long long full[STAGES];
+  unsigned char* smem = hop::align1024(dyn);
+  const int tid = threadIdx.x, wg = tid / 128;
+  const int Mi = (int)M, Ni = (int)N, ktiles = (int)((K + hop::BK - 1) / hop::BK);
+  int tm, tn;
+  hop::tile_of(blockIdx.x, (Mi + hop::BM - 1) / hop::BM, (Ni + BN - 1) / BN, tm, tn);
+  const int m0 = tm * hop::BM, n0 = tn * BN, z = blockIdx.z;
+  const int za = (flags & 1) ? z : 0, zb = (flags & 2) ? z : 0;
+  if (tid == 0) {
+    hop::prefetch_map(&ta);
+    hop::prefetch_map(&tb);
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) hop::bar_init(&full[s], 1);
+    mbar_init_fence();
+  }
+  __syncthreads();
+  if (tid == 0) {
+    for (int s = 0; s < STAGES && s < ktiles; ++s)
+      S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, s * hop::BK, za, zb, &full[s]);
+  }
+  float d[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
+  hop::pin(d);
+  for (int kt = 0; kt < ktiles; ++kt) {
+    const int slot = kt % STAGES;
+    mbar_wait(&full[slot], (kt / STAGES) & 1);
+    hop::wg_fence();
+    S::mma(d, smem + slot * S::BYTES, wg);
+    hop::wg_commit();
+    hop::wg_wait<1>();  // this warpgroup's MMAs of K tile kt - 1 are done
+    __syncthreads();    // and the other's: the stage of kt - 1 may be refilled
+    const int next = kt - 1 + STAGES;
+    if (tid == 0 && kt >= 1 && next < ktiles) {
+      const int s = (kt - 1) % STAGES;
+      S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, next * hop::BK, za, zb, &full[s]);
+    }
+  }
+  hop::wg_wait<0>();
+  hop::pin(d);
+  __syncthreads();  // every MMA has read its stage: the stages hold the C tile now
+  T* tile = reinterpret_cast<T*>(smem);
+  hop::stage_out<T, BN>(d, tile, bias, n0, Ni, wg, tid);
+  __syncthreads();
+  hop::copy_out<T, BN>(tile, C + z * bsc, ldc, m0, n0, Mi, Ni, tid, 256);
+}
+
+// The same tile with warp specialization: warpgroup 0 produces (40 registers a thread), warpgroups 1
+// and 2 consume (232), full / empty mbarrier pairs per stage; consumers sync among themselves only
+// (named barrier 1) for the epilogue.
+template <typename T, int BN, int STAGES, bool kAK, bool kBK>
+__global__ void __launch_bounds__(384, 1)
+mm_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::TensorMap tb, T* C, const T* bias,
+      i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags) {
+  using S = hop::Stage<T, BN, kAK, kBK>;
+  static_assert(hop::tile_fits_stages<BN, STAGES>(), "the epilogue's C tile reuses the stages");
+  extern __shared__ unsigned char dyn[];
+  __shared__ unsigned long long full[STAGES], empty[STAGES];
+  unsigned char* smem = hop::align1024(dyn);
+  const int tid = threadIdx.x;
+  const int Mi = (int)M, Ni = (int)N, ktiles = (int)((K + hop::BK - 1) / hop::BK);
+  int tm, tn;
+  hop::tile_of(blockIdx.x, (Mi + hop::BM - 1) / hop::BM, (Ni + BN - 1) / BN, tm, tn);
+  const int m0 = tm * hop::BM, n0 = tn * BN, z = blockIdx.z;
+  const int za = (flags & 1) ? z : 0, zb = (flags & 2) ? z : 0;
+  if (tid == 0) {
+    hop::prefetch_map(&ta);
+    hop::prefetch_map(&tb);
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      hop::bar_init(&full[s], 1);
+      hop::bar_init(&empty[s], 256);  // every consumer thread arrives once its warpgroup is done
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+  if (tid < 128) {
+    hop::regs_release<40>();
+    if (tid == 0) {
+      for (int kt = 0; kt < ktiles; ++kt) {
+        const int slot = kt % STAGES;
+        if (kt >= STAGES) mbar_wait(&empty[slot], (kt / STAGES - 1) & 1);  // K tile kt - STAGES consumed
+        S::load(smem + slot * S::BYTES, &ta, &tb, m0, n0, kt * hop::BK, za, zb, &full[slot]);
+      }
+    }
+  } else {
+    hop::regs_claim<232>();
+    const int ct = tid - 128, wg = ct / 128;
+    float d[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
+    hop::pin(d);
+    for (int kt = 0; kt < ktiles; ++kt) {
+      const int slot = kt % STAGES;
+      mbar_wait(&full[slot], (kt / STAGES) & 1);
+      hop::wg_fence();
+      S::mma(d, smem + slot * S::BYTES, wg);
+      hop::wg_commit();
+      hop::wg_wait<1>();  // the MMAs of K tile kt - 1 are done: its stage goes back to the producer
+      if (kt > 0) hop::bar_arrive(&empty[(kt - 1) % STAGES]);
+    }
+    hop::wg_wait<0>();
+    hop::pin(d);
+    hop::named_sync(1, 256);  // both consumer warpgroups are past their last MMA
+    T* tile = reinterpret_cast<T*>(smem);
+    hop::stage_out<T, BN>(d, tile, bias, n0, Ni, wg, ct);
+    hop::named_sync(1, 256);
+    hop::copy_out<T, BN>(tile, C + z * bsc, ldc, m0, n0, Mi, Ni, ct, 256);
+  }
+}
+
+}  // namespace kk

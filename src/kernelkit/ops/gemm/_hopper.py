@@ -1,0 +1,206 @@
+"""The Hopper rungs of the matmul ladder (csrc/gemm/wgmma.cu, sm_90a): ``tma_wgmma`` and ``ws``.
+
+Both load the operand tiles with the TMA through tensor maps built here from the operands' strides
+(passed by value, 128 bytes each, as the kernels' ``__grid_constant__`` parameters) and multiply them
+with wgmma from shared memory; ``ws`` adds warp specialization. What the TMA cannot read, the
+rungs hand to the mma rung, and ``tma_fallback_reason`` says why: a tensor map needs a base address
+and strides that are multiples of 16 bytes (K = 4093 in bf16 has rows 8186 bytes apart), and the
+kernels run only on compute capability 9.0 (wgmma and setmaxnreg are sm_90a instructions).
+
+Launch rule: 128 rows of C a block (two consumer warpgroups of 64 rows), ``block_n`` = 256 columns
+where the 128 x 256 tiles still give every SM one, else 128; as many K stages of 64 as the shared
+memory a block may take holds (at most 8). ``WgmmaTile`` is the ``config=`` surface of these rungs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from ...ladder import Kernel
+from ...runtime import allow_shared, get_kernel, launch
+from ...runtime.tensor_map import TensorMapError, encode_tiled, maps_supported
+from .._shared.launch_rules import cdiv, compute_capability, sm_count
+from .._shared.plans import plan_cache, remember
+from ._problem import Side, as3, side_a, side_b
+
+SRC = "gemm/wgmma.cu"
+F16, BF16 = torch.float16, torch.bfloat16
+DTYPES = (F16, BF16)
+RUNGS = ("tma_wgmma", "ws")
+CXX = {F16: "__half", BF16: "__nv_bfloat16"}
+BM, BK = 128, 64  # rows of C a block (two warpgroups of m64); K elements a stage (one 128-byte swizzle line)
+WIDTHS = (128, 256)  # wgmma's N: 256 is its widest, and its 128 accumulators a thread the most registers hold
+MAX_STAGES = 8
+SM90_SHARED = 232448  # dynamic shared memory a block may opt into on sm_90 (227 KB)
+ALIGN_SLACK = 1024  # the kernels align their stages up to the 1024-byte swizzle atom
+STATIC_SHARED = 256  # the kernels' static shared memory (the mbarriers) stays below this
+GRID_Z = 65535
+THREADS = {"tma_wgmma": 256, "ws": 384}
+
+TECHNIQUE = {
+    "tma_wgmma": "TMA tile loads (tensor maps from the operands' strides, 128-byte swizzle) completing on "
+                 "mbarriers, a ring of K stages, wgmma m64n128/256k16 from shared memory by two warpgroups "
+                 "(one K tile of MMAs in flight, a block barrier before a stage is refilled); sm_90 only, "
+                 "operands with 16-byte-aligned bases and strides (else the mma rung)",
+    "ws": "tma_wgmma with warp specialization: a producer warpgroup issues the TMA copies, two consumer "
+          "warpgroups issue wgmma, setmaxnreg moves registers to the consumers (40 / 232 a thread), "
+          "full and empty mbarriers per stage, no block barrier in the main loop",
+}
+
+
+@dataclass(frozen=True)
+class WgmmaTile:
+    """The ``config=`` of the ``tma_wgmma`` and ``ws`` rungs: a block computes 128 x ``block_n`` outputs
+    (128 or 256: wgmma's N) and keeps ``stages`` K tiles of 64 in its shared-memory ring."""
+
+    block_n: int
+    stages: int
+
+    @property
+    def stage_bytes(self) -> int:
+        return (BM + self.block_n) * BK * 2
+
+    @property
+    def shmem(self) -> int:
+        """Dynamic shared memory of the launch."""
+        return ALIGN_SLACK + self.stages * self.stage_bytes
+
+    def check(self, op: str, shared_limit: int = SM90_SHARED) -> None:
+        """ValueError naming what this tile breaks."""
+        bad = None
+        if self.block_n not in WIDTHS:
+            bad = "block_n must be 128 or 256 (wgmma m64n128k16 or m64n256k16)"
+        elif not 2 <= self.stages <= MAX_STAGES:
+            bad = f"stages must be 2 to {MAX_STAGES}"
+        elif self.shmem + STATIC_SHARED > shared_limit:
+            bad = f"{self.shmem} bytes of shared memory; a block may take {shared_limit - STATIC_SHARED}"
+        elif BM * (self.block_n + 8) * 2 > self.stages * self.stage_bytes:
+            bad = "the epilogue stages the C tile in the ring: more stages needed"
+        if bad:
+            raise ValueError(f"{op}: config {self} cannot run: {bad}")
+
+
+def stages_for(block_n: int, shared_limit: int) -> int:
+    """As many K stages as the shared memory a block may take holds, at most MAX_STAGES."""
+    per = (BM + block_n) * BK * 2
+    return max(2, min(MAX_STAGES, (shared_limit - ALIGN_SLACK - STATIC_SHARED) // per))
+
+
+def tile_for(m: int, n: int, batch: int, sms: int, shared_limit: int) -> WgmmaTile:
+    """block_n = 256 where the 128 x 256 tiles give every SM at least one (the wider MMA reads A once for
+    twice the columns), else 128; the stages that fit."""
+    bn = 256 if cdiv(m, BM) * cdiv(n, 256) * batch >= sms else 128
+    return WgmmaTile(bn, stages_for(bn, shared_limit))
+
+
+def kernel(rung: str, dtype: torch.dtype, tile: WgmmaTile, a_k: bool, b_k: bool) -> Kernel:
+    lay = f"{'true' if a_k else 'false'}, {'true' if b_k else 'false'}"
+    sass = ("UTMALDG", "SYNCS") + (("USETMAXREG",) if rung == "ws" else ())
+    return Kernel(SRC, f"kk::mm_{rung}<{CXX[dtype]}, {tile.block_n}, {tile.stages}, {lay}>", store_bits=128,
+                  tensor_core="HGMMA", block=THREADS[rung], arch_suffix="a", min_sm=90, sass=sass,
+                  dyn_shared=tile.shmem)
+
+
+def hopper_kernels(rung: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
+    """Every kernel the rule launches on sm_90: both widths with their stages, the four operand layouts."""
+    if dtype not in DTYPES:
+        return ()
+    tiles = [WgmmaTile(bn, stages_for(bn, SM90_SHARED)) for bn in WIDTHS]
+    return tuple(kernel(rung, dtype, t, a, b) for t in tiles for a in (True, False) for b in (True, False))
+
+
+# ---- why a problem stays on the mma rung ----------------------------------------------------------
+
+def _side_reason(name: str, s: Side) -> Optional[str]:
+    es = s.t.element_size()
+    if s.t.data_ptr() % 16:
+        return f"{name} starts {s.t.data_ptr() % 16} bytes past a 16-byte boundary"
+    if (s.ld * es) % 16:
+        return (f"{name}'s leading dimension is {s.ld} elements ({s.ld * es} bytes), not a multiple of 16 bytes: "
+                "a tensor map cannot stride it")
+    if (s.bstride * es) % 16:
+        return f"{name}'s batch stride is {s.bstride * es} bytes, not a multiple of 16"
+    return None
+
+
+def problem_reason(sa: Side, sb: Side, batch: int, dev: int) -> Optional[str]:
+    """Why the TMA rungs cannot run this problem (None: they can)."""
+    if sa.t.dtype not in DTYPES:
+        return f"the TMA rungs take float16 and bfloat16, not {str(sa.t.dtype)[6:]}"
+    if compute_capability(dev) != 90:
+        return f"wgmma and setmaxnreg are sm_90a instructions: compute capability 9.0 only, not {compute_capability(dev)}"
+    if not maps_supported():
+        return "tensor maps travel by value through the C launch shim, not built in this install"
+    if batch > GRID_Z:
+        return f"a batch of {batch}: the grid's z extent holds {GRID_Z}"
+    return _side_reason("A", sa) or _side_reason("B", sb)
+
+
+def tma_fallback_reason(a: torch.Tensor, b: torch.Tensor) -> Optional[str]:
+    """Which constraint sends ``matmul(a, b, variant="tma_wgmma")`` (or ``"ws"``) to the mma rung, or None
+    when the TMA rungs run it. ``a`` and ``b`` as ``kernelkit.matmul`` takes them (2-D or 3-D)."""
+    a3 = as3(a if a.dim() > 1 else a.unsqueeze(0))
+    b3 = as3(b if b.dim() > 1 else b.unsqueeze(-1))
+    return problem_reason(side_a(a3), side_b(b3), max(a3.shape[0], b3.shape[0]), a.get_device())
+
+
+# ---- tensor maps ----------------------------------------------------------------------------------
+
+def tensor_map_fields(s: Side, rows: int, k: int, batch: int, box_rows: int) -> tuple:
+    """(dims, strides in bytes, box) of an operand's tensor map, innermost first: (K, rows, batch) for a
+    k-major operand with a box of 64 x box_rows, (rows, K, batch) for an m- or n-major one with a box of
+    64 x 64. Without a batch dim (one matrix for every z) the third dim has extent 1."""
+    es = s.t.element_size()
+    dims, box = ((k, rows), (BK, box_rows)) if s.kmaj else ((rows, k), (64, BK))
+    s1 = s.ld * es
+    d2, s2 = (batch, s.bstride * es) if s.bstride else (1, s1 * dims[1])
+    return (dims[0], dims[1], d2), (s1, s2), (box[0], box[1], 1)
+
+
+def tensor_map(s: Side, rows: int, k: int, batch: int, box_rows: int) -> bytes:
+    dims, strides, box = tensor_map_fields(s, rows, k, batch, box_rows)
+    return encode_tiled(s.t.dtype, s.t.data_ptr(), dims, strides, box, swizzle=128)
+
+
+# ---- the launch -----------------------------------------------------------------------------------
+
+_plans = plan_cache()
+
+
+def shared_limit(dev: int) -> int:
+    props = torch.cuda.get_device_properties(dev)
+    return getattr(props, "shared_memory_per_block_optin", 0) or SM90_SHARED
+
+
+def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional[torch.Tensor], m: int, n: int,
+               k: int, batch: int, dev: int, config: Optional[list[int]]) -> Optional[str]:
+    """out3 <- A @ B (+ bias) on ``rung``; None once launched, else the reason it cannot run (the caller
+    takes the mma rung). ``config``: a WgmmaTile's fields, or None for the rule's tile."""
+    reason = problem_reason(sa, sb, batch, dev)
+    if reason:
+        return reason
+    key = (rung, sa.t.dtype, sa.kmaj, sb.kmaj, m, n, batch, dev, config and tuple(config))
+    plan = _plans.get(key)
+    if plan is None:
+        limit = shared_limit(dev)
+        tile = WgmmaTile(*config) if config else tile_for(m, n, batch, sm_count(dev), limit)
+        tile.check("matmul", limit)
+        rec = kernel(rung, sa.t.dtype, tile, sa.kmaj, sb.kmaj)
+        kern = get_kernel(rec.source, rec.name, device_index=dev, arch_suffix=rec.arch_suffix)
+        allow_shared(kern, tile.shmem, dev)
+        grid = (cdiv(m, BM) * cdiv(n, tile.block_n), 1, batch)
+        plan = remember(_plans, key, (kern, rec, tile, grid))
+    kern, rec, tile, grid = plan
+    try:
+        ta = tensor_map(sa, m, k, batch, BM)
+        tb = tensor_map(sb, n, k, batch, tile.block_n)
+    except TensorMapError as exc:
+        return str(exc)
+    ldc = out3.stride(1) if m > 1 else n
+    bsc = out3.stride(0) if batch > 1 else 0
+    flags = int(sa.bstride != 0) | int(sb.bstride != 0) << 1
+    launch(kern, grid, rec.block, ta, tb, out3.data_ptr(), 0 if bias is None else bias.data_ptr(), m, n, k, ldc,
+           bsc, flags, shmem=tile.shmem, name=rec.name, device_index=dev)
+    return None

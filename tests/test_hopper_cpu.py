@@ -1,0 +1,154 @@
+"""The Hopper matmul rungs (tma_wgmma, ws) without a GPU: tensor-map fields for each operand layout, the
+driver's constraints checked before it is asked, the reasons a problem stays on the mma rung, the tile
+rule, config= checks, tensor maps through the launch shim, and the sm_90a SASS (HGMMA with the operand
+transposes each layout needs, TMA loads, mbarriers, setmaxnreg for ws, no spills)."""
+import pytest
+import torch
+
+import kernelkit
+from kernelkit.ops.gemm import MatmulTile, WgmmaTile
+from kernelkit.ops.gemm import _hopper as hop
+from kernelkit.ops.gemm._problem import as3, side_a, side_b
+from kernelkit.ops.gemm.matmul import check_rung
+from kernelkit.runtime.tensor_map import TensorMapError, check_fields
+
+BF16 = torch.bfloat16
+
+
+def test_tensor_map_fields_follow_each_layout():
+    a = side_a(as3(torch.empty(300, 520, dtype=BF16)))  # row-major A: k-major, rows 1040 bytes apart
+    assert hop.tensor_map_fields(a, 300, 520, 1, 128) == ((520, 300, 1), (1040, 1040 * 300), (64, 128, 1))
+    at = side_a(as3(torch.empty(520, 304, dtype=BF16).t()))  # A = a.t(): m-major, boxes of 64 x 64
+    assert hop.tensor_map_fields(at, 304, 520, 1, 128) == ((304, 520, 1), (608, 608 * 520), (64, 64, 1))
+    b = side_b(as3(torch.empty(257, 520, dtype=BF16).t()))  # B = w.t(): k-major, box of BN rows
+    assert hop.tensor_map_fields(b, 257, 520, 1, 256) == ((520, 257, 1), (1040, 1040 * 257), (64, 256, 1))
+    b3 = side_b(torch.empty(3, 72, 136, dtype=BF16))  # batched row-major B: n-major, batch as the third dim
+    assert hop.tensor_map_fields(b3, 136, 72, 3, 128) == ((136, 72, 3), (272, 72 * 136 * 2), (64, 64, 1))
+
+
+def test_driver_constraints_are_checked_first():
+    ok = dict(dtype=BF16, address=4096, dims=(64, 64, 1), strides=(128, 8192), box=(64, 64, 1), swizzle=128)
+    check_fields(**ok)
+    for change, words in (({"address": 4104}, "8 bytes past"), ({"strides": (8186, 8192)}, "8186 bytes"),
+                          ({"box": (128, 64, 1)}, "exceeds the 128-byte swizzle"),
+                          ({"box": (64, 300, 1)}, "box"), ({"dims": (0, 64, 1)}, "extents")):
+        with pytest.raises(TensorMapError, match=words):
+            check_fields(**{**ok, **change})
+
+
+@pytest.fixture
+def hopper_device(monkeypatch):
+    """The rules see an sm_90 device with the launch shim, whatever this machine has."""
+    cc = {"v": 90}
+    monkeypatch.setattr(hop, "compute_capability", lambda dev: cc["v"])
+    monkeypatch.setattr(hop, "maps_supported", lambda: True)
+    return cc
+
+
+def test_reasons_name_the_constraint(hopper_device):
+    a = torch.empty(64, 4096, dtype=BF16)
+    b = torch.empty(4096, 64, dtype=BF16)
+    reason = lambda x, y, batch=1: hop.problem_reason(side_a(as3(x)), side_b(as3(y)), batch, 0)  # noqa: E731
+    assert reason(a, b) is None
+    assert reason(a.t(), b.t()) is None  # transposed views: m-major A, k-major B
+    odd = torch.empty(64, 4093, dtype=BF16)  # K = 4093: rows 8186 bytes apart
+    assert "8186 bytes" in reason(odd, torch.empty(4093, 64, dtype=BF16))
+    assert "16-byte boundary" in reason(torch.empty(64 * 4096 + 1, dtype=BF16)[1:].view(64, 4096), b)
+    b_odd_batch = torch.empty(3 * 4100, dtype=BF16).as_strided((3, 64, 64), (4100, 64, 1))
+    assert "batch stride is 8200 bytes" in reason(torch.empty(3, 64, 64, dtype=BF16), b_odd_batch, 3)
+    assert "float16 and bfloat16" in reason(a.float(), b.float())
+    hopper_device["v"] = 80
+    assert "compute capability 9.0 only" in reason(a, b)
+
+
+def test_rule_widest_tile_where_every_sm_gets_one():
+    lim = hop.SM90_SHARED
+    assert hop.tile_for(4096, 4096, 1, 132, lim) == WgmmaTile(256, 4)  # 512 tiles of 128 x 256
+    assert hop.tile_for(1024, 4096, 1, 132, lim) == WgmmaTile(128, 7)  # 8 x 16 = 128 wide tiles < 132 SMs
+    assert hop.tile_for(1024, 4096, 1, 128, lim) == WgmmaTile(256, 4)  # ... but enough for 128 SMs
+    assert hop.tile_for(128, 128, 1, 132, lim) == WgmmaTile(128, 7)
+    assert hop.tile_for(128, 256, 132, 132, lim).block_n == 256  # the batch counts tiles too
+    # stages: what the block's shared memory holds (227 KB on sm_90), at most 8
+    assert hop.stages_for(256, lim) == 4 and hop.stages_for(128, lim) == 7
+    assert hop.stages_for(128, 100 * 1024) == 3
+    for t in (WgmmaTile(256, 4), WgmmaTile(128, 7)):
+        t.check("matmul")
+        assert t.shmem + hop.STATIC_SHARED <= lim
+
+
+def test_wgmma_tile_check_names_the_problem():
+    for tile, words in ((WgmmaTile(192, 3), "128 or 256"), (WgmmaTile(256, 5), "shared memory"),
+                        (WgmmaTile(128, 1), "stages must be"), (WgmmaTile(256, 9), "stages must be")):
+        with pytest.raises(ValueError, match=words):
+            tile.check("matmul")
+
+
+def test_config_types_per_rung():
+    check_rung("matmul", "ws", BF16, False, WgmmaTile(128, 4))
+    check_rung("matmul", "mma", BF16, False, MatmulTile(128, 128, 64, 32))
+    with pytest.raises(ValueError, match="WgmmaTile"):
+        check_rung("matmul", "tma_wgmma", BF16, False, MatmulTile(128, 128, 64, 32))
+    with pytest.raises(ValueError, match="WgmmaTile"):
+        check_rung("matmul", "mma", BF16, False, WgmmaTile(128, 4))
+    with pytest.raises(ValueError, match="WgmmaTile"):
+        check_rung("matmul", None, BF16, False, WgmmaTile(128, 4))
+    with pytest.raises(TypeError, match="supports float16, bfloat16"):
+        check_rung("matmul", "ws", torch.float32, True, None)
+
+
+def test_ladder_records():
+    names = [v.name for v in kernelkit.ladder("matmul")]
+    assert names[-4:] == ["mma", "tma_wgmma", "ws", "best"]
+    for rung in hop.RUNGS:
+        v = kernelkit.get_op("matmul").variant(rung)
+        assert v.dtypes == (torch.float16, BF16)
+        ks = v.kernels(BF16)
+        own = [k for k in ks if k.source == hop.SRC]
+        assert len(own) == 8 and all(k.arch_suffix == "a" and k.min_sm == 90 and k.tensor_core == "HGMMA" for k in own)
+        assert {k.dyn_shared for k in own} == {WgmmaTile(256, 4).shmem, WgmmaTile(128, 7).shmem}
+        assert any("mm_mma" in k.name for k in ks)  # the shapes the TMA cannot take
+    assert "16-byte" in kernelkit.get_op("matmul").variant("tma_wgmma").technique
+    assert [k for k in kernelkit.get_op("linear").variant("ws").kernels(BF16) if k.source == hop.SRC]
+
+
+def test_launch_shim_packs_tensor_maps_at_64_bytes():
+    import numpy as np
+
+    fl = pytest.importorskip("kernelkit.runtime._fastlaunch")
+    raw = bytes(range(128))
+    data, offsets = fl.pack((raw, bytes(reversed(raw)), 7, np.int32(3)))
+    assert offsets == (0, 128, 256, 264)
+    assert data[:128] == raw and data[128:256] == bytes(reversed(raw))
+    data, offsets = fl.pack((1, raw))
+    assert offsets == (0, 64) and data[64:192] == raw
+    with pytest.raises(TypeError, match="tensor map"):
+        fl.pack((bytes(9),))
+
+
+def _sass_of(rung, a_k, b_k, tile=WgmmaTile(256, 4)):
+    from kernelkit.analyze.sass import disassemble
+    from kernelkit.runtime import compile_source
+
+    k = hop.kernel(rung, BF16, tile, a_k, b_k)
+    build = compile_source(k.source, (k.name,), "sm_90" + k.arch_suffix)
+    return disassemble(build.cubin)[build.mangled(k.name)], build.log
+
+
+@pytest.mark.parametrize("a_k,b_k", [(True, True), (True, False), (False, True), (False, False)])
+def test_sass_transposes_the_m_and_n_major_operands(a_k, b_k):
+    pytest.importorskip("cuda.core")
+    sass, log = _sass_of("tma_wgmma", a_k, b_k)
+    mma = [line for line in sass.splitlines() if "HGMMA.64x256x16.F32.BF16" in line]
+    assert len(mma) == 4  # four K steps of 16 a stage
+    assert all(("tnspA" in line) == (not a_k) and ("tnspB" in line) == (not b_k) for line in mma)
+    assert "UTMALDG.3D" in sass and "SYNCS.PHASECHK" in sass and "LDL" not in sass and "STL" not in sass
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass  # one K tile of MMAs stays in flight
+
+
+def test_ws_sass_moves_registers_and_has_no_block_barrier_in_its_loop():
+    pytest.importorskip("cuda.core")
+    sass, log = _sass_of("ws", True, True)
+    assert "USETMAXREG.DEALLOC.CTAPOOL 0x28" in sass  # the producer keeps 40
+    assert "USETMAXREG.TRY_ALLOC.CTAPOOL" in sass and ", 0xe8" in sass  # the consumers take 232
+    assert "C7508" not in log and "LDL" not in sass
+    assert sass.count("SYNCS.ARRIVE") >= 1  # consumers release stages on the empty barriers

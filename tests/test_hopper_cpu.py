@@ -152,3 +152,59 @@ def test_ws_sass_moves_registers_and_has_no_block_barrier_in_its_loop():
     assert "USETMAXREG.TRY_ALLOC.CTAPOOL" in sass and ", 0xe8" in sass  # the consumers take 232
     assert "C7508" not in log and "LDL" not in sass
     assert sass.count("SYNCS.ARRIVE") >= 1  # consumers release stages on the empty barriers
+
+
+def test_maps_supported_reads_the_launch_module():
+    """Not patched: True exactly when the launch shim is importable."""
+    from kernelkit.runtime import tensor_map
+
+    try:
+        import kernelkit.runtime._fastlaunch  # noqa: F401
+        built = True
+    except ImportError:
+        built = False
+    assert tensor_map.maps_supported() is built
+
+
+def test_dispatch_launches_the_rung_with_its_tensor_maps(monkeypatch, hopper_device):
+    """matmul's body on CPU tensors with the device calls stubbed: the rung's kernel, grid, shared memory
+    and arguments (two 128-byte maps, then C, bias, sizes, strides, batch flags); the mma rung for what
+    the TMA cannot read."""
+    from kernelkit.ops.gemm import matmul as mm
+
+    launched, maps = [], []
+    monkeypatch.setattr(hop, "sm_count", lambda dev: 132)
+    monkeypatch.setattr(hop, "shared_limit", lambda dev: hop.SM90_SHARED)
+    monkeypatch.setattr(hop, "get_kernel", lambda src, name, **kw: ("kernel", name, kw["arch_suffix"]))
+    monkeypatch.setattr(hop, "allow_shared", lambda *a: None)
+    monkeypatch.setattr(hop, "encode_tiled", lambda *a, **kw: maps.append((a, kw)) or bytes(128))
+    monkeypatch.setattr(hop, "launch", lambda *a, **kw: launched.append((a, kw)))
+    hop._plans.clear()
+    a = torch.empty(3, 300, 520, dtype=BF16)
+    b = torch.empty(3, 257, 520, dtype=BF16).transpose(1, 2)  # B = w.t(): k-major
+    out = torch.empty(3, 300, 257, dtype=BF16)
+    mm._matmul_into(a, b, None, out, False, "ws", None)
+    (args, kw), = launched
+    kern, grid, block, ta, tb, c, bias, m, n, k, ldc, bsc, flags = args
+    assert kern == ("kernel", "kk::mm_ws<__nv_bfloat16, 128, 7, true, true>", "a")  # 27 tiles: the narrow one
+    assert grid == (3 * 3, 1, 3) and block == 384 and kw["shmem"] == WgmmaTile(128, 7).shmem
+    assert (ta, tb) == (bytes(128), bytes(128)) and c == out.data_ptr() and bias == 0
+    assert (m, n, k, ldc, bsc, flags) == (300, 257, 520, 257, 300 * 257, 3)
+    assert maps[0][0][2:] == ((520, 300, 3), (1040, 300 * 520 * 2), (64, 128, 1))
+    assert maps[1][0][2:] == ((520, 257, 3), (1040, 257 * 520 * 2), (64, 128, 1))
+    launched.clear()
+    mm._matmul_into(a[0], b[0], None, out[0], False, "tma_wgmma", [256, 4])
+    (args, kw), = launched
+    assert args[0][1] == "kk::mm_tma_wgmma<__nv_bfloat16, 256, 4, true, true>" and args[2] == 256
+    assert args[1] == (3 * 2, 1, 1) and args[-1] == 0 and kw["shmem"] == WgmmaTile(256, 4).shmem  # no batch dims
+    assert maps[-1][0][2:] == ((520, 257, 1), (1040, 1040 * 257), (64, 256, 1))
+    calls = []
+    monkeypatch.setattr(mm, "launch", lambda *a, **kw: calls.append(kw["name"]))
+    monkeypatch.setattr(mm, "get_kernel", lambda *a, **kw: "mma kernel")
+    monkeypatch.setattr(mm, "allow_shared", lambda *a: None)
+    from kernelkit.ops.gemm import _ladder
+    monkeypatch.setattr(_ladder, "sm_count", lambda dev: 132)
+    launched.clear()
+    odd = torch.empty(64, 4093, dtype=BF16)
+    mm._matmul_into(odd, torch.empty(4093, 64, dtype=BF16), None, torch.empty(64, 64, dtype=BF16), False, "ws", None)
+    assert not launched and calls and "mm_mma<" in calls[0]

@@ -9,11 +9,13 @@ alignment); ``maps_supported()`` says whether this install's launch path can pas
 from __future__ import annotations
 
 import ctypes
+from importlib import import_module
 
 import torch
 
-from . import launch as _launch
 from .errors import KernelkitError
+
+_launch = import_module(".launch", __package__)  # the module: the package's name `launch` is the function
 
 
 class TensorMapError(KernelkitError):

@@ -1,0 +1,119 @@
+"""The Hopper matmul rungs (tma_wgmma, ws) on an sm_90 GPU against float64: odd M and N (K a multiple of 8,
+so that rows are whole 16-byte steps), the four operand layouts, 16-byte offset views, poisoned and
+misaligned outputs, both tile widths with rings that wrap many times, batches with a broadcast operand,
+linear's bias, and the shapes the TMA cannot read (run on mma, with the reason). Each call checks which
+kernel it launched, so a silent fallback cannot pass for the rung."""
+import pytest
+import torch
+
+import kernelkit
+from kernelkit.ops.gemm import WgmmaTile, tma_fallback_reason
+from kernelkit.runtime.launch import recording
+from matmul_helpers import check_matmul, operand, poisoned
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(
+    not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
+    reason="sm_90a kernels: compute capability 9.0")]
+
+RUNGS = ("tma_wgmma", "ws")
+DTYPES = (torch.float16, torch.bfloat16)
+CASES = [(r, d) for r in RUNGS for d in DTYPES]
+IDS = [f"{r}-{str(d)[6:]}" for r, d in CASES]
+TILES = (WgmmaTile(128, 7), WgmmaTile(256, 4))
+
+
+def _launched(fn):
+    with recording() as rec:
+        got = fn()
+    return got, [r[7] for r in rec]
+
+
+def _run(rung, dtype, m, n, k, ta=False, tb=True, oa=0, ob=0, oc=0, batch=(), config=None):
+    a = operand((*batch, m, k), dtype, ta, oa)
+    b = operand((*batch, k, n), dtype, tb, ob)
+    out = poisoned((*batch, m, n), dtype, oc)
+    what = f"{rung} {dtype} {batch}{m}x{n}x{k} t={ta},{tb} off={oa},{ob},{oc} {config}"
+    assert tma_fallback_reason(a, b) is None, what
+    got, names = _launched(lambda: kernelkit.matmul(a, b, out=out, variant=rung, config=config))
+    assert got is out
+    assert len(names) == 1 and f"mm_{rung}<" in names[0], (what, names)
+    if config is not None:
+        assert f", {config.block_n}, {config.stages}, " in names[0], (what, names)
+    check_matmul(out, a, b, False, what)
+
+
+@pytest.mark.parametrize("rung,dtype", CASES, ids=IDS)
+def test_odd_sizes(rung, dtype):
+    """A row-major, B = w.t() (linear's layout): M and N free, K a multiple of 8."""
+    for m, n, k in ((1, 1, 8), (67, 131, 72), (131, 257, 520), (257, 509, 1032), (1000, 17, 64), (5, 300, 8),
+                    (129, 1, 16)):
+        _run(rung, dtype, m, n, k)
+
+
+@pytest.mark.parametrize("rung,dtype", CASES, ids=IDS)
+def test_layouts_and_offsets(rung, dtype):
+    """The four layouts (m- and n-major operands need M, N multiples of 8), 16- and 32-byte offsets of
+    the operands, an output one or three elements off the 16-byte grid (its element path)."""
+    for m, n, k in ((136, 264, 200), (8, 8, 8), (200, 72, 136)):
+        for ta in (False, True):
+            for tb in (False, True):
+                _run(rung, dtype, m, n, k, ta, tb)
+        _run(rung, dtype, m, n, k, True, False, oa=8, ob=16, oc=1)
+        _run(rung, dtype, m, n, k, False, True, oa=16, ob=8, oc=3)
+
+
+@pytest.mark.parametrize("rung,dtype", CASES, ids=IDS)
+def test_tile_widths_and_long_rings(rung, dtype):
+    for config in TILES:
+        _run(rung, dtype, 300, 520, 1032, config=config)
+        _run(rung, dtype, 136, 264, 4104, True, False, config=config)  # 65 K tiles through 4 or 7 stages
+        _run(rung, dtype, 257, 263, 2048, False, True, config=config)
+
+
+@pytest.mark.parametrize("rung,dtype", CASES, ids=IDS)
+def test_batched_and_broadcast(rung, dtype):
+    _run(rung, dtype, 61, 67, 72, batch=(3,))
+    _run(rung, dtype, 64, 72, 80, True, False, batch=(2,))
+    a = operand((4, 33, 40), dtype)
+    b = operand((40, 35), dtype, True)  # one B for the whole batch (a transposed view)
+    out, names = _launched(lambda: kernelkit.matmul(a, b, variant=rung))
+    assert f"mm_{rung}<" in names[0]
+    check_matmul(out, a, b.expand(4, 40, 35), False, f"{rung} broadcast B")
+    a1 = operand((1, 17, 40), dtype)
+    b3 = operand((3, 40, 24), dtype)
+    out, names = _launched(lambda: kernelkit.matmul(a1, b3, variant=rung))
+    assert f"mm_{rung}<" in names[0]
+    check_matmul(out, a1.expand(3, 17, 40), b3, False, f"{rung} broadcast A")
+
+
+@pytest.mark.parametrize("rung,dtype", CASES, ids=IDS)
+def test_linear_bias_in_the_epilogue(rung, dtype):
+    x = operand((2, 3, 96), dtype)
+    w = operand((131, 96), dtype)
+    bias = operand((131,), dtype)
+    out, names = _launched(lambda: kernelkit.linear(x, w, bias, variant=rung))
+    assert out.shape == (2, 3, 131) and f"mm_{rung}<" in names[0]
+    check_matmul(out.view(6, 131), x.reshape(6, 96), w.t(), False, f"linear {rung}", bias=bias)
+
+
+@pytest.mark.parametrize("rung", RUNGS)
+def test_what_the_tma_cannot_read_runs_on_mma(rung):
+    dtype = torch.bfloat16
+    a, b = operand((64, 4093), dtype), operand((4093, 72), dtype)
+    assert "8186 bytes" in tma_fallback_reason(a, b)
+    out, names = _launched(lambda: kernelkit.matmul(a, b, variant=rung))
+    assert "mm_mma<" in names[0]
+    check_matmul(out, a, b, False, f"{rung} K = 4093")
+    a = operand((64, 128), dtype, offset=1)  # 2 bytes off the 16-byte grid
+    assert "16-byte boundary" in tma_fallback_reason(a, operand((128, 64), dtype))
+    out, names = _launched(lambda: kernelkit.matmul(a, operand((128, 64), dtype), variant=rung))
+    assert "mm_mma<" in names[0]
+
+
+def test_large_rule_tile():
+    """The rule's 256-wide tile at a size where its tiles cover the SMs, against float64."""
+    for rung in RUNGS:
+        a, b = operand((4096, 1024), torch.bfloat16), operand((1024, 2048), torch.bfloat16)
+        out, names = _launched(lambda: kernelkit.matmul(a, b, variant=rung))
+        assert ", 256, 4, " in names[0]
+        check_matmul(out, a, b, False, f"{rung} 4096x2048x1024")

@@ -5,8 +5,8 @@
 // elements a column: column i is 16-byte vector i. A thread's tile is one column: copied into a
 // register tensor of N elements by a 128-bit copy atom (UniversalCopy<uint128_t>: one LDG.E.128), the
 // functor applied element by element, copied back by the same atom (STG.E.128). Where the input does
-// not share the output's misalignment its column is copied by CuTe's default copy, which assumes no
-// more alignment than an element's and so loads element by element (still coalesced across the warp).
+// not share the output's misalignment its column is read element by element (still coalesced across the
+// warp): CuTe's default copy would assume a tensor of static layout, as a column is, 16-byte aligned.
 // The head (elements before the output's first 16-byte boundary) and the tail (after the last whole
 // vector) are one element a thread, as in unary_fast. Compiled with the CuTe header set
 // (runtime/cute_headers.py).
@@ -35,7 +35,9 @@ __global__ void gelu_cute(T* __restrict__ out, const T* __restrict__ in, i64 n, 
     if constexpr (kInAligned) {
       copy(Copy128{}, x(_, i), r);
     } else {
-      copy(x(_, i), r);  // a pointer of unknown alignment: element copies
+      // element by element: CuTe's default copy would take this static-layout column for 16-byte aligned
+#pragma unroll
+      for (int j = 0; j < N; ++j) r(j) = x(j, i);
     }
 #pragma unroll
     for (int j = 0; j < N; ++j) r(j) = from_float<T>(op(to_float(r(j))));

@@ -94,9 +94,9 @@ def gelu(
 
 def _cute_kernels(dtype: torch.dtype, approximate: str = "tanh", **_) -> tuple[Kernel, ...]:
     """The CuTe rung's kernels: input aligned like the output (128-bit copies both ways), or not (element loads)."""
-    f, ct = _functor(dtype, True, approximate), CXX_TYPE[dtype]
+    f, ct, bits = _functor(dtype, True, approximate), CXX_TYPE[dtype], torch.finfo(dtype).bits
     return tuple(Kernel("elementwise/gelu_cute.cu", f"kk::gelu_cute<{ct}, {f}, {cxx_bool(a)}>",
-                        128 if a else None, 128, block=FAST.block) for a in (True, False))
+                        128 if a else bits, 128, block=FAST.block) for a in (True, False))
 
 
 # launched as the fast rung ("kind": "fast": its grid rule, head and tail), with the fast rung's functors

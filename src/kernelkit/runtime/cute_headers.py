@@ -81,8 +81,8 @@ def cutlass_version(d: Path) -> Optional[tuple[int, int, int]]:
 
 def _cutlass_candidates() -> list[tuple[str, Optional[Path]]]:
     spec = importlib.util.find_spec("cutlass_library")  # the package is found, not imported
-    d = Path(spec.origin).parent / "source/include" if spec and spec.origin else None
-    return [("the nvidia-cutlass wheel (cutlass_library/source/include)", d)]
+    dirs = [Path(loc) / "source/include" for loc in (spec.submodule_search_locations or ())] if spec else []
+    return [("the nvidia-cutlass wheel (cutlass_library/source/include)", d) for d in dirs or [None]]
 
 
 def _cccl_candidates() -> list[tuple[str, Optional[Path]]]:

@@ -33,8 +33,9 @@ __global__ void __launch_bounds__(256) transpose_cute(T* __restrict__ out, const
   constexpr int TILE = 32;
   using TileShape = Shape<Int<TILE>, Int<TILE>>;
   __shared__ T buf[TILE * TILE];
-  Tensor s = make_tensor(make_smem_ptr(buf), composition(typename TileSwizzle<sizeof(T)>::type{},
-                                                               Layout<TileShape, Stride<Int<TILE>, _1>>{}));
+  using Swz = typename TileSwizzle<sizeof(T)>::type;
+  const auto swizzled = composition(Swz{}, Layout<TileShape, Stride<Int<TILE>, _1>>{});
+  Tensor s = make_tensor(make_smem_ptr(buf), swizzled);  // the tile: (row, col) -> row * 32 + (col ^ f(row))
   const Layout<Shape<_8, _32>, Stride<_32, _1>> by_rows{};  // thread t: row t / 32, column t % 32
   const Layout<Shape<_32, _8>, Stride<_1, _32>> by_cols{};  // thread t: row t % 32, column t / 32
   const Tensor coord = make_identity_tensor(TileShape{});    // (row, col) of each tile element

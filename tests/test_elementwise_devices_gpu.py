@@ -19,6 +19,8 @@ def _on(dev: int, make):
 @pytest.mark.parametrize("op", ["gelu", "relu"])
 def test_unary_runs_on_the_inputs_device(op):
     for v in kernelkit.ladder(op):
+        if v.unavailable():  # headers missing here
+            continue
         for dtype in v.dtypes:
             for offset in (0, 1) if not v.align else (0,):
                 x = _on(1, lambda: random_input(4097, dtype, offset))

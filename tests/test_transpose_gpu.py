@@ -9,7 +9,7 @@ from rearrange_helpers import BY_SIZE, EXTRA, assert_same_bits, poisoned, random
 
 pytestmark = pytest.mark.gpu
 
-RUNGS = [v.name for v in kernelkit.ladder("transpose")]
+RUNGS = [v.name for v in kernelkit.ladder("transpose") if not v.unavailable()]  # test_cute_gpu says why
 SHAPES = [(1, 1), (1, 7), (7, 1), (2, 3), (37, 53), (31, 33), (64, 64), (128, 256), (129, 257), (1000, 3),
           (3, 1000), (96, 520), (3, 37, 53), (2, 64, 128), (5, 1, 16), (4, 48, 16),
           # 2..8 rows or columns: the best rung's skinny kernels (where 16-byte vectors fit the other side)

@@ -62,6 +62,18 @@ class Variant:
     def supports(self, dtype: torch.dtype) -> bool:
         return dtype in self.dtypes
 
+    def unavailable(self) -> str | None:
+        """Why this rung cannot be built on this machine (its kernels need headers that are missing here:
+        the CuTe rungs without the ``cute`` extra), or None. Such a rung stays in the ladder, listed with
+        the reason by `kernelkit ladder` and `kernelkit inspect`; running it raises HeadersNotFoundError."""
+        return self._unavailable
+
+    @functools.cached_property
+    def _unavailable(self) -> str | None:  # once a record: a named rung's every call asks
+        from .runtime.cute_headers import unavailable
+
+        return next(filter(None, (unavailable(k.source) for k in self.kernels(self.dtypes[0]))), None)
+
 
 def kind_variants(rungs: Sequence[tuple[str, str]], kernels: Callable[[str, torch.dtype], tuple[Kernel, ...]],
                   *, default: str = "fast", dtypes: tuple[torch.dtype, ...] = FLOAT_DTYPES) -> tuple[Variant, ...]:

@@ -135,7 +135,8 @@ def _analyze(chunk: _Chunk) -> dict[str, _Analysis] | CompileError:
 def analyze_op(op_name: str, arch: str = "sm_90", dtypes: Iterable[torch.dtype] | None = None, *,
                variants: Iterable[str] | None = None, jobs: int | None = None,
                progress: Callable[[int, int], None] | None = None) -> list[KernelReport]:
-    """A report per (rung, dtype, kernel) of ``op_name`` compiled for ``arch``, the kernels it launches there.
+    """A report per (rung, dtype, kernel) of ``op_name`` compiled for ``arch``, the kernels it launches there
+    (rungs that cannot be built here, ``Variant.unavailable()``, are left out).
 
     ``dtypes`` / ``variants`` (rung names) keep only those. The kernels of each source are compiled in
     ``jobs`` parallel processes (default: one a core), several kernels a build; ``progress(done, total)``
@@ -145,8 +146,8 @@ def analyze_op(op_name: str, arch: str = "sm_90", dtypes: Iterable[torch.dtype] 
     op = get_op(op_name)
     wanted = set(variants or ())
     sm = int(arch[3:].rstrip("a"))
-    insts = [i for i in _instances([v for v in op.variants if not wanted or v.name in wanted],
-                                   tuple(dtypes or ()), op.param_combinations())
+    rungs = [v for v in op.variants if (not wanted or v.name in wanted) and not v.unavailable()]
+    insts = [i for i in _instances(rungs, tuple(dtypes or ()), op.param_combinations())
              if i[3].min_sm <= sm]  # kernels never launched on this arch are not held to claims there
     jobs = jobs or default_jobs(len(insts))
     chunks = _chunks(insts, arch, jobs)
@@ -237,6 +238,10 @@ def inspect_op(op_name: str, arch: str = "sm_90", dtypes=None, variants=None, jo
             "limiter": r.limiter,
             "claims": "ok" if not r.claim_failures() else "; ".join(r.claim_failures()),
         })
+    for v in op.variants:  # a rung whose headers are missing here: one row saying why
+        why = (not variants or v.name in variants) and v.unavailable()
+        if why and (not dtypes or set(dtypes) & set(v.dtypes)):
+            rows.append({"kernel": "-", "used_by": v.name, "claims": f"unavailable: {why}"})
     return rows
 
 

@@ -178,6 +178,7 @@ def render_table(
 
     Numeric columns are right-aligned so digits line up; missing values show as "-".
     """
+    from rich.markup import escape
     from rich.table import Table
 
     rows = list(rows)
@@ -187,8 +188,8 @@ def render_table(
             isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool) for r in rows
         )
         table.add_column(header, justify="right" if numeric else "left")
-    for r in rows:
-        table.add_row(*(_fmt(r.get(key), spec) for key, _h, spec in columns))
+    for r in rows:  # cells are text, not rich markup: "kernelkit[cute]" must print as written
+        table.add_row(*(escape(_fmt(r.get(key), spec)) for key, _h, spec in columns))
     return table
 
 

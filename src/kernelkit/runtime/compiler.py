@@ -3,7 +3,7 @@
 A build is one .cu file of ``csrc/`` compiled for one arch with a set of template instantiations
 (name expressions). The cache key covers everything that changes the cubin: every csrc source (a
 header edit must invalidate its users), the options, the arch, the NVRTC version, the header mode
-and the name expressions.
+and the name expressions. Sources named ``*_cute.cu`` compile with the CuTe header set (cute_headers).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Sequence
 
 from filelock import FileLock
 
-from . import cache
+from . import cache, cute_headers
 from .errors import CompileError
 from .headers import header_options, nvrtc_version
 
@@ -71,11 +71,9 @@ def _options(source: str, arch: str, extra: Sequence[str], lineinfo: bool) -> di
         lineinfo=lineinfo or None,
         ptxas_options=["-v"],  # register/spill report lands in the log, read by `kernelkit inspect`
     )
-    hdr = header_options()
-    if "include_path" in hdr:
-        opts["include_path"] = opts["include_path"] + hdr["include_path"]
-    else:
-        opts.update(hdr)
+    hdr = dict(cute_headers.header_options() if cute_headers.is_cute_source(source) else header_options())
+    opts["include_path"] = opts["include_path"] + hdr.pop("include_path", [])
+    opts.update(hdr)
     for flag in extra:  # the few flags a kernel family may need, spelled as ProgramOptions fields
         k, _, v = flag.partition("=")
         if k == "define_macro":  # repeatable: NVRTC takes a list of them
@@ -86,8 +84,10 @@ def _options(source: str, arch: str, extra: Sequence[str], lineinfo: bool) -> di
 
 
 def build_key(source: str, arch: str, names: Sequence[str], options: dict) -> str:
+    fields = {"cute": cute_headers.stamp()} if cute_headers.is_cute_source(source) else {}  # header releases
     payload = json.dumps(
         {
+            **fields,
             "csrc": _csrc_digest(),
             "source": source,
             "text": hashlib.sha256(source_path(source).read_bytes()).hexdigest(),

@@ -17,6 +17,9 @@ class CompileError(KernelkitError):
         self.source, self.arch, self.log = source, arch, log
         super().__init__(f"NVRTC failed to compile {source} for {arch}:\n{log.strip()}")
 
+    def __reduce__(self):  # back from a worker process (kernelkit inspect) with its three fields
+        return CompileError, (self.source, self.arch, self.log)
+
 
 class KernelLaunchError(KernelkitError):
     """A launch, or (with KERNELKIT_SYNC=1) the kernel itself, failed; the message names the kernel."""

@@ -65,6 +65,11 @@ def pick_variant(op: Op, variant: str | None, dtype: torch.dtype, *tensors: torc
     if variant is None:
         return op.default_variant
     v = op.variant(variant)
+    why = v.unavailable()
+    if why:
+        from ...runtime import HeadersNotFoundError
+
+        raise HeadersNotFoundError(f"{op.name}: variant {v.name!r} cannot be built here: {why}")
     if not v.supports(dtype):
         raise TypeError(
             f"{op.name}: variant {v.name!r} supports {', '.join(dtype_name(d) for d in v.dtypes)}, "

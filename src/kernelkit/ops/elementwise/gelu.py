@@ -5,13 +5,14 @@ from typing import Optional
 
 import torch
 
-from ...ladder import FLOAT_DTYPES, Op, register
+from ...ladder import FLOAT_DTYPES, Kernel, Op, Variant, register
 from ...runtime.lanes import run_unary
 from .._shared.checks import check_tensor
+from .._shared.cxx import CXX_TYPE, cxx_bool
 from .._shared.custom_op import out_op
 from ._lane import COMPILING
 from ._launch import ElementwiseLaunch
-from ._unary import UnarySpec, unary_checked, unary_into, unary_ladder
+from ._unary import FAST, UnarySpec, unary_checked, unary_into, unary_ladder
 
 __all__ = ["gelu"]
 
@@ -91,6 +92,26 @@ def gelu(
                          lambda o: _gelu_out(x, o, approximate, variant))
 
 
+def _cute_kernels(dtype: torch.dtype, approximate: str = "tanh", **_) -> tuple[Kernel, ...]:
+    """The CuTe rung's kernels: input aligned like the output (128-bit copies both ways), or not (element loads)."""
+    f, ct, bits = _functor(dtype, True, approximate), CXX_TYPE[dtype], torch.finfo(dtype).bits
+    return tuple(Kernel("elementwise/gelu_cute.cu", f"kk::gelu_cute<{ct}, {f}, {cxx_bool(a)}>",
+                        128 if a else bits, 128, block=FAST.block) for a in (True, False))
+
+
+# launched as the fast rung ("kind": "fast": its grid rule, head and tail), with the fast rung's functors
+CUTE = Variant(
+    name="cute", dtypes=FLOAT_DTYPES, kernels=_cute_kernels, params={"kind": "fast", "width": 0},
+    technique="the fast rung written with CuTe (needs kernelkit[cute]): the aligned run as (16/E, n) global "
+    "tensors, a thread's tile one column copied to a register tensor and back by a 128-bit copy atom "
+    "(UniversalCopy<uint4>: LDG.E.128, STG.E.128), head and tail elements for any alignment",
+    bytes_moved=_bytes, flops=_flops,
+)
+
+
+_RUNGS = unary_ladder(SPEC, fast_note=", hardware tanh for 16-bit types")  # the CuTe rung goes before the default
+
+
 def _example(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[tuple, dict]:
     return (torch.randn(shape, dtype=dtype, device="cuda") * 3,), {}
 
@@ -99,7 +120,7 @@ OP = register(
     Op(
         name="gelu",
         family="elementwise",
-        variants=unary_ladder(SPEC, fast_note=", hardware tanh for 16-bit types"),
+        variants=(*_RUNGS[:-1], CUTE, _RUNGS[-1]),
         bytes_moved=_bytes,
         flops=_flops,
         call=gelu,

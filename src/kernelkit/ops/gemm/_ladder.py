@@ -15,11 +15,12 @@ from ...ladder import Kernel, Variant
 from .._shared.launch_rules import cdiv, sm_count
 from ._hopper import RUNGS as HOPPER_RUNGS, TECHNIQUE as HOPPER_TECHNIQUE, hopper_kernels
 
-SIMT, WMMA, MMA = "gemm/simt.cu", "gemm/wmma.cu", "gemm/mma.cu"
+SIMT, WMMA, MMA, CUTE = "gemm/simt.cu", "gemm/wmma.cu", "gemm/mma.cu", "gemm/mma_cute.cu"
 F32, F16, BF16, I8, F64 = torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.float64
 TENSOR = (F16, BF16, F32, I8, F64)  # float32 on tensor cores: tf32, with allow_tf32=True
 WMMA_T = {F16: "kk::WmmaF16", BF16: "kk::WmmaBF16", F32: "kk::WmmaTF32", I8: "kk::WmmaS8", F64: "kk::WmmaF64"}
 MMA_T = {F16: "kk::MmaF16", BF16: "kk::MmaBF16", F32: "kk::MmaTF32", I8: "kk::MmaS8"}
+CUTE_T = {F16: "kk::CuteF16", BF16: "kk::CuteBF16"}
 TC_SASS = {F16: "HMMA", BF16: "HMMA", F32: "HMMA", I8: "IMMA", F64: "DMMA"}
 STAGES = 4  # cp.async stages of the mma rung: 3 in flight while one is computed
 GRID_Z = 65535  # the grid's z extent: batch entries beyond it are looped inside the kernel
@@ -77,6 +78,12 @@ def mma_shmem(t: MatmulTile) -> int:
     return STAGES * (t.block_m + t.block_n) * 64
 
 
+def cute_kernel(dtype: torch.dtype, a_k: bool, b_k: bool) -> Kernel:
+    """The CuTe rung's kernel for the operands' layouts: mm_mma's large tile and pipeline (MMA_LARGE, STAGES)."""
+    return Kernel(CUTE, f"kk::mm_cute<{CUTE_T[dtype]}, {'true' if a_k else 'false'}, {'true' if b_k else 'false'}>",
+                  tensor_core="HMMA", block=MMA_LARGE.threads, sass=("LDSM", "LDGSTS"), dyn_shared=mma_shmem(MMA_LARGE))
+
+
 def wmma_smem_tile(dtype: torch.dtype) -> MatmulTile:
     return MatmulTile(64, 64, 32, 32) if dtype == F64 else MatmulTile(128, 128, 64, 32)
 
@@ -115,6 +122,8 @@ def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tu
         return tuple(warp_kernel(t) for t in tiles) if dtype == F32 else ()
     if not tc:
         return ()
+    if rung == "cute":
+        return tuple(cute_kernel(dtype, a, b) for a, b in _LAYOUTS) if dtype in CUTE_T else ()
     if rung == "wmma_global":
         return tuple(wmma_global_kernel(dtype, b) for b in (True, False))
     if rung == "wmma_smem" or (rung == "best" and dtype == F64):
@@ -171,6 +180,9 @@ LADDER = (
              "16-bit operands), a 4-stage cp.async pipeline, 64x32 warp tiles (64 accumulators a lane)",
              (F16, BF16, F32, I8)),
     *(_variant(r, HOPPER_TECHNIQUE[r], (F16, BF16)) for r in HOPPER_RUNGS),
+    _variant("cute", "the mma rung's plan at its 128x128 tile written with CuTe (needs kernelkit[cute]): a "
+             "TiledMMA of SM80 m16n8k16 atoms (8 warps, 64x32 each), ldmatrix TiledCopies (LDSM_N, LDSM_T for "
+             "m/n-major) from Swizzle<2,3,3> / <3,3,3> shared layouts, a 4-stage cp.async TiledCopy", (F16, BF16)),
     _variant("best", "the fastest rung for the dtype: simt_best for fp32, mma for fp16, bf16, int8 and tf32, "
              "wmma_smem for fp64", (F32, F16, BF16, I8, F64), default=True),
 )
@@ -216,6 +228,9 @@ def resolve(rung: str, dtype: torch.dtype, tf32: bool, a_k: bool, b_k: bool, m: 
     if rung == "wmma_smem":
         t = wmma_smem_tile(dtype)
         return Launch(wmma_smem_kernel(dtype), (cdiv(m, t.block_m), cdiv(n, t.block_n), z), t.threads, 0)
+    if rung == "cute":  # one tile: MMA_LARGE's
+        return Launch(cute_kernel(dtype, a_k, b_k), (cdiv(m, MMA_LARGE.block_m) * cdiv(n, MMA_LARGE.block_n), 1, z),
+                      MMA_LARGE.threads, mma_shmem(MMA_LARGE))
     if rung == "mma":
         t = config or _pick(MMA_LARGE, MMA_SMALL, m, n, batch, dev)
         t.check(True, op)

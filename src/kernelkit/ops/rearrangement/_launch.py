@@ -20,6 +20,7 @@ from .._shared.launch_rules import cdiv
 from ._rearrange import CARRIER, IDX32, IDX64, SKINNY_MAX, Plan, idx_type, make_plan
 
 SOURCE = "rearrangement/transpose.cu"
+CUTE_SOURCE = "rearrangement/transpose_cute.cu"  # the cute rung's tile (the CuTe header set)
 DTYPES = (
     torch.uint8, torch.int8, torch.bool, torch.float8_e4m3fn, torch.float8_e5m2,
     torch.int16, torch.uint16, torch.float16, torch.bfloat16,
@@ -95,10 +96,17 @@ def tile_kernel(mode: str, esize: int, tile: Optional[TileConfig] = None) -> tup
     if mode in ("shared", "padded"):  # padding: one 4-byte bank word a row (1 element of >= 4 bytes)
         pad = max(1, 4 // esize) if mode == "padded" else 0
         return f"kk::transpose_tile<{t}, {pad}>", 256, SHARED_TILE, SHARED_TILE
+    if mode == "cute":  # the 32 x 32 tile, swizzled instead of padded
+        return f"kk::transpose_cute<{t}>", 256, SHARED_TILE, SHARED_TILE
     if mode == "any":  # the padded tile at 64 x 64: every load in flight before the shared stores
         return f"kk::transpose_tile<{t}, {max(1, 4 // esize)}, {ANY_TILE}>", 256, ANY_TILE, ANY_TILE
     tile = tile or WIDE_TILE[esize]
     return f"kk::transpose_wide<{t}, {tile.rows}, {tile.cols}, {tile.threads}>", tile.threads, tile.rows, tile.cols
+
+
+def source_of(name: str) -> str:
+    """The source file of a tile or gather kernel."""
+    return CUTE_SOURCE if name.startswith("kk::transpose_cute") else SOURCE
 
 
 def skinny_kernel(esize: int, skinny: tuple[str, int]) -> str:
@@ -126,7 +134,7 @@ def rung_kernels(mode: Optional[str], widen: bool, dtype: torch.dtype) -> tuple[
                 cands = [tile_kernel(mode, e)]
             for name, block, *_ in cands:
                 bits = 128 if "wide" in name or "skinny" in name else 8 * e  # 16-byte vectors
-                out.append(Kernel(SOURCE, name, bits, bits, block=block))
+                out.append(Kernel(source_of(name), name, bits, bits, block=block))
     for e in _sizes(e0, 16 if widen else e0):
         for idx in (IDX32, IDX64):
             out.append(Kernel(SOURCE, f"kk::gather<{CARRIER[e]}, {idx}>", 8 * e, 8 * e, block=GATHER_BLOCK))
@@ -203,7 +211,7 @@ def _wide_needs(p: Plan) -> str:
 
 def _launch_of(name: str, grid: int, block: int, args: tuple, dev: int) -> Callable[[int, int], None]:
     """run(in_ptr, out_ptr): kernel ``name`` launched with the pointers, then ``args``."""
-    kernel = get_kernel(SOURCE, name, device_index=dev)
+    kernel = get_kernel(source_of(name), name, device_index=dev)
 
     def run(in_ptr: int, out_ptr: int) -> None:
         launch(kernel, grid, block, out_ptr, in_ptr, *args, name=name, device_index=dev)

@@ -28,6 +28,9 @@ LADDER = (
          "column reads conflict (32-way for 4-byte elements)", "shared"),
     rung("padded", "the shared tile with one 4-byte bank word of padding per row (1 element of 4-8 bytes, "
          "2 or 4 of 2 or 1 byte): column reads hit 32 banks", "padded"),
+    rung("cute", "the shared tile written with CuTe (needs kernelkit[cute]): a 32x32 tile of no padding whose "
+         "layout is swizzled (Swizzle<B,M,5>: the row XORed into the column's bank-word bits), conflict-free "
+         "both ways; local_partition's of the tile and predicates from an identity tensor", "cute"),
     rung("wide", "16-byte loads and stores, 16 KB XOR-swizzled tile, register transposes of 1/2-byte "
          "elements; needs rows, cols and strides multiples of 16/E bytes and aligned data", "wide"),
     rung("best", "wide tiles (tuned per element size) where the shape allows, register transposes of "

@@ -3,6 +3,7 @@ channel) on kernelkit's kernels and every other case on torch: its ladder, torch
 function."""
 from __future__ import annotations
 
+import functools
 import numbers
 from dataclasses import dataclass
 from typing import Optional
@@ -72,6 +73,7 @@ class DwTile:
         return (k * k * GROUP + ih * iw * PIX_FLOATS) * 4
 
 
+@functools.lru_cache(maxsize=4096)
 def tile_rule(OH: int, OW: int, k: int, s: int, channels_last: bool) -> DwTile:
     """The tile for an OH x OW output: ``rx`` wasting the fewest columns (ties: the wider), then the warp
     grid (at most 8 warps, none wholly outside the image, the tile within TILE_SMEM) of least cost per
@@ -131,18 +133,18 @@ VARIANTS = (
 )
 
 _plans = plan_cache()
-_weights = TensorCache()
+_weights = {False: TensorCache(), True: TensorCache()}  # by tap_major: both forms kept for a weight
 
 
 def _float_weights(weight: torch.Tensor, tap_major: bool) -> torch.Tensor:
     """The weights as float32 (C, KH*KW), or tap-major (KH*KW, C), made once per weight version."""
-    key = (weight._version, tap_major, weight.data_ptr())
-    got = _weights.get(weight, key)
+    key = (weight._version, weight.data_ptr())
+    got = _weights[tap_major].get(weight, key)
     if got is not None:
         return got
     w = weight.detach().reshape(weight.shape[0], -1).to(torch.float32)
     w = (w.t() if tap_major else w).contiguous()
-    _weights.put(weight, key, w)
+    _weights[tap_major].put(weight, key, w)
     return w
 
 

@@ -9,7 +9,7 @@ channels_last; depthwise conv2d on the layers of ConvNeXt-T (7x7, padding 3) and
 stride 1 and 2) at batch 64, float16 and bfloat16, NCHW and channels_last. Each case times kernelkit's
 default, torch's call and a copy of the case's bytes (input read once + output written once) in turn
 (``kernelkit.bench.timing.time_interleaved``: shuffled rounds, medians, L2 flushed between calls), after
-checking kernelkit's result against torch's. ``--rungs`` also times the rung each op had before its
+checking kernelkit's result against torch's (computed with TF32 off; timed with torch's defaults). ``--rungs`` also times the rung each op had before its
 current default (pooling's vector rung, depthwise conv2d's direct kernels) in the same rounds.
 
 Writes ``window-<device>.json`` into --out (default benchmarks/results): the environment (device, date,
@@ -240,13 +240,25 @@ def _agrees(case: Case, a, b) -> bool:
     return bool(((a - b).abs() <= RTOL[case.dtype] * (b.abs() + scale / 64)).all())
 
 
+def _exact(fn):
+    """fn() with TF32 off: torch's float32 convolutions run in TF32 by default (cuDNN), 1e-3 off."""
+    import torch
+
+    prev = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        return fn()
+    finally:
+        torch.backends.cudnn.allow_tf32 = prev
+
+
 def run_case(case: Case, rungs: bool, max_seconds: float) -> dict[str, Any]:
     import torch
 
     from kernelkit.bench.timing import time_interleaved
 
     mine, theirs, extra = _calls(case, rungs)
-    agrees = _agrees(case, mine(), theirs())
+    agrees = _agrees(case, mine(), _exact(theirs))
     src = torch.empty(case.nbytes() // 2, dtype=torch.uint8, device="cuda")
     src.random_(0, 256)
     fns = [mine, theirs, lambda: src.clone(), *extra.values()]

@@ -220,7 +220,7 @@ pool_span(const T* __restrict__ in, T* __restrict__ out, int planes, int H, int 
 // channel vector t % (Cn / VE) of output pixel t / (Cn / VE), pixels in (n, oy, ox) order; the index
 // arithmetic is 32-bit where the thread count allows.
 template <typename T, bool kMax, int VE>
-__global__ void __launch_bounds__(256, 4)
+__global__ void __launch_bounds__(256, 3)
 pool_nhwc(const T* __restrict__ in, T* __restrict__ out, int N, int Cn, int H, int W, int OH, int OW, i64 sn, i64 sh_,
           i64 sw_, int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw, int include_pad, int divisor) {
   const int cv = Cn / VE;

@@ -215,7 +215,8 @@ def test_pool_span_rule():
     assert pool.span_shape([3, 2], [2, 2], [1, 1]) is None
     assert pool.span_shape([3, 3], [2, 1], [1, 1]) is None
     assert pool.span_shape([5, 5], [2, 2], [1, 1]) is None
-    assert pool.span_name(torch.float16, True, 3, 2) == "kk::pool_span<__half, true, 3, 2, 2>"
+    assert pool.span_name(torch.float16, True, 3, 2) == "kk::pool_span<__half, true, 3, 2, 1>"
+    assert [pool.span_rows(k, s) for k, s in pool.SPAN] == [2, 1, 2]
 
 
 def test_depthwise_tile_rule():
@@ -255,8 +256,8 @@ def sm90_pool_conv():
 def test_span_and_tile_kernels_in_the_sass(sm90_pool_conv):
     """The span kernels load and store by 128 bits; the depthwise tiles stage their inputs and weights in
     shared memory (STS, LDS), channels_last ones by 128-bit loads, none spill."""
-    span = [r for r in sm90_pool_conv["max_pool2d"] if "pool_span" in r.kernel.name]
-    assert len(span) == 3 * len(pool.SPAN)
+    span = [r for r in sm90_pool_conv["max_pool2d"] if "pool_span" in r.kernel.name or "pool_nhwc_k" in r.kernel.name]
+    assert len({r.kernel.name for r in span}) == 2 * 3 * len(pool.SPAN)
     for r in span:
         assert max(r.load_widths) == 128 and max(r.store_widths) == 128 and r.local_ops == 0
     tiles = [r for r in sm90_pool_conv["conv2d"] if "dw_tile" in r.kernel.name]

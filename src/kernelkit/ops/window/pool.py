@@ -40,11 +40,22 @@ def _names(dtype: torch.dtype, is_max: bool, vector: bool) -> tuple[str, str]:
 
 
 SPAN = ((2, 2), (3, 2), (3, 1))  # (K, S) of the square windows the span kernels are compiled for
-SPAN_ROWS = 2  # output rows a thread of the span kernels computes (their shared input rows read once)
+SPAN_INPUT_ROWS = 4  # input rows a thread of the span kernels may hold: 16-byte vectors of each in registers
+
+
+def span_rows(k: int, s: int) -> int:
+    """Output rows a thread of the span kernels computes: two (their shared input rows read once) where
+    their windows span at most SPAN_INPUT_ROWS input rows (2x2/s2, 3x3/s1), else one (3x3/s2: five rows of
+    three vectors each kept 80 registers from holding the loop's invariants, which spilled)."""
+    return 2 if s + k <= SPAN_INPUT_ROWS else 1
 
 
 def span_name(dtype: torch.dtype, is_max: bool, k: int, s: int) -> str:
-    return f"kk::pool_span<{CXX[dtype]}, {'true' if is_max else 'false'}, {k}, {s}, {SPAN_ROWS}>"
+    return f"kk::pool_span<{CXX[dtype]}, {'true' if is_max else 'false'}, {k}, {s}, {span_rows(k, s)}>"
+
+
+def span_nhwc_name(dtype: torch.dtype, is_max: bool, k: int, s: int) -> str:
+    return f"kk::pool_nhwc_k<{CXX[dtype]}, {'true' if is_max else 'false'}, {k}, {s}>"
 
 
 def span_shape(k: list[int], s: list[int], d: list[int]) -> Optional[tuple[int, int]]:
@@ -65,6 +76,8 @@ def ladder(is_max: bool) -> tuple[Variant, ...]:
 
     def span(dtype):
         return (*(Kernel(SRC, span_name(dtype, is_max, k, s), load_bits=128, store_bits=128, block=256)
+                  for k, s in SPAN),
+                *(Kernel(SRC, span_nhwc_name(dtype, is_max, k, s), load_bits=128, store_bits=128, block=256)
                   for k, s in SPAN), *generic(dtype, True))
 
     return (
@@ -74,10 +87,12 @@ def ladder(is_max: bool) -> tuple[Variant, ...]:
                 "element; channels_last: 16 bytes of channels per thread, every tap one 16-byte load (channel "
                 "counts not a multiple of a vector take the naive kernel)", FLOATS,
                 lambda dtype, **_: tuple(generic(dtype, True))),
-        Variant("span", "planar 2x2/s2, 3x3/s2 and 3x3/s1 windows: each window row's inputs of a thread's 16 bytes "
-                "of outputs read as 16-byte vectors (their offset from a vector boundary a compile-time case), "
-                f"{SPAN_ROWS} output rows a thread sharing their input rows; other windows and channels_last as "
-                "the vector rung", FLOATS, lambda dtype, **_: span(dtype), default=True),
+        Variant("span", "2x2/s2, 3x3/s2 and 3x3/s1 windows compiled: planar, each window row's inputs of a thread's "
+                "16 bytes of outputs read as 16-byte vectors (their offset from a vector boundary a compile-time "
+                f"case, the image's edges by predicated vectors), 2 output rows a thread sharing their input rows "
+                "where they read at most 4; channels_last, all taps' 16-byte loads issued together, 16-bit max on packed pairs; "
+                "NaN-propagating max in one instruction; other windows as the vector rung", FLOATS,
+                lambda dtype, **_: span(dtype), default=True),
     )
 
 
@@ -94,26 +109,34 @@ def _pool_into(x: torch.Tensor, out: torch.Tensor, is_max: bool, k: list[int], s
     i32 = np.int32
     geo = (i32(k[0]), i32(k[1]), i32(s[0]), i32(s[1]), i32(p[0]), i32(p[1]), i32(d[0]), i32(d[1]),
            i32(include_pad), i32(divisor))
+    ks = span_shape(k, s, d) if variant in (None, "span") else None
     if nhwc:
         ve = vec_of(dtype) if vector and C % vec_of(dtype) == 0 and x.data_ptr() % 16 == 0 else 1
+        sn, _, sh, sw = x.stride()
+        total = N * OH * OW * (C // ve)
+        grid = max(1, min(cdiv(total, 256), sm_count(dev) * 16))
+        if ks is not None and ve > 1:
+            key = ("nhwc_k", dtype, dev, is_max, ks)
+            kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, span_nhwc_name(dtype, is_max, *ks),
+                                                                       device_index=dev))
+            launch(kern, grid, 256, x.data_ptr(), out.data_ptr(), i32(N), i32(C), i32(H), i32(W), i32(OH),
+                   i32(OW), sn, sh, sw, i32(p[0]), i32(p[1]), i32(include_pad), i32(divisor), name="pool_nhwc_k",
+                   device_index=dev)
+            return
         key = ("nhwc", dtype, dev, is_max, ve)
         kern = _plans.get(key) or remember(_plans, key, get_kernel(
             SRC, f"kk::pool_nhwc<{CXX[dtype]}, {'true' if is_max else 'false'}, {ve}>", device_index=dev))
-        total = N * OH * OW * (C // ve)
-        grid = max(1, min(cdiv(total, 256), sm_count(dev) * 16))
-        sn, _, sh, sw = x.stride()
         launch(kern, grid, 256, x.data_ptr(), out.data_ptr(), i32(N), i32(C), i32(H), i32(W), i32(OH), i32(OW),
                sn, sh, sw, *geo, name="pool_nhwc", device_index=dev)
         return
     x = x.contiguous()
     v = vec_of(dtype) if vector else 1
-    ks = span_shape(k, s, d) if variant in (None, "span") else None
     if ks is not None:
         key = ("span", dtype, dev, is_max, ks)
         kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, span_name(dtype, is_max, *ks), device_index=dev))
         bx = max(1, min(32, cdiv(OW, v)))
         by = 256 // bx
-        groups = N * C * cdiv(OH, SPAN_ROWS)
+        groups = N * C * cdiv(OH, span_rows(*ks))
         grid = (cdiv(cdiv(OW, v), bx), min(cdiv(groups, by), GRID_YZ))
         launch(kern, grid, (bx, by), x.data_ptr(), out.data_ptr(), i32(N * C), i32(H), i32(W), i32(OH), i32(OW),
                H * W, W, i32(p[0]), i32(p[1]), i32(include_pad), i32(divisor), name="pool_span", device_index=dev)

@@ -234,13 +234,16 @@ def test_depthwise_tile_rule():
                     t = dw.tile_rule(oh, ow, k, s, cl)
                     assert t.rx in dw.TILE_RX[s] and 1 <= t.warps_x * t.warps_y <= 8
                     assert (t.warps_x - 1) * t.rx < ow and (t.warps_y - 1) * dw.TILE_RY < oh
-                    assert t.smem(k, s) <= dw.TILE_SMEM
+                    assert t.fits(k, s, cl) and t.smem(k, s, cl) <= dw.TILE_SMEM
+                    assert cl or t.inputs(k, s)[1] <= 32
     for h, k, s in ((56, 7, 1), (28, 7, 1), (14, 7, 1), (56, 3, 1), (28, 3, 1), (56, 3, 2)):
         t = dw.tile_rule(h, h, k, s, True)
         assert h % t.tw == 0 and h % t.th == 0, (h, k, s, t)  # these layers tile exactly
     t = dw.DwTile(8, 2, 4)
     assert (t.th, t.tw, t.inputs(7, 1), t.inputs(3, 2)) == (8, 16, (14, 22), (17, 33))
-    assert t.smem(7, 1) == (49 * 32 + 14 * 22 * 33) * 4
+    assert t.smem(7, 1, False) == (49 * 32 + 14 * 22 * 33) * 4 and t.smem(7, 1, True) == (49 * 32 + 14 * 22 * 36) * 4
+    assert t.fits(3, 1, True) and not t.fits(7, 1, True) and not t.fits(3, 2, False)  # 48 KB; 33 inputs a row
+    assert not dw.DwTile(8, 3, 3).fits(3, 1, True)
     assert dw.tile_shape(7, 7, [1, 1], [1, 1]) == (7, 1) and dw.tile_shape(3, 3, [2, 2], [1, 1]) == (3, 2)
     assert dw.tile_shape(7, 7, [2, 2], [1, 1]) is None and dw.tile_shape(3, 5, [1, 1], [1, 1]) is None
     assert dw.tile_shape(3, 3, [1, 1], [2, 2]) is None and dw.tile_shape(3, 3, [1, 2], [1, 1]) is None
@@ -256,8 +259,8 @@ def sm90_pool_conv():
 def test_span_and_tile_kernels_in_the_sass(sm90_pool_conv):
     """The span kernels load and store by 128 bits; the depthwise tiles stage their inputs and weights in
     shared memory (STS, LDS), channels_last ones by 128-bit loads, none spill."""
-    span = [r for r in sm90_pool_conv["max_pool2d"] if "pool_span" in r.kernel.name or "pool_nhwc_k" in r.kernel.name]
-    assert len({r.kernel.name for r in span}) == 2 * 3 * len(pool.SPAN)
+    span = [r for r in sm90_pool_conv["max_pool2d"] if "pool_span" in r.kernel.name]
+    assert len(span) == 3 * len(pool.SPAN)
     for r in span:
         assert max(r.load_widths) == 128 and max(r.store_widths) == 128 and r.local_ops == 0
     tiles = [r for r in sm90_pool_conv["conv2d"] if "dw_tile" in r.kernel.name]

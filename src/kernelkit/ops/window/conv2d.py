@@ -40,7 +40,12 @@ TILE_KS = ((3, 1), (5, 1), (7, 1), (3, 2), (5, 2))
 TILE_RX = {1: (7, 8), 2: (8,)}  # by stride: 7 and 8 tile widths that are multiples of 7 or of 8 exactly
 TILE_RY = 2  # output rows a thread: each input row's register window feeds both
 GROUP = 32  # channels a block: a warp's lanes
-PIX_FLOATS = GROUP + 1  # shared-memory floats a tile pixel (csrc kDwPix)
+PLANAR_TILE_WIDTH = 32  # planar tiles read at most this many inputs a row: a warp loads whole rows at once
+
+
+def pix_floats(channels_last: bool) -> int:
+    """Shared-memory floats a tile pixel (csrc dw_pix): 36 for channels_last (16-byte stores), 33 planar."""
+    return 36 if channels_last else 33
 TILE_SMEM = 48 * 1024  # the most shared memory a tile asks for: no opt-in, two blocks an SM or more
 TILE_MIN_CHANNELS = 16  # below, most of a warp's lanes would idle: "best" takes the planar or direct kernels
 
@@ -67,18 +72,28 @@ class DwTile:
         """Rows and columns of inputs the tile reads (its halo included)."""
         return (self.th - 1) * s + k, (self.tw - 1) * s + k
 
-    def smem(self, k: int, s: int) -> int:
+    def smem(self, k: int, s: int, channels_last: bool) -> int:
         """Bytes of shared memory: the weights (K*K x 32 floats) and the staged inputs."""
         ih, iw = self.inputs(k, s)
-        return (k * k * GROUP + ih * iw * PIX_FLOATS) * 4
+        return (k * k * GROUP + ih * iw * pix_floats(channels_last)) * 4
+
+    def fits(self, k: int, s: int, channels_last: bool) -> bool:
+        """Whether the kernels run this tile: 1 to 8 warps, TILE_SMEM, planar rows of at most 32 inputs."""
+        return (1 <= self.warps_x and 1 <= self.warps_y and self.warps_x * self.warps_y <= 8
+                and self.smem(k, s, channels_last) <= TILE_SMEM
+                and (channels_last or self.inputs(k, s)[1] <= PLANAR_TILE_WIDTH))
+
+
+def _pow2_up(n: int) -> int:
+    return 1 << (n - 1).bit_length()
 
 
 @functools.lru_cache(maxsize=4096)
 def tile_rule(OH: int, OW: int, k: int, s: int, channels_last: bool) -> DwTile:
     """The tile for an OH x OW output: ``rx`` wasting the fewest columns (ties: the wider), then the warp
-    grid (at most 8 warps, none wholly outside the image, the tile within TILE_SMEM) of least cost per
-    channel: every tile's staged inputs (planar rows are read in 32-lane segments) plus its outputs'
-    K*K FMAs at four per staged value, plus its weights."""
+    grid (none wholly outside the image, a tile the kernels run: ``DwTile.fits``) of least cost per
+    channel: every tile's staged inputs (planar rows in lanes of a power-of-two row length) plus its
+    outputs' K*K FMAs at four per staged value, plus its weights."""
     rx = min(TILE_RX[s], key=lambda r: (cdiv(OW, r) * r - OW, -r))
     best, best_key = DwTile(rx, 1, 1), None
     for wx in range(1, 9):
@@ -86,12 +101,12 @@ def tile_rule(OH: int, OW: int, k: int, s: int, channels_last: bool) -> DwTile:
             if (wx - 1) * rx >= OW or (wy - 1) * TILE_RY >= OH:
                 continue
             t = DwTile(rx, wx, wy)
-            if t.smem(k, s) > TILE_SMEM:
+            if not t.fits(k, s, channels_last):
                 continue
             ih, iw = t.inputs(k, s)
             tiles = cdiv(OH, t.th) * cdiv(OW, t.tw)
-            row = iw if channels_last else cdiv(iw, 32) * 32
-            key = (tiles * (ih * row + t.th * t.tw * k * k / 4 + k * k), -wx * wy)
+            staged = ih * iw if channels_last else cdiv(ih, 32 // _pow2_up(iw)) * 32
+            key = (tiles * (staged + t.th * t.tw * k * k / 4 + k * k), -wx * wy)
             if best_key is None or key < best_key:
                 best, best_key = t, key
     return best
@@ -156,7 +171,7 @@ def _run_tiled(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out:
     k, s = ks
     key = ("tile", dtype, dev, k, s, t.rx, cl)
     kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, tile_name(dtype, k, s, t.rx, cl), device_index=dev))
-    shmem = t.smem(k, s)
+    shmem = t.smem(k, s, cl)
     if shmem > 48 * 1024:
         allow_shared(kern, shmem, dev)
     sn, sc, sh, sw = x.stride()
@@ -276,7 +291,8 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
         raise ValueError(f"conv2d: the output would be {OH}x{OW} for an input of {H}x{W}")
     cfg = None
     if config is not None:
-        cfg = _check_config(config, KH, KW, s, d, variant)
+        cfg = _check_config(config, KH, KW, s, d, variant,
+                            not input.is_contiguous() and input.is_contiguous(memory_format=torch.channels_last))
         variant = "tiled"
     out = empty_output(input, (N, C, OH, OW))
     if out.numel():
@@ -284,7 +300,8 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     return out
 
 
-def _check_config(config, KH: int, KW: int, s: list[int], d: list[int], variant: Optional[str]) -> list[int]:
+def _check_config(config, KH: int, KW: int, s: list[int], d: list[int], variant: Optional[str],
+                  channels_last: bool) -> list[int]:
     if not isinstance(config, DwTile):
         raise TypeError(f"conv2d: config must be a DwTile, got {type(config).__name__}")
     if variant not in (None, "best", "tiled"):
@@ -293,10 +310,10 @@ def _check_config(config, KH: int, KW: int, s: list[int], d: list[int], variant:
     if ks is None:
         raise ValueError(f"conv2d: no tiled kernel for a {KH}x{KW} window at stride {s}, dilation {d}; "
                          f"they are compiled for (K, S) in {TILE_KS}")
-    if config.rx not in TILE_RX[ks[1]] or not 1 <= config.warps_x * config.warps_y <= 8 or min(
-            config.warps_x, config.warps_y) < 1 or config.smem(*ks) > TILE_SMEM:
+    if config.rx not in TILE_RX[ks[1]] or not config.fits(*ks, channels_last):
         raise ValueError(f"conv2d: {config} is not a tile the kernels run: rx in {TILE_RX[ks[1]]}, 1 to 8 warps, "
-                         f"at most {TILE_SMEM} bytes of shared memory")
+                         f"at most {TILE_SMEM} bytes of shared memory, planar rows of at most "
+                         f"{PLANAR_TILE_WIDTH} inputs")
     return [config.rx, config.warps_x, config.warps_y]
 
 

@@ -5,14 +5,19 @@
 The cases (``cases()``): the row ops (softmax, layer_norm, rms_norm) at row lengths from 1 to 300001
 (primes, odd lengths, the hidden and vocabulary sizes of current models) with about 2^27 elements a
 case (2^24 below 16 elements a row); transposes and permutations of odd shapes; sum, mean, amax and amin along dims of odd shapes;
-gelu in both forms at a few sizes; each in fp32, fp16 and bf16 (rearrangements in fp32 and bf16). The
+gelu in both forms at a few sizes; each in fp32, fp16 and bf16 (rearrangements in fp32 and bf16); the
+sliding windows (``WINDOW_OPS``): filter2d and gaussian_blur on 1xN, small, odd and large images with
+kernels of 3 to 31 (fp32 and fp16 / uint8), max and avg pooling 2x2/s2, 3x3/s2 and 3x3/s1 on odd NCHW
+shapes (fp32, bf16), depthwise conv2d 3x3 to 7x7 at strides 1 and 2 on odd shapes, NCHW and
+channels_last (fp32, fp16). The
 three candidates of a case run in turn in one process (``kernelkit.bench.time_interleaved``: shuffled
 rounds, medians, L2 flushed by a read between calls where the working set is small enough to sit in
 it). Before timing, kernelkit's result is compared with torch's (``agrees``).
 
 Writes ``sweep-<device>.json`` into --out: the environment and a list of records {"op", "dtype",
 "shape", "kernelkit_gbs", "torch_gbs", "copy_gbs", ...}, and ``sweep-<device>-<op>.png``: % of the
-copy against row length (log x), kernelkit and torch. ``--quick``: a few cases per op.
+copy against row length (log x; for the window ops the image width), kernelkit and torch. ``--quick``: a
+few cases per op.
 """
 from __future__ import annotations
 
@@ -27,7 +32,8 @@ from typing import Any, Callable
 
 ROW_OPS = ("softmax", "layer_norm", "rms_norm")
 REDUCE_OPS = ("sum", "mean", "amax", "amin")
-OPS = (*ROW_OPS, "transpose", "permute", *REDUCE_OPS, "gelu")
+WINDOW_OPS = ("filter2d", "gaussian_blur", "max_pool2d", "avg_pool2d", "conv2d")
+OPS = (*ROW_OPS, "transpose", "permute", *REDUCE_OPS, "gelu", *WINDOW_OPS)
 DTYPES = ("float32", "float16", "bfloat16")
 ROW_ELEMENTS = 1 << 27  # elements a row-op case, rows = this / row length
 # rows shorter than SHORT_ROW: 2^24 elements, since torch's norms run them at 1-5 GB/s (0.2-1 s a call at 2^27)
@@ -62,9 +68,22 @@ REDUCTIONS = (
 QUICK_REDUCTIONS = 3
 GELU_SIZES = (1_000_003, 1 << 24, (1 << 27) + 1)
 QUICK_GELU_SIZES = (1 << 24,)
+# Sliding windows: images (H, W) from one row to 16 M pixels, odd sides; kernel sizes 3 to 31.
+WINDOW_IMAGES = ((1, 65537), (17, 31), (127, 129), (1023, 1025), (4093, 4099))
+QUICK_WINDOW_IMAGES = ((1, 65537), (1023, 1025))
+FILTER_SIZES = (3, 5, 7, 15, 31)
+BLUR_SIZES = (3, 7, 15, 31)
+QUICK_WINDOW_SIZES = (7, 31)
+# pooling: (N, C, H, W) and (kernel, stride, padding)
+POOL_SHAPES = ((1, 1, 2, 65537), (8, 3, 17, 31), (4, 16, 127, 129), (2, 32, 1023, 1025))
+POOL_WINDOWS = ((2, 2, 0), (3, 2, 1), (3, 1, 1))
+# depthwise conv2d: (N, C, H, W) and (kernel, stride, padding), NCHW and channels_last
+DEPTHWISE_SHAPES = ((8, 32, 17, 31), (4, 64, 127, 129), (16, 144, 55, 55), (2, 40, 1, 4099))
+DEPTHWISE_WINDOWS = ((3, 1, 1), (5, 1, 2), (7, 1, 3), (3, 2, 1))
+QUICK_POOL_SHAPES, QUICK_DEPTHWISE_SHAPES = 2, 1  # the first shapes of the lists
 
 # agreement with torch: |kernelkit - torch| <= RTOL * (|torch| + the largest |torch| / 64), per result dtype
-RTOL = {"float32": 1e-4, "float16": 4e-3, "bfloat16": 3.2e-2}
+RTOL = {"float32": 1e-4, "float16": 4e-3, "bfloat16": 3.2e-2, "uint8": 0.0}  # uint8: within 1
 
 
 @dataclass(frozen=True)
@@ -83,7 +102,8 @@ class Case:
 
     @property
     def row_len(self) -> int:
-        """The x of the plots: the reduced dim's length for reductions, the input's last dim otherwise."""
+        """The x of the plots: the reduced dim's length for reductions, the input's last dim otherwise (the
+        image width for the window ops)."""
         kw = self.kwargs
         if self.op in REDUCE_OPS:
             return self.shape[kw["dim"]]
@@ -93,12 +113,23 @@ class Case:
         return math.prod(self.shape)
 
     def esize(self) -> int:
-        return 4 if self.dtype == "float32" else 2
+        return {"float32": 4, "uint8": 1}.get(self.dtype, 2)
+
+    def window_out(self) -> int:
+        """Result elements of a window op: the input's for the filters, the strided output's else."""
+        kw = self.kwargs
+        if self.op in ("filter2d", "gaussian_blur"):
+            return self.numel()
+        n, c, h, w = self.shape
+        k, s, p = kw["kernel"], kw["stride"], kw["padding"]
+        return n * c * ((h + 2 * p - k) // s + 1) * ((w + 2 * p - k) // s + 1)
 
     def nbytes(self) -> int:
         """Bytes the op must move: every input element read once, every result element written once
         (plus the weight and bias of the norms)."""
         n, e = self.numel(), self.esize()
+        if self.op in WINDOW_OPS:
+            return (n + self.window_out()) * e
         if self.op in REDUCE_OPS:
             return n * e + n // self.shape[self.kwargs["dim"]] * e
         extra = {"layer_norm": 2, "rms_norm": 1}.get(self.op, 0) * self.shape[-1] * e
@@ -129,8 +160,36 @@ def cases(ops=OPS, quick: bool = False) -> list[Case]:
                 for approximate in ("none", "tanh"):
                     for dt in DTYPES:
                         out.append(Case(op, dt, (size,), (("approximate", approximate),)))
+        elif op in WINDOW_OPS:
+            out += window_cases(op, quick)
         else:
             raise ValueError(f"sweep: unknown op {op!r} (expected some of {', '.join(OPS)})")
+    return out
+
+
+def window_cases(op: str, quick: bool) -> list[Case]:
+    """The sweep's cases of one sliding-window op."""
+    out: list[Case] = []
+    if op in ("filter2d", "gaussian_blur"):
+        sizes = QUICK_WINDOW_SIZES if quick else FILTER_SIZES if op == "filter2d" else BLUR_SIZES
+        for hw in QUICK_WINDOW_IMAGES if quick else WINDOW_IMAGES:
+            for k in sizes:
+                for dt in ("float32", "float16" if op == "filter2d" else "uint8"):
+                    out.append(Case(op, dt, hw, (("size", k),)))
+    elif op in ("max_pool2d", "avg_pool2d"):
+        for shape in POOL_SHAPES[:QUICK_POOL_SHAPES] if quick else POOL_SHAPES:
+            for k, s, p in POOL_WINDOWS:
+                for dt in ("float32", "bfloat16"):
+                    out.append(Case(op, dt, shape, (("kernel", k), ("stride", s), ("padding", p))))
+    else:
+        for shape in DEPTHWISE_SHAPES[:QUICK_DEPTHWISE_SHAPES] if quick else DEPTHWISE_SHAPES:
+            for k, s, p in DEPTHWISE_WINDOWS:
+                if shape[2] + 2 * p < k:
+                    continue
+                for layout in ("nchw", "channels_last"):
+                    for dt in ("float32", "float16"):
+                        out.append(Case(op, dt, shape, (("kernel", k), ("stride", s), ("padding", p),
+                                                        ("layout", layout))))
     return out
 
 
@@ -167,7 +226,9 @@ def _inputs(case: Case):
 
     dtype = getattr(torch, case.dtype)
     kw = case.kwargs
-    if case.op in ("transpose", "permute"):
+    if case.op in WINDOW_OPS:
+        mine, theirs = _window_calls(case, dtype)
+    elif case.op in ("transpose", "permute"):
         x = torch.randn(case.shape, device="cuda").to(dtype)
     else:
         x = torch.randn(case.shape, device="cuda", dtype=dtype) * 2 + 0.5
@@ -189,12 +250,43 @@ def _inputs(case: Case):
     elif case.op in REDUCE_OPS:
         d, kfn, tfn = kw["dim"], getattr(kernelkit, case.op), getattr(torch, case.op)
         mine, theirs = (lambda: kfn(x, d)), (lambda: tfn(x, d))
-    else:
+    elif case.op not in WINDOW_OPS:
         a = kw["approximate"]
         mine, theirs = (lambda: kernelkit.gelu(x, approximate=a)), (lambda: F.gelu(x, approximate=a))
     src = torch.empty(case.nbytes() // 2, dtype=torch.uint8, device="cuda")
     src.random_(0, 256)
     return mine, theirs, (lambda: src.clone())
+
+
+def _window_calls(case: Case, dtype):
+    """(kernelkit's call, torch's call) of a window case: the filters against the torch expression the op
+    registers (conv2d with the border's padding), pooling and depthwise conv2d against torch.nn.functional."""
+    import torch
+    import torch.nn.functional as F
+
+    import kernelkit
+    from kernelkit import get_op
+
+    kw = case.kwargs
+    if dtype == torch.uint8:
+        x = torch.randint(0, 256, case.shape, dtype=dtype, device="cuda")
+    else:
+        x = torch.randn(case.shape, device="cuda", dtype=dtype)
+    if case.op in ("filter2d", "gaussian_blur"):
+        k, tfn = kw["size"], get_op(case.op).torch_fn
+        if case.op == "filter2d":
+            w = torch.randn(k, k, device="cuda") / k
+            return (lambda: kernelkit.filter2d(x, w)), (lambda: tfn(x, w))
+        return (lambda: kernelkit.gaussian_blur(x, k)), (lambda: tfn(x, k))
+    k, s, p = kw["kernel"], kw["stride"], kw["padding"]
+    if case.op in ("max_pool2d", "avg_pool2d"):
+        kfn, tfn = getattr(kernelkit, case.op), getattr(F, case.op)
+        return (lambda: kfn(x, k, s, p)), (lambda: tfn(x, k, s, p))
+    if kw["layout"] == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    c = case.shape[1]
+    w = (torch.randn(c, 1, k, k, device="cuda") / k).to(dtype)
+    return (lambda: kernelkit.conv2d(x, w, None, s, p, 1, c)), (lambda: F.conv2d(x, w, None, s, p, 1, c))
 
 
 def _agrees(case: Case, a, b) -> bool:
@@ -205,6 +297,8 @@ def _agrees(case: Case, a, b) -> bool:
         return False
     if case.op in ("transpose", "permute"):
         return bool(torch.equal(a, b))
+    if case.dtype == "uint8":
+        return bool(((a.int() - b.int()).abs() <= 1).all())
     a, b = a.float(), b.float()
     if a.isnan().ne(b.isnan()).any():
         return False
@@ -224,7 +318,9 @@ def _default_builds(op_names, arch: str) -> list:
     for name in dict.fromkeys(op_names):
         op = get_op(name)
         v = op.default_variant
-        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.uint8):
+            if not v.supports(dtype):
+                continue
             for params in op.param_combinations():
                 for k in v.kernels(dtype, **params):
                     if k.min_sm <= int(arch[3:]):
@@ -265,7 +361,7 @@ def plot(records: list[dict], op: str, path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    colors = {"float32": "tab:blue", "float16": "tab:orange", "bfloat16": "tab:green"}
+    colors = {"float32": "tab:blue", "float16": "tab:orange", "bfloat16": "tab:green", "uint8": "tab:red"}
     for dt, color in colors.items():
         rs = sorted((r for r in records if r["op"] == op and r["dtype"] == dt), key=lambda r: r["row_len"])
         if not rs:
@@ -276,7 +372,8 @@ def plot(records: list[dict], op: str, path: Path, title: str) -> None:
                 label=f"torch {dt}")
     ax.set_xscale("log")
     ax.axhline(90, color="gray", lw=0.8, ls=":")
-    ax.set_xlabel("reduced dim length" if op in REDUCE_OPS else "row length (last dim of the input)")
+    ax.set_xlabel("reduced dim length" if op in REDUCE_OPS else "image width" if op in WINDOW_OPS
+                  else "row length (last dim of the input)")
     ax.set_ylabel("% of a same-bytes copy")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)

@@ -83,3 +83,57 @@ def test_device_tag():
     assert sweep.device_tag("NVIDIA H200") == "h200"
     assert sweep.device_tag("NVIDIA A100-SXM4-80GB") == "a100"
     assert sweep.device_tag("Some GPU") == "some-gpu"
+
+
+def test_window_cases():
+    """The sliding windows: 1xN, small and odd images with kernels of 3 to 31; pooling and depthwise
+    conv2d on odd shapes, depthwise in both layouts; bytes as the input read once and the output written
+    once."""
+    cs = sweep.cases(sweep.WINDOW_OPS)
+    f2d = {(c.shape, c.kwargs["size"]) for c in cs if c.op == "filter2d"}
+    sizes = {k for _, k in f2d}
+    assert min(sizes) == 3 and max(sizes) == 31 and len(sizes) >= 4
+    images = {s for s, _ in f2d}
+    assert any(h == 1 for h, _ in images) and any(h * w < 1000 for h, w in images)
+    assert sum(1 for h, w in images if h % 2 and w % 2) >= 3
+    assert {c.dtype for c in cs if c.op == "gaussian_blur"} == {"float32", "uint8"}
+    pools = {(c.kwargs["kernel"], c.kwargs["stride"]) for c in cs if c.op == "max_pool2d"}
+    assert {(2, 2), (3, 2), (3, 1)} <= pools
+    dw = [c for c in cs if c.op == "conv2d"]
+    assert {c.kwargs["layout"] for c in dw} == {"nchw", "channels_last"}
+    assert {(c.kwargs["kernel"], c.kwargs["stride"]) for c in dw} >= {(3, 1), (7, 1), (3, 2)}
+    assert all(any(n % 2 for n in c.shape[2:]) for c in dw)
+    p = sweep.Case("max_pool2d", "bfloat16", (2, 3, 9, 11), (("kernel", 3), ("stride", 2), ("padding", 1)))
+    assert p.nbytes() == (2 * 3 * 9 * 11 + 2 * 3 * 5 * 6) * 2 and p.row_len == 11
+    g = sweep.Case("gaussian_blur", "uint8", (17, 31), (("size", 7),))
+    assert g.nbytes() == 2 * 17 * 31
+
+
+def test_window_table_cases():
+    """benchmarks/window_table.py covers the issue's benchmark list."""
+    spec = importlib.util.spec_from_file_location("window_table", Path(__file__).resolve().parents[1] /
+                                                  "benchmarks" / "window_table.py")
+    wt = importlib.util.module_from_spec(spec)
+    sys.modules["window_table"] = wt
+    spec.loader.exec_module(wt)
+    cs = wt.cases()
+    f = {(c.op, c.kwargs.get("size"), c.dtype, c.shape) for c in cs if c.group == "filters"}
+    assert {("filter2d", k, "float32", (8192, 8192)) for k in (5, 15, 31)} <= f
+    assert ("gaussian_blur", 7, "float32", (8192, 8192)) in f and ("sobel", None, "float32", (8192, 8192)) in f
+    assert ("gaussian_blur", 5, "uint8", (2160, 3840, 3)) in f
+    pools = {(c.op, c.kwargs["kernel"], c.kwargs["stride"], c.dtype, c.layout) for c in cs if c.group == "pool"}
+    for op in ("max_pool2d", "avg_pool2d"):
+        for k, s in ((2, 2), (3, 2)):
+            for dt in ("float32", "float16", "bfloat16"):
+                assert {(op, k, s, dt, "nchw"), (op, k, s, dt, "channels_last")} <= pools
+    dw = {(c.shape, c.kwargs["kernel"], c.kwargs["stride"], c.dtype, c.layout) for c in cs if c.group == "depthwise"}
+    for shape, k, s in (((64, 96, 56, 56), 7, 1), ((64, 768, 7, 7), 7, 1), ((64, 96, 112, 112), 3, 2),
+                        ((64, 960, 7, 7), 3, 1)):
+        for dt in ("float16", "bfloat16"):
+            assert {(shape, k, s, dt, "nchw"), (shape, k, s, dt, "channels_last")} <= dw
+    c = next(c for c in cs if c.group == "depthwise" and c.kwargs["stride"] == 2)
+    assert c.nbytes() == (64 * 96 * 112 * 112 + 64 * 96 * 56 * 56) * 2
+    r = wt.record(c, 100.0, 200.0, 50.0, True, {"direct": 400.0})
+    assert r["vs_torch"] == 2.0 and r["pct_copy"] == 50.0 and r["rungs"]["direct"]["pct_copy"] == 12.5
+    s = wt.summary([r, {**r, "vs_torch": 0.5, "layout": "nchw"}])
+    assert s["depthwise_geomean_vs_torch"]["all"] == 1.0 and s["depthwise_least_vs_torch"]["vs_torch"] == 0.5

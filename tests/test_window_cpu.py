@@ -203,3 +203,70 @@ def test_tensor_cache_keeps_a_value_per_live_tensor_and_key():
     k.mul_(2)
     second = device_weights(k, torch.device("cpu"), "filter2d")
     assert second is not first and torch.equal(second, k)
+
+
+def test_pool_span_rule():
+    """The span kernels take square compiled windows at their stride without dilation; the rest the vector
+    kernels."""
+    assert pool.span_shape([2, 2], [2, 2], [1, 1]) == (2, 2)
+    assert pool.span_shape([3, 3], [2, 2], [1, 1]) == (3, 2)
+    assert pool.span_shape([3, 3], [1, 1], [1, 1]) == (3, 1)
+    assert pool.span_shape([3, 3], [2, 2], [2, 2]) is None
+    assert pool.span_shape([3, 2], [2, 2], [1, 1]) is None
+    assert pool.span_shape([3, 3], [2, 1], [1, 1]) is None
+    assert pool.span_shape([5, 5], [2, 2], [1, 1]) is None
+    assert pool.span_name(torch.float16, True, 3, 2) == "kk::pool_span<__half, true, 3, 2, 1>"
+    assert [pool.span_rows(k, s) for k, s in pool.SPAN] == [2, 1, 2]
+
+
+def test_depthwise_tile_rule():
+    """The tile: rx wastes the fewest columns (ties: the wider), at most 8 warps, none wholly outside the
+    output, within the shared-memory bound; the network layers are covered with little or no waste."""
+    from kernelkit.ops.window import conv2d as dw
+
+    for ow, want in ((56, 8), (28, 7), (14, 7), (7, 7), (64, 8), (16, 8), (13, 7), (1, 7)):
+        assert dw.tile_rule(ow, ow, 3, 1, True).rx == want, ow
+    assert dw.tile_rule(56, 56, 3, 2, True).rx == 8
+    for oh in (1, 2, 3, 7, 13, 14, 28, 56, 112, 1000):
+        for ow in (1, 5, 7, 14, 28, 56, 112, 999):
+            for k, s in dw.TILE_KS:
+                for cl in (True, False):
+                    t = dw.tile_rule(oh, ow, k, s, cl)
+                    assert t.rx in dw.TILE_RX[s] and 1 <= t.warps_x * t.warps_y <= 8
+                    assert (t.warps_x - 1) * t.rx < ow and (t.warps_y - 1) * dw.TILE_RY < oh
+                    assert t.fits(k, s, cl) and t.smem(k, s, cl) <= dw.TILE_SMEM
+                    assert cl or t.inputs(k, s)[1] <= 32
+    for h, k, s in ((56, 7, 1), (28, 7, 1), (14, 7, 1), (56, 3, 1), (28, 3, 1), (56, 3, 2)):
+        t = dw.tile_rule(h, h, k, s, True)
+        assert h % t.tw == 0 and h % t.th == 0, (h, k, s, t)  # these layers tile exactly
+    t = dw.DwTile(8, 2, 4)
+    assert (t.th, t.tw, t.inputs(7, 1), t.inputs(3, 2)) == (8, 16, (14, 22), (17, 33))
+    assert t.smem(7, 1, False) == (49 * 32 + 14 * 22 * 33) * 4 and t.smem(7, 1, True) == (49 * 32 + 14 * 22 * 36) * 4
+    assert t.fits(3, 1, True) and not t.fits(7, 1, True) and not t.fits(3, 2, False)  # 48 KB; 33 inputs a row
+    assert not dw.DwTile(8, 3, 3).fits(3, 1, True)
+    assert dw.tile_shape(7, 7, [1, 1], [1, 1]) == (7, 1) and dw.tile_shape(3, 3, [2, 2], [1, 1]) == (3, 2)
+    assert dw.tile_shape(7, 7, [2, 2], [1, 1]) is None and dw.tile_shape(3, 5, [1, 1], [1, 1]) is None
+    assert dw.tile_shape(3, 3, [1, 1], [2, 2]) is None and dw.tile_shape(3, 3, [1, 2], [1, 1]) is None
+
+
+@pytest.fixture(scope="module")
+def sm90_pool_conv():
+    pytest.importorskip("cuda.core")
+    from kernelkit.analyze.ladder_inspect import analyze_op
+    return {op: analyze_op(op, "sm_90") for op in ("max_pool2d", "conv2d")}
+
+
+def test_span_and_tile_kernels_in_the_sass(sm90_pool_conv):
+    """The span kernels load and store by 128 bits; the depthwise tiles stage their inputs and weights in
+    shared memory (STS, LDS), channels_last ones by 128-bit loads, none spill."""
+    span = [r for r in sm90_pool_conv["max_pool2d"] if "pool_span" in r.kernel.name]
+    assert len(span) == 3 * len(pool.SPAN)
+    for r in span:
+        assert max(r.load_widths) == 128 and max(r.store_widths) == 128 and r.local_ops == 0
+    tiles = [r for r in sm90_pool_conv["conv2d"] if "dw_tile" in r.kernel.name]
+    assert len({r.kernel.name for r in tiles}) == 3 * 2 * 8
+    for r in tiles:
+        assert any(op.startswith("STS") for op in r.opcodes) and any(op.startswith("LDS") for op in r.opcodes)
+        assert r.local_ops == 0 and r.spill_bytes == 0
+        if ", true>" in r.kernel.name:
+            assert max(r.load_widths) == 128, r.kernel.name

@@ -214,12 +214,34 @@ def test_median_blur_is_exact(dtype):
 # ------------------------------------------------------------------------------------------- pooling
 POOL_CASES = [  # kernel, stride, padding, dilation, ceil_mode
     (2, None, 0, 1, False), (3, 2, 1, 1, False), (3, 2, 0, 1, True), ((3, 2), (2, 1), (1, 0), 1, True),
-    (1, 1, 0, 1, False), (5, 3, 2, 2, True), (7, 1, 3, 1, False),
+    (1, 1, 0, 1, False), (5, 3, 2, 2, True), (7, 1, 3, 1, False), (3, 1, 1, 1, False), (2, 2, 1, 1, True),
 ]
+POOL_RUNGS = [v.name for v in kernelkit.ladder("max_pool2d")]
+
+
+def _pool_both(x, dtype, variant, label):
+    for k, s, p, d, ceil in POOL_CASES:
+        kh = k if isinstance(k, int) else k[0]
+        if x.shape[2] + 2 * (p if isinstance(p, int) else p[0]) < kh:
+            continue
+        try:
+            want = reference.max_pool2d(x, k, s, p, d, ceil)
+        except RuntimeError:
+            continue
+        got = kernelkit.max_pool2d(x, k, s, p, d, ceil, variant=variant)
+        assert torch.equal(got.double(), want.to(dtype).double()), f"max {label} {k} {s} {p} {d} {ceil}"
+        if x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last):
+            assert got.is_contiguous(memory_format=torch.channels_last)
+        if d == 1:
+            for include in (True, False):
+                for div in (None, 3):
+                    want = reference.avg_pool2d(x, k, s, p, ceil, include, div)
+                    got = kernelkit.avg_pool2d(x, k, s, p, ceil, include, div, variant=variant)
+                    _check(got, want, x, f"avg {label} {k} {s} {p} {ceil} {include} {div}")
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
-@pytest.mark.parametrize("variant", ["naive", "vector"])
+@pytest.mark.parametrize("variant", POOL_RUNGS)
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_pools(dtype, variant, channels_last):
     torch.manual_seed(5)
@@ -227,56 +249,129 @@ def test_pools(dtype, variant, channels_last):
         x = _input(shape, dtype)
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        for k, s, p, d, ceil in POOL_CASES:
-            kk_ = k if isinstance(k, int) else k
-            if shape[2] + 2 * (p if isinstance(p, int) else p[0]) < (kk_ if isinstance(kk_, int) else kk_[0]):
-                continue
-            try:
-                want = reference.max_pool2d(x, k, s, p, d, ceil)
-            except RuntimeError:
-                continue
-            got = kernelkit.max_pool2d(x, k, s, p, d, ceil, variant=variant)
-            assert torch.equal(got.double(), want.to(dtype).double()), f"max {shape} {k} {s} {p} {d} {ceil}"
-            if channels_last:
-                assert got.is_contiguous(memory_format=torch.channels_last)
-            if d == 1:
-                for include in (True, False):
-                    for div in (None, 3):
-                        want = reference.avg_pool2d(x, k, s, p, ceil, include, div)
-                        got = kernelkit.avg_pool2d(x, k, s, p, ceil, include, div, variant=variant)
-                        _check(got, want, x, f"avg {shape} {k} {s} {p} {ceil} {include} {div}")
+        _pool_both(x, dtype, variant, shape)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("variant", POOL_RUNGS)
+def test_pools_planar_rows_of_every_alignment(dtype, variant):
+    """Planar rows whose spans sit at every offset from a 16-byte boundary: misaligned planes (offset
+    views), odd widths (each row a different offset), widths of many vectors (the span kernels' vector
+    body between the edge threads), and rows of one vector or less."""
+    torch.manual_seed(7)
+    for shape, offset in (((2, 3, 20, 64), 0), ((2, 3, 20, 64), 1), ((1, 2, 9, 131), 0), ((1, 2, 9, 131), 3),
+                          ((1, 1, 6, 261), 5), ((3, 1, 11, 8), 0), ((2, 2, 5, 17), 7), ((1, 1, 2, 1030), 2)):
+        _pool_both(_input(shape, dtype, offset), dtype, variant, f"{shape}+{offset}")
 
 
 def test_max_pool_nan_and_3d():
-    x = _input((4, 10, 10), torch.float32)
-    x[1, 3, 3] = float("nan")
-    got, want = kernelkit.max_pool2d(x, 2), torch.nn.functional.max_pool2d(x, 2)
-    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.nan_to_num(), want.nan_to_num())
+    for variant in POOL_RUNGS:
+        x = _input((4, 10, 40), torch.float32)
+        x[1, 3, 3] = float("nan")
+        x[2, 5, 17] = float("nan")
+        for k, s in ((2, 2), (3, 2), (3, 1)):
+            got, want = kernelkit.max_pool2d(x, k, s, variant=variant), torch.nn.functional.max_pool2d(x, k, s)
+            assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.nan_to_num(), want.nan_to_num())
+
+
+def test_pool_many_planes_past_the_grid_limit():
+    """More planes than the grid's z limit (65535): the generic kernels loop over them, the span kernels
+    over their row groups."""
+    x = _input((70000, 1, 4, 6), torch.float16)
+    for variant in POOL_RUNGS:
+        for k, s in ((2, 2), (3, 1)):
+            got = kernelkit.max_pool2d(x, k, s, variant=variant)
+            assert torch.equal(got.double(), reference.max_pool2d(x, k, s).to(x.dtype).double()), (variant, k)
 
 
 # ------------------------------------------------------------------------------------- depthwise conv2d
+DW_CASES = ((3, 1, 1, 1, True), (7, 1, 3, 1, False), (3, 2, 1, 1, True), (5, 1, 4, 2, True), (3, 1, 0, 1, False),
+            ((3, 5), 1, (1, 2), 1, True), (5, 2, 2, 1, False), (5, 1, 2, 1, True), (7, 1, 0, 1, True),
+            (3, 2, 0, 1, False))
+
+
+def _dw_check(x, c, k, s, p, d, bias, variant, config=None):
+    dtype = x.dtype
+    kh, kw = (k, k) if isinstance(k, int) else k
+    wt = (torch.randn(c, 1, kh, kw, device="cuda") / (kh * kw) ** 0.5).to(dtype)
+    b = torch.randn(c, device="cuda").to(dtype) if bias else None
+    try:
+        want = reference.conv2d(x, wt, b, s, p, d, c)
+    except RuntimeError:
+        return
+    got = kernelkit.conv2d(x, wt, b, s, p, d, c, variant=variant, config=config)
+    _check(got, want, x, f"{variant} {tuple(x.shape)} k={k} s={s} p={p} d={d} {config}")
+    cl = not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
+    if cl and c > 1 and got.shape[-1] * got.shape[-2] > 1:
+        assert got.is_contiguous(memory_format=torch.channels_last)
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
-@pytest.mark.parametrize("variant", ["direct", "best"])
+@pytest.mark.parametrize("variant", [v.name for v in kernelkit.ladder("conv2d")])
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_depthwise_conv2d(dtype, variant, channels_last):
+    """Channel counts below, at and past a 32-channel group (tails of 8 and of odd counts: the scalar
+    channels_last loads), images of one pixel to several tiles, every compiled window and others."""
     torch.manual_seed(6)
-    for (n, c, h, w) in ((1, 1, 1, 1), (2, 8, 13, 17), (3, 96, 14, 14), (2, 24, 7, 7), (1, 5, 9, 3)):
-        for k, s, p, d, bias in ((3, 1, 1, 1, True), (7, 1, 3, 1, False), (3, 2, 1, 1, True), (5, 1, 4, 2, True),
-                                 (3, 1, 0, 1, False), ((3, 5), 1, (1, 2), 1, True)):
+    for (n, c, h, w) in ((1, 1, 1, 1), (2, 8, 13, 17), (3, 96, 14, 14), (2, 24, 7, 7), (1, 5, 9, 3),
+                         (2, 40, 23, 37), (1, 21, 16, 16), (2, 64, 30, 9)):
+        for k, s, p, d, bias in DW_CASES:
             x = _input((n, c, h, w), dtype)
             if channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
-            kh, kw = (k, k) if isinstance(k, int) else k
-            wt = (torch.randn(c, 1, kh, kw, device="cuda") / (kh * kw) ** 0.5).to(dtype)
-            b = torch.randn(c, device="cuda").to(dtype) if bias else None
-            try:
-                want = reference.conv2d(x, wt, b, s, p, d, c)
-            except RuntimeError:
-                continue
-            got = kernelkit.conv2d(x, wt, b, s, p, d, c, variant=variant)
-            _check(got, want, x, f"{variant} {(n, c, h, w)} k={k} s={s} p={p} d={d}")
-            if channels_last and c > 1 and got.shape[-1] * got.shape[-2] > 1:
-                assert got.is_contiguous(memory_format=torch.channels_last)
+            _dw_check(x, c, k, s, p, d, bias, variant)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_depthwise_tiles_of_every_shape(dtype, channels_last):
+    """The tiled kernels under every warp grid the configuration allows (one warp to 8, tiles wider and
+    taller than the image), on misaligned channels_last views (the scalar loads) and aligned ones."""
+    from kernelkit.ops.window.conv2d import DwTile
+
+    torch.manual_seed(8)
+    for rx, wx, wy in ((7, 1, 1), (8, 2, 4), (8, 8, 1), (7, 3, 2), (8, 1, 8), (7, 2, 2)):
+        for (n, c, h, w), offset in (((2, 48, 19, 45), 0), ((1, 32, 40, 17), 8), ((1, 40, 11, 11), 3)):
+            x = _input((n, h, w, c), dtype, offset).permute(0, 3, 1, 2)  # channels_last strides
+            if not channels_last:
+                x = x.contiguous()
+            for k, s, p in ((3, 1, 1), (7, 1, 3), (3, 2, 1), (5, 2, 0), (5, 1, 2)):
+                if s == 2 and rx == 7:
+                    continue
+                cfg = DwTile(rx, wx, wy)
+                if not cfg.fits(k, s, channels_last):
+                    continue
+                _dw_check(x, c, k, s, p, 1, True, "tiled", cfg)
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16), ids=str)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_depthwise_network_layers(dtype, channels_last):
+    """ConvNeXt and MobileNetV2 layer shapes at batch 2 (the benchmark's channel counts and sizes)."""
+    torch.manual_seed(9)
+    for (c, h), k, s, p in (((96, 56), 7, 1, 3), ((768, 7), 7, 1, 3), ((96, 112), 3, 2, 1), ((144, 56), 3, 1, 1),
+                            ((960, 7), 3, 1, 1), ((576, 14), 3, 2, 1)):
+        x = _input((2, c, h, h), dtype)
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        _dw_check(x, c, k, s, p, 1, True, None)
+
+
+def test_depthwise_config_errors():
+    from kernelkit.ops.window.conv2d import DwTile
+
+    x = _input((1, 32, 9, 9), torch.float32)
+    w = torch.randn(32, 1, 3, 3, device="cuda")
+    with pytest.raises(TypeError):
+        kernelkit.conv2d(x, w, padding=1, groups=32, config=(8, 1, 1))
+    with pytest.raises(ValueError):
+        kernelkit.conv2d(x, w, padding=1, groups=32, config=DwTile(5, 1, 1))
+    with pytest.raises(ValueError):
+        kernelkit.conv2d(x, w, padding=1, groups=32, config=DwTile(8, 3, 3))
+    with pytest.raises(ValueError):
+        kernelkit.conv2d(x, w, padding=1, groups=32, variant="direct", config=DwTile(8, 1, 1))
+    with pytest.raises(ValueError):
+        kernelkit.conv2d(x, w, padding=2, dilation=2, groups=32, config=DwTile(8, 1, 1))
 
 
 def test_conv2d_other_cases_are_torch():

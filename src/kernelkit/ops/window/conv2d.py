@@ -3,7 +3,9 @@ channel) on kernelkit's kernels and every other case on torch: its ladder, torch
 function."""
 from __future__ import annotations
 
+import functools
 import numbers
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -11,12 +13,12 @@ import torch
 import torch.nn.functional as F
 
 from ...ladder import Kernel, Op, Variant, register
-from ...runtime import get_kernel, launch
+from ...runtime import allow_shared, get_kernel, launch
 from .._shared.checks import check_same_device, check_tensor
 from .._shared.custom_op import out_op
 from .._shared.launch_rules import cdiv, sm_count
 from .._shared.plans import plan_cache, remember
-from ._common import CXX, FLOATS, Planes, TensorCache, empty_output, out_size
+from ._common import CXX, FLOATS, GRID_YZ, Planes, TensorCache, empty_output, out_size
 from .filter2d import _registers, _vector, filter_planes
 
 __all__ = ["conv2d"]
@@ -33,42 +35,174 @@ def _direct(dtype):
             Kernel(SRC, _direct_name(dtype, 16 // dtype.itemsize, True), load_bits=128, store_bits=128, block=256))
 
 
+# The channel-group tiles (dw_tile): compiled square kernels K at stride S, outputs a thread along W.
+TILE_KS = ((3, 1), (5, 1), (7, 1), (3, 2), (5, 2))
+TILE_RX = {1: (7, 8), 2: (8,)}  # by stride: 7 and 8 tile widths that are multiples of 7 or of 8 exactly
+TILE_RY = 2  # output rows a thread: each input row's register window feeds both
+GROUP = 32  # channels a block: a warp's lanes
+PLANAR_TILE_WIDTH = 32  # planar tiles read at most this many inputs a row: a warp loads whole rows at once
+
+
+def pix_floats(channels_last: bool) -> int:
+    """Shared-memory floats a tile pixel (csrc dw_pix): 36 for channels_last (16-byte stores), 33 planar."""
+    return 36 if channels_last else 33
+TILE_SMEM = 48 * 1024  # the most shared memory a tile asks for: no opt-in, two blocks an SM or more
+TILE_MIN_CHANNELS = 16  # below, most of a warp's lanes would idle: "best" takes the planar or direct kernels
+
+
+@dataclass(frozen=True)
+class DwTile:
+    """The tiled rung's block: ``rx`` outputs a thread along W (one of TILE_RX[stride]), and
+    ``warps_x`` x ``warps_y`` warps (at most 8), each computing TILE_RY x rx outputs of 32 channels. The
+    block's output tile is (warps_y TILE_RY) x (warps_x rx) pixels."""
+
+    rx: int
+    warps_x: int
+    warps_y: int
+
+    @property
+    def th(self) -> int:
+        return self.warps_y * TILE_RY
+
+    @property
+    def tw(self) -> int:
+        return self.warps_x * self.rx
+
+    def inputs(self, k: int, s: int) -> tuple[int, int]:
+        """Rows and columns of inputs the tile reads (its halo included)."""
+        return (self.th - 1) * s + k, (self.tw - 1) * s + k
+
+    def smem(self, k: int, s: int, channels_last: bool) -> int:
+        """Bytes of shared memory: the weights (K*K x 32 floats) and the staged inputs."""
+        ih, iw = self.inputs(k, s)
+        return (k * k * GROUP + ih * iw * pix_floats(channels_last)) * 4
+
+    def fits(self, k: int, s: int, channels_last: bool) -> bool:
+        """Whether the kernels run this tile: 1 to 8 warps, TILE_SMEM, planar rows of at most 32 inputs."""
+        return (1 <= self.warps_x and 1 <= self.warps_y and self.warps_x * self.warps_y <= 8
+                and self.smem(k, s, channels_last) <= TILE_SMEM
+                and (channels_last or self.inputs(k, s)[1] <= PLANAR_TILE_WIDTH))
+
+
+def _pow2_up(n: int) -> int:
+    return 1 << (n - 1).bit_length()
+
+
+@functools.lru_cache(maxsize=4096)
+def tile_rule(OH: int, OW: int, k: int, s: int, channels_last: bool) -> DwTile:
+    """The tile for an OH x OW output: ``rx`` wasting the fewest columns (ties: the wider), then the warp
+    grid (none wholly outside the image, a tile the kernels run: ``DwTile.fits``) of least cost per
+    channel: every tile's staged inputs (planar rows in lanes of a power-of-two row length) plus its
+    outputs' K*K FMAs at four per staged value, plus its weights."""
+    rx = min(TILE_RX[s], key=lambda r: (cdiv(OW, r) * r - OW, -r))
+    best, best_key = DwTile(rx, 1, 1), None
+    for wx in range(1, 9):
+        for wy in range(1, 8 // wx + 1):
+            if (wx - 1) * rx >= OW or (wy - 1) * TILE_RY >= OH:
+                continue
+            t = DwTile(rx, wx, wy)
+            if not t.fits(k, s, channels_last):
+                continue
+            ih, iw = t.inputs(k, s)
+            tiles = cdiv(OH, t.th) * cdiv(OW, t.tw)
+            staged = ih * iw if channels_last else cdiv(ih, 32 // _pow2_up(iw)) * 32
+            key = (tiles * (staged + t.th * t.tw * k * k / 4 + k * k), -wx * wy)
+            if best_key is None or key < best_key:
+                best, best_key = t, key
+    return best
+
+
+def tile_shape(kh: int, kw: int, stride: list[int], dilation: list[int]) -> Optional[tuple[int, int]]:
+    """(K, S) where the tiled kernels are compiled for this window, else None."""
+    if kh == kw and stride[0] == stride[1] and dilation == [1, 1] and (kh, stride[0]) in TILE_KS:
+        return kh, stride[0]
+    return None
+
+
+def tile_name(dtype: torch.dtype, k: int, s: int, rx: int, cl: bool) -> str:
+    return f"kk::dw_tile<{CXX[dtype]}, {k}, {s}, {rx}, {TILE_RY}, {'true' if cl else 'false'}>"
+
+
+def _tiled(dtype):
+    out = []
+    for k, s in TILE_KS:
+        for rx in TILE_RX[s]:
+            out.append(Kernel(SRC, tile_name(dtype, k, s, rx, True), load_bits=128, block=256, dyn_shared=TILE_SMEM))
+            out.append(Kernel(SRC, tile_name(dtype, k, s, rx, False), block=256, dyn_shared=TILE_SMEM))
+    return tuple(out)
+
+
 VARIANTS = (
     Variant("direct", "one output per thread (channels_last: 16 bytes of channels per thread, 16-byte tap "
             "loads, tap-major weights), taps read from global memory; any stride, padding and dilation",
             FLOATS, lambda dtype, **_: _direct(dtype)),
-    Variant("best", "planar inputs at stride 1 with the padding that keeps the size: filter2d's tiles (a weight "
-            "set per channel, zero border, bias); the direct kernels otherwise", FLOATS,
-            lambda dtype, **_: (*_registers(dtype), *_vector(dtype), *_direct(dtype)), default=True),
+    Variant("tiled", "32 channels x an output tile per block, the tile's inputs (halo and padding included) "
+            "read once into shared memory as float32 (16-byte channel vectors for channels_last, row runs for "
+            "NCHW), a lane a channel with its weights in registers and 2 x 7-8 outputs from register windows; "
+            "compiled 3x3, 5x5, 7x7 at stride 1 and 3x3, 5x5 at stride 2 (others: the direct kernels)",
+            FLOATS, lambda dtype, **_: (*_tiled(dtype), *_direct(dtype))),
+    Variant("best", "the tiled kernels where compiled and there are 16 channels or more; planar inputs of fewer "
+            "channels at stride 1 with the size-keeping padding on filter2d's tiles (a weight set per channel); "
+            "the direct kernels otherwise", FLOATS,
+            lambda dtype, **_: (*_tiled(dtype), *_registers(dtype), *_vector(dtype), *_direct(dtype)), default=True),
 )
 
 _plans = plan_cache()
-_weights = TensorCache()
+_weights = {False: TensorCache(), True: TensorCache()}  # by tap_major: both forms kept for a weight
 
 
 def _float_weights(weight: torch.Tensor, tap_major: bool) -> torch.Tensor:
     """The weights as float32 (C, KH*KW), or tap-major (KH*KW, C), made once per weight version."""
-    key = (weight._version, tap_major, weight.data_ptr())
-    got = _weights.get(weight, key)
+    key = (weight._version, weight.data_ptr())
+    got = _weights[tap_major].get(weight, key)
     if got is not None:
         return got
     w = weight.detach().reshape(weight.shape[0], -1).to(torch.float32)
     w = (w.t() if tap_major else w).contiguous()
-    _weights.put(weight, key, w)
+    _weights[tap_major].put(weight, key, w)
     return w
 
 
+def _run_tiled(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out: torch.Tensor, ks: tuple[int, int],
+               padding: list[int], cl: bool, t: DwTile) -> None:
+    N, C, H, W = x.shape
+    OH, OW = out.shape[-2:]
+    dev, dtype = x.get_device(), x.dtype
+    k, s = ks
+    key = ("tile", dtype, dev, k, s, t.rx, cl)
+    kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, tile_name(dtype, k, s, t.rx, cl), device_index=dev))
+    shmem = t.smem(k, s, cl)
+    if shmem > 48 * 1024:
+        allow_shared(kern, shmem, dev)
+    sn, sc, sh, sw = x.stride()
+    ve = 16 // x.element_size()
+    vec = cl and sc == 1 and C % ve == 0 and sw % ve == 0 and sh % ve == 0 and sn % ve == 0 and x.data_ptr() % 16 == 0
+    tiles_x = cdiv(OW, t.tw)
+    grid = (cdiv(OH, t.th) * tiles_x, cdiv(C, GROUP), min(N, GRID_YZ))
+    i32 = np.int32
+    launch(kern, grid, (32, t.warps_x * t.warps_y), x.data_ptr(), out.data_ptr(), w.data_ptr(),
+           0 if b is None else b.data_ptr(), i32(N), i32(C), i32(H), i32(W), i32(OH), i32(OW), sn, sc, sh, sw,
+           i32(padding[0]), i32(padding[1]), i32(t.warps_x), i32(tiles_x), i32(vec), shmem=shmem, name="dw_tile",
+           device_index=dev)
+
+
 def _conv2d_into(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], out: torch.Tensor,
-                 stride: list[int], padding: list[int], dilation: list[int], variant: Optional[str]) -> None:
+                 stride: list[int], padding: list[int], dilation: list[int], variant: Optional[str],
+                 config: Optional[list[int]]) -> None:
     N, C, H, W = x.shape
     KH, KW = weight.shape[-2:]
     OH, OW = out.shape[-2:]
     dev, dtype = x.get_device(), x.dtype
     b = None if bias is None else bias.to(torch.float32).contiguous()
     cl = not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
+    ks = tile_shape(KH, KW, stride, dilation)
+    if ks is not None and (variant == "tiled" or (variant in (None, "best") and C >= TILE_MIN_CHANNELS)):
+        t = DwTile(*config) if config is not None else tile_rule(OH, OW, ks[0], ks[1], cl)
+        _run_tiled(x if cl else x.contiguous(), _float_weights(weight, True), b, out, ks, padding, cl, t)
+        return
     same = (stride == [1, 1] and dilation == [1, 1] and KH % 2 == 1 and KW % 2 == 1
             and padding == [KH // 2, KW // 2])
-    if variant != "direct" and same and not cl:
+    if variant in (None, "best") and same and not cl:
         xc = x.contiguous()
         p = Planes(xc, N * C, H, W, 1, H * W, W)
         filter_planes("best", p, out, _float_weights(weight, False), b, C, KH, KW, 0)
@@ -102,7 +236,8 @@ def _pair(v, name: str) -> list[int]:
 
 
 def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, stride=1, padding=0,
-           dilation=1, groups: int = 1, *, variant: Optional[str] = None) -> torch.Tensor:
+           dilation=1, groups: int = 1, *, variant: Optional[str] = None,
+           config: Optional[DwTile] = None) -> torch.Tensor:
     """2-D convolution with torch.nn.functional.conv2d's arguments and semantics (a correlation).
 
     The depthwise case runs on kernelkit's kernels: a float32, float16 or bfloat16 CUDA ``input`` of
@@ -115,12 +250,14 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     ``groups``: as torch's; the depthwise case is groups == C == C_out.
     No ``out``: the result is always a new tensor.
     ``variant``: a rung of ``kernelkit.ladder("conv2d")`` for the depthwise case; None picks the best.
-    No ``config``: the depthwise launch follows from the shape (for tuning and tests, ``variant``
-    selects the direct kernels).
+    ``config``: for tuning and tests, a ``DwTile`` (``kernelkit.ops.window.conv2d.DwTile``: outputs a
+    thread along W, warps across and down) for the tiled kernels, which then run (with variant None,
+    "best" or "tiled"); without it ``tile_rule`` picks the tile from the output size, kernel and stride.
 
-    Raises TypeError for a non-tensor input, a depthwise input of another dtype or sizes that are not
-    ints; ValueError for an unknown variant, a weight or bias on another device, a padding string other
-    than "valid"/"same", or an output that would be empty; torch's own errors in the cases it runs.
+    Raises TypeError for a non-tensor input, a depthwise input of another dtype, sizes that are not
+    ints or a config that is not a DwTile; ValueError for an unknown variant, a weight or bias on another
+    device, a padding string other than "valid"/"same", an output that would be empty, or a config for
+    a window the tiled kernels are not compiled for, another rung, or a tile they cannot run.
     """
     depthwise = (isinstance(input, torch.Tensor) and isinstance(weight, torch.Tensor) and input.dim() == 4
                  and input.is_cuda and weight.dim() == 4 and groups == input.shape[1] == weight.shape[0]
@@ -152,10 +289,45 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     OH, OW = out_size(H, KH, s[0], p[0], d[0], False), out_size(W, KW, s[1], p[1], d[1], False)
     if OH <= 0 or OW <= 0:
         raise ValueError(f"conv2d: the output would be {OH}x{OW} for an input of {H}x{W}")
+    cfg = None
+    if config is not None:
+        cfg = _check_config(config, KH, KW, s, d, variant,
+                            not input.is_contiguous() and input.is_contiguous(memory_format=torch.channels_last))
+        variant = "tiled"
     out = empty_output(input, (N, C, OH, OW))
     if out.numel():
-        _conv2d_out(input, weight, bias, out, s, p, d, variant)
+        _conv2d_out(input, weight, bias, out, s, p, d, variant, cfg)
     return out
+
+
+def _check_config(config, KH: int, KW: int, s: list[int], d: list[int], variant: Optional[str],
+                  channels_last: bool) -> list[int]:
+    if not isinstance(config, DwTile):
+        raise TypeError(f"conv2d: config must be a DwTile, got {type(config).__name__}")
+    if variant not in (None, "best", "tiled"):
+        raise ValueError(f"conv2d: config sets the tiled kernels' tile, not the {variant!r} rung's")
+    ks = tile_shape(KH, KW, s, d)
+    if ks is None:
+        raise ValueError(f"conv2d: no tiled kernel for a {KH}x{KW} window at stride {s}, dilation {d}; "
+                         f"they are compiled for (K, S) in {TILE_KS}")
+    if config.rx not in TILE_RX[ks[1]] or not config.fits(*ks, channels_last):
+        raise ValueError(f"conv2d: {config} is not a tile the kernels run: rx in {TILE_RX[ks[1]]}, 1 to 8 warps, "
+                         f"at most {TILE_SMEM} bytes of shared memory, planar rows of at most "
+                         f"{PLANAR_TILE_WIDTH} inputs")
+    return [config.rx, config.warps_x, config.warps_y]
+
+
+def _bytes(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, **_):
+    """Input read once, output written once (the weights are small)."""
+    H, W = x.shape[-2:]
+    KH, KW = w.shape[-2:]
+    s = [stride] * 2 if isinstance(stride, int) else list(stride)
+    d = [dilation] * 2 if isinstance(dilation, int) else list(dilation)
+    if padding == "same":
+        return 2 * x.numel() * x.element_size()
+    p = [0, 0] if padding == "valid" else [padding] * 2 if isinstance(padding, int) else list(padding)
+    OH, OW = out_size(H, KH, s[0], p[0], d[0], False), out_size(W, KW, s[1], p[1], d[1], False)
+    return (x.numel() + x.numel() // (H * W) * OH * OW) * x.element_size()
 
 
 def _example(shape, dtype):
@@ -166,7 +338,7 @@ def _example(shape, dtype):
 
 OP = register(Op(
     name="conv2d", family="window", variants=VARIANTS,
-    bytes_moved=lambda x, w, *a, **k: 2 * x.numel() * x.element_size(),
+    bytes_moved=_bytes,
     flops=lambda x, w, *a, **k: 2 * x.numel() * w.shape[-1] * w.shape[-2],
     call=conv2d, torch_fn=F.conv2d, example=_example,
     doc="2-D convolution: the depthwise case on kernelkit's kernels, the rest on torch",

@@ -39,22 +39,60 @@ def _names(dtype: torch.dtype, is_max: bool, vector: bool) -> tuple[str, str]:
     return f"kk::pool_nchw<{CXX[dtype]}, {m}, {v}>", f"kk::pool_nhwc<{CXX[dtype]}, {m}, {v}>"
 
 
+SPAN = ((2, 2), (3, 2), (3, 1))  # (K, S) of the square windows the span kernels are compiled for
+SPAN_INPUT_ROWS = 4  # input rows a thread of the span kernels may hold: 16-byte vectors of each in registers
+
+
+def span_rows(k: int, s: int) -> int:
+    """Output rows a thread of the span kernels computes: two (their shared input rows read once) where
+    their windows span at most SPAN_INPUT_ROWS input rows (2x2/s2, 3x3/s1), else one (3x3/s2: five rows of
+    three vectors each kept 80 registers from holding the loop's invariants, which spilled)."""
+    return 2 if s + k <= SPAN_INPUT_ROWS else 1
+
+
+def span_name(dtype: torch.dtype, is_max: bool, k: int, s: int) -> str:
+    return f"kk::pool_span<{CXX[dtype]}, {'true' if is_max else 'false'}, {k}, {s}, {span_rows(k, s)}>"
+
+
+def span_nhwc_name(dtype: torch.dtype, is_max: bool, k: int, s: int) -> str:
+    return f"kk::pool_nhwc_k<{CXX[dtype]}, {'true' if is_max else 'false'}, {k}, {s}>"
+
+
+def span_shape(k: list[int], s: list[int], d: list[int]) -> Optional[tuple[int, int]]:
+    """(K, S) where the window is a compiled square K x K at stride S without dilation, else None."""
+    if k[0] == k[1] and s[0] == s[1] and d == [1, 1] and (k[0], s[0]) in SPAN:
+        return k[0], s[0]
+    return None
+
+
 def ladder(is_max: bool) -> tuple[Variant, ...]:
-    def kernels(vector):
-        def f(dtype, **_):
-            a, b = _names(dtype, is_max, vector)
-            bits = 128 if vector else None
-            ks = [Kernel(SRC, a, store_bits=bits, block=256), Kernel(SRC, b, load_bits=bits, store_bits=bits, block=256)]
-            if vector:
-                ks.append(Kernel(SRC, _names(dtype, is_max, False)[1], block=256))  # channels not in 16-byte vectors
-            return tuple(ks)
-        return f
+    def generic(dtype, vector):
+        a, b = _names(dtype, is_max, vector)
+        bits = 128 if vector else None
+        ks = [Kernel(SRC, a, store_bits=bits, block=256), Kernel(SRC, b, load_bits=bits, store_bits=bits, block=256)]
+        if vector:
+            ks.append(Kernel(SRC, _names(dtype, is_max, False)[1], block=256))  # channels not in 16-byte vectors
+        return ks
+
+    def span(dtype):
+        return (*(Kernel(SRC, span_name(dtype, is_max, k, s), load_bits=128, store_bits=128, block=256)
+                  for k, s in SPAN),
+                *(Kernel(SRC, span_nhwc_name(dtype, is_max, k, s), load_bits=128, store_bits=128, block=256)
+                  for k, s in SPAN), *generic(dtype, True))
+
     return (
         Variant("naive", "one output per thread (planar) or one channel of one pixel (channels_last), taps read "
-                "from global memory", FLOATS, kernels(False)),
-        Variant("vector", "planar: 16 bytes of outputs a row per thread, one vector store; channels_last: 16 "
-                "bytes of channels per thread, every tap one 16-byte load (channel counts not a multiple of a "
-                "vector take the naive kernel)", FLOATS, kernels(True), default=True),
+                "from global memory", FLOATS, lambda dtype, **_: tuple(generic(dtype, False))),
+        Variant("vector", "planar: 16 bytes of outputs a row per thread, one vector store, taps read element by "
+                "element; channels_last: 16 bytes of channels per thread, every tap one 16-byte load (channel "
+                "counts not a multiple of a vector take the naive kernel)", FLOATS,
+                lambda dtype, **_: tuple(generic(dtype, True))),
+        Variant("span", "2x2/s2, 3x3/s2 and 3x3/s1 windows compiled: planar, each window row's inputs of a thread's "
+                "16 bytes of outputs read as 16-byte vectors (their offset from a vector boundary a compile-time "
+                f"case, the image's edges by predicated vectors), 2 output rows a thread sharing their input rows "
+                "where they read at most 4; channels_last, all taps' 16-byte loads issued together, 16-bit max on packed pairs; "
+                "NaN-propagating max in one instruction; other windows as the vector rung", FLOATS,
+                lambda dtype, **_: span(dtype), default=True),
     )
 
 
@@ -71,19 +109,38 @@ def _pool_into(x: torch.Tensor, out: torch.Tensor, is_max: bool, k: list[int], s
     i32 = np.int32
     geo = (i32(k[0]), i32(k[1]), i32(s[0]), i32(s[1]), i32(p[0]), i32(p[1]), i32(d[0]), i32(d[1]),
            i32(include_pad), i32(divisor))
+    ks = span_shape(k, s, d) if variant in (None, "span") else None
     if nhwc:
         ve = vec_of(dtype) if vector and C % vec_of(dtype) == 0 and x.data_ptr() % 16 == 0 else 1
+        sn, _, sh, sw = x.stride()
+        total = N * OH * OW * (C // ve)
+        grid = max(1, min(cdiv(total, 256), sm_count(dev) * 16))
+        if ks is not None and ve > 1:
+            key = ("nhwc_k", dtype, dev, is_max, ks)
+            kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, span_nhwc_name(dtype, is_max, *ks),
+                                                                       device_index=dev))
+            launch(kern, grid, 256, x.data_ptr(), out.data_ptr(), i32(N), i32(C), i32(H), i32(W), i32(OH),
+                   i32(OW), sn, sh, sw, i32(p[0]), i32(p[1]), i32(include_pad), i32(divisor), name="pool_nhwc_k",
+                   device_index=dev)
+            return
         key = ("nhwc", dtype, dev, is_max, ve)
         kern = _plans.get(key) or remember(_plans, key, get_kernel(
             SRC, f"kk::pool_nhwc<{CXX[dtype]}, {'true' if is_max else 'false'}, {ve}>", device_index=dev))
-        total = N * OH * OW * (C // ve)
-        grid = max(1, min(cdiv(total, 256), sm_count(dev) * 16))
-        sn, _, sh, sw = x.stride()
         launch(kern, grid, 256, x.data_ptr(), out.data_ptr(), i32(N), i32(C), i32(H), i32(W), i32(OH), i32(OW),
                sn, sh, sw, *geo, name="pool_nhwc", device_index=dev)
         return
     x = x.contiguous()
     v = vec_of(dtype) if vector else 1
+    if ks is not None:
+        key = ("span", dtype, dev, is_max, ks)
+        kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, span_name(dtype, is_max, *ks), device_index=dev))
+        bx = max(1, min(32, cdiv(OW, v)))
+        by = 256 // bx
+        groups = N * C * cdiv(OH, span_rows(*ks))
+        grid = (cdiv(cdiv(OW, v), bx), min(cdiv(groups, by), GRID_YZ))
+        launch(kern, grid, (bx, by), x.data_ptr(), out.data_ptr(), i32(N * C), i32(H), i32(W), i32(OH), i32(OW),
+               H * W, W, i32(p[0]), i32(p[1]), i32(include_pad), i32(divisor), name="pool_span", device_index=dev)
+        return
     key = ("nchw", dtype, dev, is_max, v)
     kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, _names(dtype, is_max, vector)[0], device_index=dev))
     bx = max(1, min(32, cdiv(OW, v)))
@@ -139,7 +196,7 @@ def max_pool2d(input: torch.Tensor, kernel_size, stride=None, padding=0, dilatio
     ``ceil_mode``: output length rounded up (a last window must still start inside the input or its
     left padding), as torch.
     No ``out``: the result is always a new tensor.
-    ``variant``: a rung of ``kernelkit.ladder("max_pool2d")``; None picks the vector rung.
+    ``variant``: a rung of ``kernelkit.ladder("max_pool2d")``; None picks the span rung.
     No ``config``: the launch follows from the output shape (for tuning and tests, ``variant`` selects
     the kernels).
 
@@ -163,7 +220,7 @@ def avg_pool2d(input: torch.Tensor, kernel_size, stride=None, padding=0, ceil_mo
     ``count_include_pad``: divide by the window's size including the zero padding (torch's default),
     else by the number of input elements in it. ``divisor_override``: a fixed divisor instead.
     No ``out``: the result is always a new tensor.
-    ``variant``: a rung of ``kernelkit.ladder("avg_pool2d")``; None picks the vector rung.
+    ``variant``: a rung of ``kernelkit.ladder("avg_pool2d")``; None picks the span rung.
     No ``config``: the launch follows from the output shape (for tuning and tests, ``variant`` selects
     the kernels).
 

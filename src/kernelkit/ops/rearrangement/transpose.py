@@ -51,7 +51,7 @@ def _transpose_into(x: torch.Tensor, out: torch.Tensor, dim0: int, dim1: int, va
     if x.is_conj() or x.is_neg():
         x = resolved(x)
     xp, op, dev = x.data_ptr(), out.data_ptr(), x.get_device()
-    align = (xp | op) & 15  # the low bits of both pointers: their common alignment
+    align = (xp & 15, op & 15)  # the pointers' places within 16 bytes
     key = (x.shape, x.stride(), x.dtype, dev, align, dim0, dim1, variant, config and tuple(config))
     run = _plans.get(key)
     if run is None:
@@ -59,7 +59,7 @@ def _transpose_into(x: torch.Tensor, out: torch.Tensor, dim0: int, dim1: int, va
         if perm:
             perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
         cfg = None if config is None else TileConfig(*config)
-        run = remember(_plans, key, make_launch(OP, x, perm, align, variant, cfg, dev))
+        run = remember(_plans, key, make_launch(OP, x, perm, *align, variant, cfg, dev))
     run(xp, op)
 
 

@@ -264,29 +264,34 @@ __global__ void __launch_bounds__(THREADS, (kInAligned ? 5 : 4) * 256 / THREADS)
     // every load issued before the first shift: a slot outside the tile's rows or columns reads the
     // aligned chunk of the tile's first element instead (never written out), so no load waits on a predicate
     const uint4* safe = reinterpret_cast<const uint4*>(reinterpret_cast<unsigned long long>(src) & ~15ull);
+    // (a row's place within 16 bytes, s, is taken from its pointer again at the shift: 4 registers fewer)
     uint4 w0[LOADS], w1[LOADS];
-    unsigned sh[LOADS];
 #pragma unroll
     for (int i = 0; i < LOADS; ++i) {
       const int idx = threadIdx.x + i * THREADS, row = idx / CH, k = idx % CH;
       const unsigned long long a = reinterpret_cast<unsigned long long>(src + row * in_sr + k * V);
       const uint4* c = reinterpret_cast<const uint4*>(a & ~15ull);
       const bool ok0 = row < nr && k * V < nc;
-      sh[i] = kInAligned ? 0u : (unsigned)(a & 15);
       w0[i] = __ldg(ok0 ? c : safe);
       if constexpr (!kInAligned) {  // W1 holds an element of the row: its first one, k*V + (16 - s)/E, is < nc
-        const bool ok1 = ok0 && sh[i] != 0 && k * V + (int)((16 - sh[i]) / E) < nc;
+        const unsigned s = (unsigned)(a & 15);
+        const bool ok1 = ok0 && s != 0 && k * V + (int)((16 - s) / E) < nc;
         w1[i] = __ldg(ok1 ? c + 1 : (ok0 ? c : safe));
       }
     }
 #pragma unroll
     for (int i = 0; i < LOADS; ++i) {
       const int idx = threadIdx.x + i * THREADS, row = idx / CH, k = idx % CH;
-      tile[row * CH + (k ^ ((row / V) & (XW - 1)))] = kInAligned ? w0[i] : shift_window<E>(w0[i], w1[i], sh[i]);
+      uint4 v = w0[i];
+      if constexpr (!kInAligned)
+        v = shift_window<E>(v, w1[i], (unsigned)(reinterpret_cast<unsigned long long>(src + row * in_sr) & 15));
+      tile[row * CH + (k ^ ((row / V) & (XW - 1)))] = v;
     }
     __syncthreads();
     T* dst = out + b * out_sb + r0;
-#pragma unroll
+    // one item at a time where the input side's two loads a chunk already take 32 registers (the 64 a
+    // thread of 4 blocks an SM then hold the rest without spilling)
+#pragma unroll(kInAligned ? ITEMS : 1)
     for (int it = 0; it < ITEMS; ++it) {
       const int item = warp + it * WARPS, q = item % JB * 8 + j, unit = item / JB * 4 + gq;
 #pragma unroll

@@ -711,8 +711,9 @@ RUNGS = (
     ("vector", "grid-stride 16-byte loads (2 in flight), fixed grid of 8 blocks/SM, shuffle block "
      "reduction; a second fixed-order pass"),
     ("fast", "16-byte loads (2 in flight per thread, one full-occupancy wave of 1024-thread blocks), "
-     "last-block finish by integer ticket (one launch, no float atomics); a warp per short row; coalesced column reads "
-     "for leading dims"),
+     "last-block finish by integer ticket (one launch, no float atomics); a warp per short row, a block of the "
+     "fewest threads that take a longer row in one round of 4 loads; leading and middle dims as 16-byte column "
+     "vectors at any alignment"),
 )
 
 

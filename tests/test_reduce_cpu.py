@@ -1,10 +1,13 @@
 """sum, mean, amax, amin on the CPU: the configuration surface and the instantiations each rung lists."""
+import itertools
+
+import numpy as np
 import pytest
 import torch
 
 import kernelkit
 from kernelkit.ops._shared.cxx import CXX_TYPE
-from kernelkit.ops.reduction.reduce import FULL, ROWS, ReduceConfig
+from kernelkit.ops.reduction.reduce import FULL, ROWS, ROWS_BLOCKS, ROWS_UNROLL, ReduceConfig
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -23,18 +26,21 @@ def test_reduce_config_validates_its_fields():
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("op", ("sum", "mean", "amax", "amin"))
 def test_the_fast_rung_lists_the_launches_its_rules_choose(op, dtype):
-    """The rule's two reduce_fast shapes, the warp-per-row kernel and the column kernels, each once per
-    result type: the input's, and fp32 for sum and mean of 16-bit inputs (their dtype= argument)."""
+    """The rule's reduce_fast shapes (a whole tensor, rows at each of the rows rule's blocks), the
+    warp-per-row kernel and the column kernels, each once per result type: the input's, and fp32 for sum
+    and mean of 16-bit inputs (their dtype= argument)."""
     names = [k.name for k in kernelkit.get_op(op).variant("fast").kernels(dtype)]
     assert len(names) == len(set(names))
     wide = op in ("sum", "mean") and dtype != torch.float32
     touts = (CXX_TYPE[dtype], "float") if wide else (CXX_TYPE[dtype],)
     for t in touts:
-        for cfg in (FULL, ROWS):
-            assert sum(f"reduce_fast<{CXX_TYPE[dtype]}, {t}," in n and n.endswith(f", {cfg.block}, {cfg.unroll}>")
+        for block, unroll in [(FULL.block, FULL.unroll)] + [(b, ROWS_UNROLL) for b in ROWS_BLOCKS]:
+            assert sum(f"reduce_fast<{CXX_TYPE[dtype]}, {t}," in n and n.endswith(f", {block}, {unroll}>")
                        for n in names) == 1
         assert sum(f"reduce_warp_rows<{CXX_TYPE[dtype]}, {t}," in n for n in names) == 1
-    # the column kernel: 16-byte loads or not, once per result type (its split rows finish in one launch)
+        # the column kernel, rows on 16-byte boundaries or each row's aligned window, once per result type
+        for window in ("false", "true"):
+            assert sum(f"reduce_cols<{CXX_TYPE[dtype]}, {t}," in n and n.endswith(f", {window}>") for n in names) == 1
     assert sum("reduce_cols" in n for n in names) == 2 * len(touts)
     finish = [n for n in kernelkit.get_op(op).variant("vector").kernels(dtype) if "reduce_finish" in n.name]
     assert len(finish) == len(touts)
@@ -124,3 +130,83 @@ def test_column_split_fills_one_wave():
         assert k == 1 or (k + 1) * tiles > wave or R // (k + 1) < COL_MIN_ROWS  # no more blocks would fit
     assert col_split(8192, wave, wave) == col_split(8192, 5 * wave + 1, wave) == 1
     assert col_split(100, 3, wave) == 1  # too few rows to split
+
+
+def test_rows_take_one_round_of_loads_a_thread():
+    """The rows rule: the fewest threads (128 to 512) that cover a row in one round of four 16-byte loads,
+    2048 threads an SM; the longest rows take ROWS."""
+    from kernelkit.ops.reduction.reduce import rows_config
+    bf16, fp32 = torch.bfloat16, torch.float32
+    assert rows_config(8192, bf16).block == 256 and rows_config(8192, fp32) == ROWS  # 1024 / 2048 vectors
+    assert rows_config(12345, bf16).block == 512 and rows_config(4096, fp32).block == 256
+    assert rows_config(2049, fp32).block == 256 and rows_config(2049, bf16).block == 128
+    assert rows_config(10**6, bf16) == rows_config(10**6, fp32) == ROWS
+    for len_ in (2049, 3000, 4097, 8191, 8192, 8193, 16384, 10**5):
+        for dtype in DTYPES:
+            cfg = rows_config(len_, dtype)
+            assert cfg.block in ROWS_BLOCKS and cfg.unroll == ROWS_UNROLL and cfg.block * cfg.blocks_per_sm == 2048
+            vecs = -(-len_ * dtype.itemsize // 16)
+            assert cfg.block == ROWS_BLOCKS[-1] or cfg.block * cfg.unroll >= vecs  # one round covers the row
+            assert cfg.block == ROWS_BLOCKS[0] or cfg.block // 2 * cfg.unroll < vecs  # and no fewer threads do
+
+
+def test_split_rows_stay_within_one_wave():
+    from kernelkit.ops.reduction.reduce import blocks_per_row
+    wave = 132 * 4
+    assert blocks_per_row(127, 1000003, 4, 512, 4, wave) == 4  # 508 blocks, where 5 a row made 635
+    assert blocks_per_row(1, 1 << 27, 4, 1024, 2, 264) == 264
+    assert blocks_per_row(5, 100, 4, 512, 4, wave) == 1  # no block without a full round
+    for rows in (1, 2, 3, 100, 127, 263, 264, 265, 527, 528, 529, 10000):
+        k = blocks_per_row(rows, 10**8, 8, 512, 4, wave)
+        assert k >= 1 and (k == 1 or k * rows <= wave) and (k + 1) * rows > wave
+
+
+def emulate_reduce_cols(x: np.ndarray, base_elems: int, V: int, window: bool, rsplit: int):
+    """reduce_cols (sum) over dim 1 of a contiguous (outer, R, inner) x whose first element lies
+    ``base_elems`` elements past a 16-byte boundary, thread by thread: the loads each thread makes
+    (asserted to be aligned chunks that hold an element of the tensor) and the columns its slots feed."""
+    outer, R, inner = x.shape
+    flat = x.reshape(-1)
+    n = flat.size
+    W = (31 if window else 32) * V
+    col_blocks = -(-inner // W)
+    rps = -(-R // rsplit)
+    out = np.zeros((outer, inner))
+    for o, cb, split in itertools.product(range(outer), range(col_blocks), range(rsplit)):
+        c0 = cb * W
+        s = np.zeros((8, 33 * V))
+        for ty in range(8):
+            r0 = split * rps + ty
+            rows = (min(R, (split + 1) * rps) - r0 + 7) // 8 if r0 < R else 0
+            first = (o * R + r0) * inner + c0  # element index of the thread's first row at column c0
+            p = (base_elems + first) % V if window else 0
+            for tx in range(32):
+                acc = np.zeros(V)
+                if c0 - p + tx * V < inner:
+                    for k in range(rows):
+                        start = first - p + tx * V + k * 8 * inner  # the chunk's first element
+                        assert (base_elems + start) % V == 0
+                        assert start + V > 0 and start < n, "a chunk outside the tensor"
+                        idx = np.arange(start, start + V)
+                        acc += np.where((idx >= 0) & (idx < n), flat[np.clip(idx, 0, n - 1)], np.nan)
+                for e in range(V):
+                    s[ty, V + tx * V + e - p] = acc[e]
+        for i in range(min(W, inner - c0)):
+            out[o, c0 + i] += s[:, V + i].sum()
+    return out
+
+
+@pytest.mark.parametrize("V", [4, 8])
+def test_column_window_emulation_sums_every_column_once(V):
+    """reduce_cols' window form at every phase of the first element, odd and prime widths, split rows:
+    each column gets each row once (NaNs from outside the tensor would show), no load leaves the
+    tensor's chunks; the aligned form on widths of whole vectors."""
+    rng = np.random.default_rng(V)
+    for (outer, R, inner), rsplit in (((2, 37, 300), 1), ((1, 100, 31 * V + 1), 3), ((3, 17, 5), 2),
+                                      ((1, 64, 2 * 31 * V), 1), ((2, 9, 7 * V + 3), 1)):
+        x = rng.standard_normal((outer, R, inner))
+        for base in range(V):
+            got = emulate_reduce_cols(x, base, V, True, rsplit)
+            np.testing.assert_allclose(got, x.sum(1), rtol=1e-12, atol=1e-12)
+        if inner % V == 0:
+            np.testing.assert_allclose(emulate_reduce_cols(x, 0, V, False, rsplit), x.sum(1), rtol=1e-12, atol=1e-12)

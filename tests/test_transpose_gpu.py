@@ -188,8 +188,12 @@ def test_config_refusals():
     cfg = TileConfig(32, 32, 128)
     with pytest.raises(ValueError, match="no wide tile"):
         kernelkit.transpose(x, variant="padded", config=cfg)
-    with pytest.raises(ValueError, match="multiples of"):
-        kernelkit.transpose(random_tensor((37, 53), torch.float32), config=cfg)  # vectors do not fit
+    with pytest.raises(ValueError, match="multiples of"):  # the wide rung's vectors do not fit
+        kernelkit.transpose(random_tensor((37, 53), torch.float32), variant="wide", config=cfg)
+    with pytest.raises(ValueError, match="power of two"):  # the best rung's window tile for odd shapes
+        kernelkit.transpose(random_tensor((37, 53), torch.float32), config=TileConfig(32, 48, 128))
+    with pytest.raises(ValueError, match="multiples of"):  # 8-byte elements take no window tile
+        kernelkit.transpose(random_tensor((37, 53), torch.float64), config=cfg)
     with pytest.raises(ValueError, match="cannot run"):
         kernelkit.transpose(x, config=TileConfig(32, 48, 128))
     with pytest.raises(ValueError, match="copy or a gather"):
@@ -220,19 +224,41 @@ def test_second_device_while_the_first_is_current():
             kernelkit.transpose(x, out=torch.empty(24, 40, device="cuda:0"))
 
 
-@pytest.mark.parametrize("dtype", BY_SIZE, ids=str)
-def test_odd_shapes_take_the_64_tile_whole(dtype):
-    """Shapes the 16-byte tile cannot take (odd and prime sizes, rows off 16-byte boundaries, offset
-    views) on the default rung's 64 x 64 tile: partial tiles on both edges, batches, bit for bit, with
-    poisoned outputs (an unwritten element shows)."""
-    for shape in ((65, 67), (127, 4099), (4097, 129), (191, 193), (3, 67, 131), (2, 1021, 64), (64, 197, 65)):
-        for offset in (0, 1, 5):
-            x = random_tensor(shape, dtype, offset)
-            out = poisoned((*shape[:-2], shape[-1], shape[-2]), dtype, offset)
+@pytest.mark.parametrize("dtype", BY_SIZE + (torch.bfloat16,), ids=str)
+def test_odd_shapes_take_the_window_tile(dtype):
+    """Shapes the wide tile cannot take (odd and prime sizes, rows off 16-byte boundaries, offset views)
+    on the default rung: the window tile (16-byte accesses at any alignment; 8-byte elements: the padded
+    tile), partial tiles on both edges, batches, input and output at different places within 16 bytes,
+    bit for bit, with poisoned outputs (an unwritten element shows)."""
+    shapes = ((65, 67), (127, 4099), (4097, 129), (191, 193), (3, 67, 131), (2, 1021, 64), (64, 197, 65),
+              (1000, 31), (31, 1000), (2, 67, 300), (300, 67), (129, 16), (16, 129))
+    for shape in shapes:
+        for in_off, out_off in ((0, 0), (1, 0), (0, 3), (5, 7), (3, 1)):
+            x = random_tensor(shape, dtype, in_off)
+            out = poisoned((*shape[:-2], shape[-1], shape[-2]), dtype, out_off)
             kernelkit.transpose(x, -2, -1, out=out)
-            assert_same_bits(out, x.transpose(-2, -1), f"{dtype} {shape} offset {offset}")
+            assert_same_bits(out, x.transpose(-2, -1), f"{dtype} {shape} offsets {in_off}, {out_off}")
     x = random_tensor((6, 67, 97), dtype)  # a permutation that merges to a batched transpose of odd sides
     assert_same_bits(kernelkit.permute(x, (2, 0, 1)), x.permute(2, 0, 1), f"{dtype} permute")
+
+
+@pytest.mark.parametrize("dtype", (torch.uint8, torch.bfloat16, torch.float32), ids=str)
+def test_window_tiles_through_config(dtype):
+    """config= on the best rung launches transpose_window with each candidate tile (and a 512-thread one)
+    where the shape takes no wide tile: aligned and misaligned rows on either side, bit for bit."""
+    from kernelkit.ops.rearrangement._launch import WINDOW_TILES
+
+    e = dtype.itemsize
+    v = 16 // e
+    tiles = list(WINDOW_TILES[e]) + [TileConfig(16 * v, 64 // e * 2, 512)]
+    for cfg in tiles:
+        assert cfg.check_window(e) is None, cfg
+        for shape in ((3 * v + 1, 5 * v), (5 * v, 3 * v + 1), (2, 37, 41), (300, 9)):
+            for in_off, out_off in ((0, 0), (1, 2), (v // 2, 0)):
+                x = random_tensor(shape, dtype, in_off)
+                out = poisoned((*shape[:-2], shape[-1], shape[-2]), dtype, out_off)
+                kernelkit.transpose(x, out=out, config=cfg)
+                assert_same_bits(out, x.transpose(-2, -1), f"{cfg} {shape} offsets {in_off}, {out_off}")
 
 
 @pytest.mark.parametrize("dtype", BY_SIZE, ids=str)

@@ -100,9 +100,36 @@ reduce_warp_shuffle(const Tin* __restrict__ in, Tout* __restrict__ out, i64 len,
 
 // ---------------------------------------------------------------- vectorized grid-stride rungs
 
+// A 16-byte vector's values as floats. A bf16 is the upper half of its fp32, so a word of two becomes
+// two floats by one shift and one AND; the library conversion first extracts each half into a register
+// of its own (a PRMT and a multiply per value, and the registers to hold them: 56 against 40 for fp16
+// in reduce_fast<512, 4>, which cost bf16 a quarter of its occupancy).
+template <typename T, int N>
+struct AsFloats {
+  __device__ __forceinline__ static void get(const Vec<T, N>& v, float (&f)[N]) { vec_to_floats(v, f); }
+};
+template <int N>
+struct AsFloats<__nv_bfloat16, N> {
+  __device__ __forceinline__ static void get(const Vec<__nv_bfloat16, N>& v, float (&f)[N]) {
+    unsigned w[N / 2];
+    memcpy(w, &v, sizeof(w));
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      f[2 * i] = __uint_as_float(w[i] << 16);
+      f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+  }
+};
+template <typename T, int N>
+__device__ __forceinline__ void as_floats(const Vec<T, N>& v, float (&f)[N]) {
+  AsFloats<T, N>::get(v, f);
+}
+
 // The reduction of the elements of `row` that thread t of `stride` threads owns: a scalar head up to
 // the first 16-byte boundary, 16-byte vectors (kUnroll loads issued before any math, one accumulator
 // each), a scalar tail. The order depends only on (len, alignment, t, stride): deterministic.
+// 16-bit rows take one round of kUnroll loads at a time: the kernels that hold them to 32 registers
+// (full occupancy) spill once the compiler unrolls rounds on its own.
 template <typename T, typename Op, int kUnroll>
 __device__ __forceinline__ float accumulate_row(const T* __restrict__ row, i64 len, i64 t, i64 stride) {
   constexpr int N = 16 / sizeof(T);
@@ -115,17 +142,35 @@ __device__ __forceinline__ float accumulate_row(const T* __restrict__ row, i64 l
   if (t < head) acc[0] = to_float(row[t]);
   const V* body = reinterpret_cast<const V*>(row + head);
   const i64 nvec = (len - head) / N;
-  for (i64 i = t; i < nvec; i += stride * kUnroll) {
-    V v[kUnroll];
+  if constexpr (sizeof(T) == 2) {
+#pragma unroll 1
+    for (i64 i = t; i < nvec; i += stride * kUnroll) {
+      V v[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (i + u * stride < nvec) v[u] = load_vec(body + i + u * stride);
+      for (int u = 0; u < kUnroll; ++u)
+        if (i + u * stride < nvec) v[u] = load_vec(body + i + u * stride);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (i + u * stride < nvec) {
+      for (int u = 0; u < kUnroll; ++u)
+        if (i + u * stride < nvec) {
+          float f[N];
+          as_floats(v[u], f);
 #pragma unroll
-        for (int e = 0; e < N; ++e) acc[u] = Op::combine(acc[u], to_float(v[u].v[e]));
-      }
+          for (int e = 0; e < N; ++e) acc[u] = Op::combine(acc[u], f[e]);
+        }
+    }
+  } else {
+    for (i64 i = t; i < nvec; i += stride * kUnroll) {
+      V v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (i + u * stride < nvec) v[u] = load_vec(body + i + u * stride);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (i + u * stride < nvec) {
+#pragma unroll
+          for (int e = 0; e < N; ++e) acc[u] = Op::combine(acc[u], to_float(v[u].v[e]));
+        }
+    }
   }
   const i64 done = head + nvec * N;
   if (t < len - done) acc[0] = Op::combine(acc[0], to_float(row[done + t]));
@@ -133,6 +178,11 @@ __device__ __forceinline__ float accumulate_row(const T* __restrict__ row, i64 l
   for (int u = 1; u < kUnroll; ++u) acc[0] = Op::combine(acc[0], acc[u]);
   return acc[0];
 }
+
+// Full occupancy (2048 threads an SM) for 16-bit inputs: their loads carry half as many elements, so
+// only a full SM keeps the bytes in flight that fp32 keeps at the compiler's own register count.
+template <typename T, int kBlock>
+__host__ __device__ constexpr int min_blocks() { return sizeof(T) == 2 ? 2048 / kBlock : 0; }
 
 // Pass 1 of the two-pass rung: bpr blocks per row, one fp32 partial each.
 template <typename T, typename Op, int kBlock, int kUnroll>
@@ -167,7 +217,7 @@ reduce_finish(const float* __restrict__ partials, Tout* __restrict__ out, int bp
 // bpr - 1) reduces the row's partials in fixed order. atomicInc wraps the counter back to 0, so the
 // counters are ready for the next launch without a memset. bpr == 1: the block writes the result.
 template <typename T, typename Tout, typename Op, int kBlock, int kUnroll>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(kBlock, min_blocks<T, kBlock>())
 reduce_fast(const T* __restrict__ in, Tout* __restrict__ out, float* __restrict__ partials,
             unsigned* __restrict__ counters, i64 len, int bpr, float scale) {
   __shared__ float smem[32];
@@ -197,7 +247,7 @@ reduce_fast(const T* __restrict__ in, Tout* __restrict__ out, float* __restrict_
 // Short rows: one warp per row (kBlock / 32 rows per block), vector loads from each row's first
 // 16-byte boundary, shuffle reduction.
 template <typename T, typename Tout, typename Op, int kBlock>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(kBlock, min_blocks<T, kBlock>())
 reduce_warp_rows(const T* __restrict__ in, Tout* __restrict__ out, i64 rows, i64 len, float scale) {
   const i64 row = (i64)blockIdx.x * (kBlock / 32) + threadIdx.x / 32;
   if (row >= rows) return;  // whole warps leave: the shuffles below stay full-warp
@@ -207,66 +257,76 @@ reduce_warp_rows(const T* __restrict__ in, Tout* __restrict__ out, i64 rows, i64
   if (lane == 0) out[row] = from_float<Tout>(v * scale);
 }
 
-// Reduction over R of an (outer, R, inner) volume, inner > 1: threadIdx.x walks V consecutive
-// columns (one 16-byte load when V > 1: inner % V == 0 and an aligned base), threadIdx.y every 8th
-// row, so each warp reads 32 x V contiguous elements per row. Block (cb, split, o) reduces rows
-// [split * rps, (split + 1) * rps) of column block cb. With rsplit == 1 it writes the result; with
-// rsplit > 1 it writes fp32 partials (outer, rsplit, inner) and takes a ticket of its column block, and
-// the last of the rsplit blocks to finish reduces their partials in split order (one launch, the same
-// bits every time; atomicInc wraps the counter back to 0 for the next launch).
+// Reduction over R of an (outer, R, inner) volume, inner > 1, in one launch. threadIdx.y walks every
+// 8th row, threadIdx.x one 16-byte vector of V columns a row, so a warp reads 32 contiguous vectors of a
+// row. Block (cb, split, o) reduces rows [split * rps, (split + 1) * rps) of column block cb. With
+// rsplit == 1 it writes the result; with rsplit > 1 it writes fp32 partials (outer, rsplit, inner) and
+// takes a ticket of its column block, and the last of the rsplit blocks to finish reduces their
+// partials in split order (one launch, the same bits every time; atomicInc wraps the counter back to 0).
+// kWindow = false: every row starts on a 16-byte boundary (inner % V == 0, aligned input), a block
+// takes 32V columns. kWindow = true, any inner and alignment: rows 8 apart start at the same place
+// within 16 bytes (8 * inner * sizeof(Tin) is a multiple of 16), so each thread reads the same aligned
+// chunk position in all its rows: lane tx takes the chunk tx of the aligned window that starts p
+// columns before the block's first column (p: its rows' phase). 32 such chunks cover the block's 31V
+// columns at every phase; the elements outside them (lane 0's first p, lane 31's last V - p) are
+// summed but never written. The rows' sums meet in shared memory by column, where each thread's slot e
+// is column tx * V + e - p.
 constexpr int kColRows = 8;
+template <typename Tin>
+__host__ __device__ constexpr int kColMinBlocks() { return 5; }
 
-template <typename Op, int V>
-__device__ __forceinline__ void combine_rows(float (&s)[kColRows][32 * V], float (&acc)[V], int tx, int ty) {
-#pragma unroll
-  for (int v = 0; v < V; ++v) s[ty][tx * V + v] = acc[v];
-  __syncthreads();
-  if (ty == 0) {
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      float r = s[0][tx * V + v];
-#pragma unroll
-      for (int y = 1; y < kColRows; ++y) r = Op::combine(r, s[y][tx * V + v]);
-      acc[v] = r;
-    }
-  }
-}
-
-template <typename Tin, typename Tout, typename Op, int V>
-__global__ void __launch_bounds__(32 * kColRows, 4)
+template <typename Tin, typename Tout, typename Op, int V, bool kWindow>
+__global__ void __launch_bounds__(32 * kColRows, kColMinBlocks<Tin>())
 reduce_cols(const Tin* __restrict__ in, Tout* __restrict__ out, float* __restrict__ partials,
             unsigned* __restrict__ counters, i64 R, i64 inner, i64 col_blocks, i64 rsplit, i64 rps, float scale) {
-  __shared__ float s[kColRows][32 * V];
+  constexpr int W = kWindow ? 31 * V : 32 * V;  // columns a block
+  __shared__ float s[kColRows][33 * V];          // column i of the block at slot V + i
   __shared__ bool last;
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const i64 cb = blockIdx.x % col_blocks, rest = blockIdx.x / col_blocks;
-  const i64 split = rest % rsplit, o = rest / rsplit;
-  const i64 c0 = (cb * 32 + tx) * V;
-  const i64 r0 = split * rps, r1 = min(R, r0 + rps);
+  // block -> (column block, split, outer index): 32-bit divides (a grid has fewer than 2^31 blocks)
+  const unsigned ncb = (unsigned)col_blocks, nsp = (unsigned)rsplit, rest = blockIdx.x / ncb;
+  const unsigned cb = blockIdx.x - rest * ncb, o = rest / nsp, split = rest - o * nsp;
+  const i64 c0 = (i64)cb * W;
+  const i64 r0 = (i64)split * rps + ty;  // this thread's first row
+  const int rows = r0 < R ? (int)((min(R, (i64)(split + 1) * rps) - r0 + kColRows - 1) / kColRows) : 0;
   float acc[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) acc[v] = Op::identity();
-  const Tin* base = in + o * R * inner + c0;
-  // loads in flight a thread: four 16-byte vectors, or eight elements where the columns take no vectors
-#pragma unroll (V > 1 ? 4 : 8)
-  for (i64 r = r0 + ty; r < r1; r += kColRows) {
-    if constexpr (V > 1) {
-      if (c0 < inner) {
-        const Vec<Tin, V> x = load_vec(reinterpret_cast<const Vec<Tin, V>*>(base + r * inner));
+  const Tin* first = in + ((i64)o * R + r0) * inner + c0;  // the thread's first row, at the block's column 0
+  const int p = kWindow ? (int)((reinterpret_cast<unsigned long long>(first) & 15) / sizeof(Tin)) : 0;
+  if (c0 - p + tx * V < inner) {  // the thread's chunk holds a column of the row (else it lies past the row)
+    const Vec<Tin, V>* x = reinterpret_cast<const Vec<Tin, V>*>(first - p) + tx;
+    const i64 step = kColRows * inner / V;  // chunks between a thread's rows
+#pragma unroll 4
+    for (int k = 0; k < rows; ++k, x += step) {
+      float f[V];
+      as_floats(load_vec(x), f);
 #pragma unroll
-        for (int v = 0; v < V; ++v) acc[v] = Op::combine(acc[v], to_float(x.v[v]));
-      }
-    } else {
-      if (c0 < inner) acc[0] = Op::combine(acc[0], to_float(base[r * inner]));
+      for (int v = 0; v < V; ++v) acc[v] = Op::combine(acc[v], f[v]);
     }
   }
-  combine_rows<Op, V>(s, acc, tx, ty);
+  // the rows' sums by column, then row 0 of the block combines the 8 in row order
+#pragma unroll
+  for (int v = 0; v < V; ++v) s[ty][V + tx * V + v - p] = acc[v];
+  __syncthreads();
+  auto column_sums = [&]() {
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      float r = s[0][V + tx * V + v];
+#pragma unroll
+      for (int y = 1; y < kColRows; ++y) r = Op::combine(r, s[y][V + tx * V + v]);
+      acc[v] = r;
+    }
+  };
+  if (ty == 0) column_sums();  // columns tx * V + v of the block
+  // how many of columns tx * V + v are the block's and the tensor's (lane 31 of a window block: none)
+  const int nv = !kWindow || tx < 31 ? (int)max((i64)0, min((i64)V, inner - (c0 + tx * V))) : 0;
   if (rsplit > 1) {
     if (ty == 0) {
-      float* dst = partials + (o * rsplit + split) * inner;
+      float* dst = partials + (o * rsplit + split) * inner + c0 + tx * V;
 #pragma unroll
       for (int v = 0; v < V; ++v)
-        if (c0 + v < inner) dst[c0 + v] = acc[v];
+        if (v < nv) dst[v] = acc[v];
       __threadfence();  // this warp's partials are visible device-wide before the ticket says so
     }
     __syncthreads();
@@ -277,20 +337,23 @@ reduce_cols(const Tin* __restrict__ in, Tout* __restrict__ out, float* __restric
     __threadfence();  // and the last block sees every other block's partials
 #pragma unroll
     for (int v = 0; v < V; ++v) acc[v] = Op::identity();
-    const float* src = partials + o * rsplit * inner + c0;
-    for (i64 k = ty; k < rsplit; k += kColRows) {
+    const float* src = partials + (o * rsplit + ty) * inner + c0 + tx * V;
+#pragma unroll 1
+    for (i64 k = ty; k < rsplit; k += kColRows, src += kColRows * inner) {  // V loads in flight a round
 #pragma unroll
       for (int v = 0; v < V; ++v)
-        if (c0 + v < inner) acc[v] = Op::combine(acc[v], __ldcg(src + k * inner + v));
+        if (v < nv) acc[v] = Op::combine(acc[v], __ldcg(src + v));
     }
-    __syncthreads();  // s is reused
-    combine_rows<Op, V>(s, acc, tx, ty);
+#pragma unroll
+    for (int v = 0; v < V; ++v) s[ty][V + tx * V + v] = acc[v];
+    __syncthreads();
+    if (ty == 0) column_sums();
   }
   if (ty == 0) {
     Tout* dst = out + o * inner;
 #pragma unroll
     for (int v = 0; v < V; ++v)
-      if (c0 + v < inner) dst[c0 + v] = from_float<Tout>(acc[v] * scale);
+      if (v < nv) dst[c0 + tx * V + v] = from_float<Tout>(acc[v] * scale);
   }
 }
 

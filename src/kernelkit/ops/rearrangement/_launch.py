@@ -32,7 +32,6 @@ MAX_GRID = 2**31 - 1
 GATHER_BLOCK = 256
 NAIVE_TILE = (8, 32)  # transpose_naive: a 32 x 8 block over 8 rows x 32 columns
 SHARED_TILE = 32  # transpose_tile: 32 x 32 elements, 256 threads
-ANY_TILE = 64  # the best rung's transpose_tile for what the 16-byte tile cannot take: 64 x 64, 16 loads a thread
 
 
 @dataclass(frozen=True, order=True)
@@ -62,6 +61,28 @@ class TileConfig:
             return f"{threads} threads do not divide a {tr} x {tc} tile of {esize}-byte elements evenly"
         return None
 
+    def check_window(self, esize: int) -> Optional[str]:
+        """Why this tile cannot be transpose_window's for ``esize``-byte elements, or None when it can:
+        rows of a power-of-two count of 4 or more 16-byte chunks, a multiple of 8 vectors' rows, at most
+        8 16-byte loads (two registers of 16 bytes each) a thread, even division over the threads."""
+        tr, tc, threads = self.rows, self.cols, self.threads
+        if esize > 4:
+            return f"the window tile moves elements of 1, 2 or 4 bytes, not {esize}"
+        v = 16 // esize
+        if threads % 32 or not 32 <= threads <= 1024:
+            return f"threads must be a multiple of 32 from 32 to 1024, got {threads}"
+        chunks = tc * esize // 16 if tc > 0 else 0
+        if tr <= 0 or tc * esize % 16 or chunks < 4 or chunks & (chunks - 1) or tr % (8 * v):
+            return (f"a window tile of {esize}-byte elements needs cols a power of two from {64 // esize} and rows a "
+                    f"multiple of {8 * v}, got {tr} x {tc}")
+        if tr * tc * esize > 48 * 1024:
+            return f"a {tr} x {tc} tile of {esize}-byte elements is over 48 KB of shared memory"
+        if tr * chunks % threads or (tr // (8 * v)) * chunks % (threads // 32):
+            return f"{threads} threads do not divide a {tr} x {tc} tile of {esize}-byte elements evenly"
+        if tr * chunks // threads > 8:
+            return f"{threads} threads would hold {tr * chunks // threads} loads each (at most 8)"
+        return None
+
 
 # transpose_wide's tiles (rows, cols, threads) per element size. WIDE_TILE: the wide rung's, 16 KB of
 # tile, 4 vectors a thread each way. BEST_TILES: the best rung's candidates in order of preference, from
@@ -79,17 +100,31 @@ BEST_TILES = {
 }
 
 
-def best_tile(esize: int, R: int, C: int) -> TileConfig:
-    """The best rung's tile for an R x C transpose: the most useful candidate, earliest on ties."""
+# transpose_window's tiles per element size, in order of preference: 16 KB, 256 threads, four 16-byte
+# loads a thread (each with its neighbour chunk), as the wide tile that reached 96-97% of a copy; the
+# other shapes are for a short side (a 31-column matrix fills a 32-column tile, not half a 64-column one).
+WINDOW_TILES = {
+    1: (TileConfig(128, 128, 256), TileConfig(256, 64, 256)),
+    2: (TileConfig(128, 64, 256), TileConfig(64, 128, 256), TileConfig(256, 32, 256)),
+    4: (TileConfig(64, 64, 256), TileConfig(128, 32, 256), TileConfig(32, 128, 256)),
+}
+
+
+def best_tile(esize: int, R: int, C: int, tiles=None) -> TileConfig:
+    """The best rung's tile for an R x C transpose among ``tiles`` (the wide ones by default): the one
+    whose tiles hold the largest share of the matrix, earliest on ties. A tile's loads in flight carry
+    only the elements inside the matrix, so the share is the share of the memory parallelism used."""
     def useful(t: TileConfig) -> float:
         return R / (cdiv(R, t.rows) * t.rows) * C / (cdiv(C, t.cols) * t.cols)
 
-    return max(BEST_TILES[esize], key=useful)
+    return max(BEST_TILES[esize] if tiles is None else tiles, key=useful)
 
 
-def tile_kernel(mode: str, esize: int, tile: Optional[TileConfig] = None) -> tuple[str, int, int, int]:
+def tile_kernel(mode: str, esize: int, tile: Optional[TileConfig] = None,
+                aligned: tuple[bool, bool] = (False, False)) -> tuple[str, int, int, int]:
     """(name expression, block, tile rows, tile cols) of a rung's tile kernel for one element size;
-    ``tile``: the wide tile (the wide rung's by default)."""
+    ``tile``: the wide or window tile (the wide rung's by default, the first window tile); ``aligned``:
+    the window tile's promises (input rows, output rows on 16-byte boundaries)."""
     t = CARRIER[esize]
     if mode == "naive":
         return f"kk::transpose_naive<{t}>", 256, *NAIVE_TILE
@@ -98,8 +133,11 @@ def tile_kernel(mode: str, esize: int, tile: Optional[TileConfig] = None) -> tup
         return f"kk::transpose_tile<{t}, {pad}>", 256, SHARED_TILE, SHARED_TILE
     if mode == "cute":  # the 32 x 32 tile, swizzled instead of padded
         return f"kk::transpose_cute<{t}>", 256, SHARED_TILE, SHARED_TILE
-    if mode == "any":  # the padded tile at 64 x 64: every load in flight before the shared stores
-        return f"kk::transpose_tile<{t}, {max(1, 4 // esize)}, {ANY_TILE}>", 256, ANY_TILE, ANY_TILE
+    if mode == "window":
+        tile = tile or WINDOW_TILES[esize][0]
+        ia, oa = (str(a).lower() for a in aligned)
+        return (f"kk::transpose_window<{t}, {tile.rows}, {tile.cols}, {tile.threads}, {ia}, {oa}>", tile.threads,
+                tile.rows, tile.cols)
     tile = tile or WIDE_TILE[esize]
     return f"kk::transpose_wide<{t}, {tile.rows}, {tile.cols}, {tile.threads}>", tile.threads, tile.rows, tile.cols
 
@@ -127,13 +165,16 @@ def rung_kernels(mode: Optional[str], widen: bool, dtype: torch.dtype) -> tuple[
         for e in _sizes(e0, 8 if widen else e0):
             if mode == "best":  # every candidate tile, the skinny kernels, the fallbacks (8-byte: padded)
                 cands = [tile_kernel("best", e, t) for t in BEST_TILES[e]]
-                cands.append(tile_kernel("padded" if e == 8 else "any", e))
+                if e == 8:
+                    cands.append(tile_kernel("padded", e))
+                for t in WINDOW_TILES.get(e, ()):
+                    cands += [tile_kernel("window", e, t, a) for a in WINDOW_ALIGNED]
                 cands += [(skinny_kernel(e, (side, n)), 256) for side in ("rows", "cols")
                           for n in range(2, SKINNY_MAX + 1)]
             else:
                 cands = [tile_kernel(mode, e)]
             for name, block, *_ in cands:
-                bits = 128 if "wide" in name or "skinny" in name else 8 * e  # 16-byte vectors
+                bits = 128 if any(k in name for k in ("wide", "skinny", "window")) else 8 * e  # 16-byte vectors
                 out.append(Kernel(source_of(name), name, bits, bits, block=block))
     for e in _sizes(e0, 16 if widen else e0):
         for idx in (IDX32, IDX64):
@@ -149,16 +190,25 @@ def rung(name: str, technique: str, mode: Optional[str], widen: bool = True, def
                    params={"tile": mode, "widen": widen})
 
 
+# The window tile's instantiations by (input rows aligned, output rows aligned): both aligned takes the
+# first (the output side's o is then 0 at run time).
+WINDOW_ALIGNED = ((False, False), (True, False), (False, True))
+
+
+def window_aligned(p: Plan) -> tuple[bool, bool]:
+    return (p.in_aligned, p.out_aligned and not p.in_aligned)
+
+
 # ---------------------------------------------------------------- launches
 
 def _nothing(in_ptr: int, out_ptr: int) -> None:
     """An empty result: nothing to move."""
 
 
-def make_launch(op: Op, x: torch.Tensor, perm, align: int, variant: Optional[str],
+def make_launch(op: Op, x: torch.Tensor, perm, in_align: int, out_align: int, variant: Optional[str],
                 config: Optional[TileConfig], dev: int) -> Callable[[int, int], None]:
     """The launch writing x.permute(perm) into a contiguous out, for x's shape, strides and dtype, on
-    device ``dev``; ``align``: the low 4 bits of both pointers or-ed together (their common alignment)."""
+    device ``dev``; ``in_align``, ``out_align``: the low 4 bits of x's and out's addresses."""
     v = pick_variant(op, variant, x.dtype)
     mode = v.params["tile"]
     if config is not None and mode not in ("wide", "best"):
@@ -166,7 +216,8 @@ def make_launch(op: Op, x: torch.Tensor, perm, align: int, variant: Optional[str
     if x.numel() == 0:
         return _nothing
     shape, strides = [x.shape[d] for d in perm], [x.stride(d) for d in perm]
-    p = make_plan(shape, strides, x.element_size(), align, align, widen=v.params["widen"], tiles=mode is not None)
+    p = make_plan(shape, strides, x.element_size(), in_align, out_align, widen=v.params["widen"],
+                  tiles=mode is not None)
     if p.kind == "tile":
         return _tile_launch(op, mode, p, config, dev)
     if config is not None:
@@ -180,8 +231,13 @@ def make_launch(op: Op, x: torch.Tensor, perm, align: int, variant: Optional[str
 def _tile_launch(op: Op, mode: str, p: Plan, config: Optional[TileConfig], dev: int) -> Callable[[int, int], None]:
     """A batched-transpose plan on rung ``mode``'s tile kernel (or ``config``'s wide tile)."""
     B, R, C = p.args[:3]
-    tile = None
-    if config is not None:
+    tile, aligned = None, (False, False)
+    if config is not None and mode == "best" and not p.wide_ok and p.esize <= 4:  # the window tile's
+        why = config.check_window(p.esize)
+        if why:
+            raise ValueError(f"{op.name}: config {config} cannot run: {why}")
+        mode, tile, aligned = "window", config, window_aligned(p)
+    elif config is not None:
         why = config.check(p.esize)
         if why:
             raise ValueError(f"{op.name}: config {config} cannot run: {why}")
@@ -195,12 +251,14 @@ def _tile_launch(op: Op, mode: str, p: Plan, config: Optional[TileConfig], dev: 
     elif mode == "best":
         if p.wide_ok and BEST_TILES[p.esize]:
             tile = best_tile(p.esize, R, C)
-        else:  # 8-byte elements: the padded tile (docs/design/rearrangement.md); odd shapes: the 64 x 64 one
-            mode = "padded" if p.esize == 8 else "any"
+        elif p.esize == 8:  # 8-byte elements: the padded tile (docs/design/rearrangement.md)
+            mode = "padded"
+        else:  # odd shapes: 16-byte accesses at any alignment
+            mode, tile, aligned = "window", best_tile(p.esize, R, C, WINDOW_TILES[p.esize]), window_aligned(p)
     elif mode == "wide" and not p.wide_ok:
         raise ValueError(f"{op.name}: variant 'wide' moves 16-byte vectors: {_wide_needs(p)}; the default "
                          "variant handles any shape")
-    name, block, tr, tc = tile_kernel(mode, p.esize, tile)
+    name, block, tr, tc = tile_kernel(mode, p.esize, tile, aligned)
     return _launch_of(name, min(B * cdiv(R, tr) * cdiv(C, tc), MAX_GRID), block, p.args, dev)
 
 

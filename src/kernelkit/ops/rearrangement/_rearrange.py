@@ -47,7 +47,9 @@ class Plan:
 
     tile: ``args`` = (B, R, C, in_sb, in_sr, out_sb, out_sc); ``wide_ok``: R, C, strides multiples of
     16/esize and both pointers 16-byte aligned (the wide rungs' condition); ``skinny``: ("rows", R) or
-    ("cols", C) where that side has 2..SKINNY_MAX elements and 16-byte vectors fit the other side.
+    ("cols", C) where that side has 2..SKINNY_MAX elements and 16-byte vectors fit the other side;
+    ``in_aligned`` / ``out_aligned``: every input row (of C elements) / output row (of R elements)
+    starts on a 16-byte boundary (the window tile's promises).
     gather: ``args`` = (n, nd, sizes innermost first (6), strides (6)).
     """
 
@@ -56,6 +58,8 @@ class Plan:
     args: tuple
     wide_ok: bool = False
     skinny: tuple | None = None
+    in_aligned: bool = False
+    out_aligned: bool = False
 
 
 def _widen(dims, esize: int, ptr_mod: int, max_width: int) -> int:
@@ -93,7 +97,7 @@ def make_plan(shape, strides, esize: int, in_ptr: int, out_ptr: int, *, widen: b
     if tiles and esize <= 8 and len(dims) in (2, 3) and dims[-1][1] != 1:
         unit = [i for i, (_, s) in enumerate(dims[:-1]) if s == 1]
         if len(unit) == 1:
-            return _tile_plan(dims, unit[0], esize, ptr_mod)
+            return _tile_plan(dims, unit[0], esize, math.gcd(in_ptr, 16) or 16, math.gcd(out_ptr, 16) or 16)
     if len(dims) > MAX_DIMS:
         raise ValueError(
             f"the permutation needs {len(dims)} strided dims after merging neighbours; kernelkit gathers "
@@ -104,7 +108,7 @@ def make_plan(shape, strides, esize: int, in_ptr: int, out_ptr: int, *, widen: b
     return Plan("gather", esize, (numel, len(dims), *sizes, *strides_in))
 
 
-def _tile_plan(dims, k: int, esize: int, ptr_mod: int) -> Plan:
+def _tile_plan(dims, k: int, esize: int, in_mod: int, out_mod: int) -> Plan:
     """dims (2 or 3 of them): dim k has input stride 1 (it becomes the output's rows, C), the last
     dim is the input's rows (R, stride in_sr), the remaining one (if any) is the batch."""
     out_strides = [math.prod(n for n, _ in dims[i + 1:]) for i in range(len(dims))]
@@ -118,14 +122,16 @@ def _tile_plan(dims, k: int, esize: int, ptr_mod: int) -> Plan:
         B, in_sb, out_sb = 1, 0, 0
     out_sc = out_strides[k]
     v = 16 // esize
-    aligned = ptr_mod % 16 == 0 and in_sb % v == 0 and out_sb % v == 0
-    wide_ok = aligned and all(x % v == 0 for x in (R, C, in_sr, out_sc))
+    in_aligned = in_mod % 16 == 0 and in_sb % v == 0 and in_sr % v == 0
+    out_aligned = out_mod % 16 == 0 and out_sb % v == 0 and out_sc % v == 0
+    aligned = in_mod % 16 == 0 and out_mod % 16 == 0 and in_sb % v == 0 and out_sb % v == 0
+    wide_ok = in_aligned and out_aligned and R % v == 0 and C % v == 0
     skinny = None
     if aligned and R <= SKINNY_MAX and out_sc == R and C % v == 0 and in_sr % v == 0:
         skinny = ("rows", R)  # a few input rows: each output row (R elements) is contiguous
     elif aligned and C <= SKINNY_MAX and in_sr == C and R % v == 0 and out_sc % v == 0:
         skinny = ("cols", C)  # a few input columns: each input row (C elements) is contiguous
-    return Plan("tile", esize, (B, R, C, in_sb, in_sr, out_sb, out_sc), wide_ok, skinny)
+    return Plan("tile", esize, (B, R, C, in_sb, in_sr, out_sb, out_sc), wide_ok, skinny, in_aligned, out_aligned)
 
 
 def idx_type(n: int) -> str:

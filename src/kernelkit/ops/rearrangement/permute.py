@@ -47,12 +47,12 @@ def _permute_into(x: torch.Tensor, out: torch.Tensor, dims: list[int], variant: 
     if x.is_conj() or x.is_neg():
         x = resolved(x)
     xp, op, dev = x.data_ptr(), out.data_ptr(), x.get_device()
-    align = (xp | op) & 15  # the low bits of both pointers: their common alignment
+    align = (xp & 15, op & 15)  # the pointers' places within 16 bytes
     key = (x.shape, x.stride(), x.dtype, dev, align, variant, config and tuple(config), *dims)
     run = _plans.get(key)
     if run is None:
         cfg = None if config is None else TileConfig(*config)
-        run = remember(_plans, key, make_launch(OP, x, dims, align, variant, cfg, dev))
+        run = remember(_plans, key, make_launch(OP, x, dims, *align, variant, cfg, dev))
     run(xp, op)
 
 

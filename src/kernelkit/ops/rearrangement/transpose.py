@@ -34,9 +34,10 @@ LADDER = (
     rung("wide", "16-byte loads and stores, 16 KB XOR-swizzled tile, register transposes of 1/2-byte "
          "elements; needs rows, cols and strides multiples of 16/E bytes and aligned data", "wide"),
     rung("best", "wide tiles (tuned per element size) where the shape allows, register transposes of "
-         "16-byte vectors when one side has 2-8 elements, otherwise a 64 x 64 padded tile with 16 loads a thread "
-         "in flight (8-byte elements: the 32 x 32 one); copies and row moves "
-         "widened to 16-byte elements", "best", default=True),
+         "16-byte vectors when one side has 2-8 elements, otherwise the window tile: 16-byte loads and stores at "
+         "any alignment (input chunks funnel-shifted into place, output rows' heads and tails stored element by "
+         "element; 8-byte elements: the padded tile); copies and row moves widened to 16-byte elements", "best",
+         default=True),
 )
 
 _plans = plan_cache()
@@ -54,7 +55,7 @@ def _transpose_into(x: torch.Tensor, out: torch.Tensor, dim0: int, dim1: int, va
     if x.is_conj() or x.is_neg():
         x = resolved(x)
     xp, op, dev = x.data_ptr(), out.data_ptr(), x.get_device()
-    align = (xp | op) & 15  # the low bits of both pointers: their common alignment
+    align = (xp & 15, op & 15)  # the pointers' places within 16 bytes
     key = (x.shape, x.stride(), x.dtype, dev, align, dim0, dim1, variant, config and tuple(config))
     run = _plans.get(key)
     if run is None:
@@ -62,7 +63,7 @@ def _transpose_into(x: torch.Tensor, out: torch.Tensor, dim0: int, dim1: int, va
         if perm:
             perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
         cfg = None if config is None else TileConfig(*config)
-        run = remember(_plans, key, make_launch(OP, x, perm, align, variant, cfg, dev))
+        run = remember(_plans, key, make_launch(OP, x, perm, *align, variant, cfg, dev))
     run(xp, op)
 
 

@@ -73,9 +73,24 @@ class ReduceConfig:
 # One row (a full reduction): one full-occupancy wave of 1024-thread blocks, two 16-byte loads in flight
 # a thread: 3091 GB/s fp32 on an H100 against 3036 for 512 x 4 x 4 (docs/design/reductions.md).
 FULL = ReduceConfig(block=1024, unroll=2, blocks_per_sm=2)
-# Several rows: at 1024 threads, a block per 8K-element 16-bit row holds one vector a thread; 512 x 4 x 4
-# keeps four in flight (2805 against 2017 GB/s summing 16384 x 8192 fp16 over dim 1).
-ROWS = ReduceConfig(block=512, unroll=4, blocks_per_sm=4)
+# Several rows: a block a row (or a share of one), four 16-byte loads in flight a thread, as few threads
+# as take the row in one round of them (``rows_config``). At 1024 threads a block per 8K-element 16-bit
+# row held one vector a thread (2017 GB/s against 2805 for 512 x 4 x 4 summing 16384 x 8192 fp16 over
+# dim 1); ROWS is the longest rows' launch.
+ROWS_UNROLL = 4
+ROWS_BLOCKS = (128, 256, 512)
+ROWS = ReduceConfig(block=512, unroll=ROWS_UNROLL, blocks_per_sm=4)
+
+
+def rows_config(len_: int, dtype: torch.dtype) -> ReduceConfig:
+    """reduce_fast's launch for rows longer than a warp takes: the fewest threads from 128 to 512 (a
+    power of two) that cover the row in one round of ROWS_UNROLL 16-byte loads each, so that each
+    thread keeps as many loads in flight as the row allows (a block of 512 left two a thread on an
+    8192-element 16-bit row); as many blocks an SM as 2048 threads make (the kernel's 16-bit forms
+    are held to full occupancy; fp32 reaches it at the compiler's own register count)."""
+    threads = cdiv(cdiv(len_, _per_vec(dtype)), ROWS_UNROLL)
+    block = min(ROWS_BLOCKS[-1], max(ROWS_BLOCKS[0], 1 << max(0, threads - 1).bit_length()))
+    return ReduceConfig(block=block, unroll=ROWS_UNROLL, blocks_per_sm=2048 // block)
 
 
 def _per_vec(dtype: torch.dtype) -> int:
@@ -108,8 +123,8 @@ def result_types(op: str, dtype) -> tuple:
     return (dtype,) if op in ("amax", "amin") or dtype == F32 else (dtype, F32)
 
 
-def _cols_name(fn: str, tin, tout, v: int) -> str:
-    return f"kk::reduce_cols<{CXX_TYPE[tin]}, {CXX_TYPE[tout]}, {fn}, {v}>"
+def _cols_name(fn: str, tin, tout, window: bool) -> str:
+    return f"kk::reduce_cols<{CXX_TYPE[tin]}, {CXX_TYPE[tout]}, {fn}, {_per_vec(tin)}, {str(window).lower()}>"
 
 
 def _kernels(op: str, kind: str, dtype) -> tuple[Kernel, ...]:
@@ -127,13 +142,14 @@ def _kernels(op: str, kind: str, dtype) -> tuple[Kernel, ...]:
     ks = []
     for t in touts:
         ks += [Kernel(SRC, _fast_name(fn, dtype, FULL, t), 128, 32, block=FULL.block),
-               Kernel(SRC, _fast_name(fn, dtype, ROWS, t), 128, 32, block=ROWS.block),
+               *(Kernel(SRC, _fast_name(fn, dtype, ReduceConfig(b, ROWS_UNROLL, 1), t), 128, 32, block=b)
+                 for b in ROWS_BLOCKS),
                Kernel(SRC, _warp_rows_name(fn, dtype, t), 128, _bits(t), block=WARP_ROWS_BLOCK)]
-    # a column reduction (one launch, split rows finished by the last block): 16-byte loads where the
-    # columns allow, one element a thread otherwise
+    # a column reduction (one launch, split rows finished by the last block): 16-byte loads, of rows
+    # that start on 16-byte boundaries or of each row's aligned window
     for t in touts:
-        for v in (n, 1):
-            ks.append(Kernel(SRC, _cols_name(fn, dtype, t, v), 128 if v > 1 else 32, 32,  # 32: the fp32 partials
+        for window in (False, True):
+            ks.append(Kernel(SRC, _cols_name(fn, dtype, t, window), 128, 32,  # 32: the fp32 partials
                              block=32 * COL_BLOCK_ROWS))
     return tuple(dict.fromkeys(ks))
 
@@ -240,10 +256,11 @@ def _load(name: str, dev: int):
     return get_kernel(SRC, name, device_index=dev)
 
 
-def _blocks_per_row(dev: int, rows: int, len_: int, dtype, block: int, unroll: int, per_sm: int) -> int:
-    """Blocks a row is split over: enough for ``per_sm`` blocks an SM over all rows, but no block left
-    without a full round of ``unroll`` vectors a thread."""
-    return max(1, min(cdiv(sm_count(dev) * per_sm, rows), cdiv(len_, block * _per_vec(dtype) * unroll)))
+def blocks_per_row(rows: int, len_: int, per_vec: int, block: int, unroll: int, wave: int) -> int:
+    """Blocks a row is split over: as many as keep all rows' blocks within ``wave`` (the blocks resident
+    at once), so that no block runs in a second, near-empty wave (127 rows split 5 ways took 635 blocks
+    where 528 fit), but no block left without a full round of ``unroll`` vectors a thread."""
+    return max(1, min(wave // rows, cdiv(len_, block * per_vec * unroll)))
 
 
 def _rows_plan(kind: str, op: str, dtype, dev: int, rows: int, len_: int, scale: float,
@@ -264,7 +281,7 @@ def _rows_plan(kind: str, op: str, dtype, dev: int, rows: int, len_: int, scale:
                 return _passes_plan(tuple(passes), dev)
             tin, length = F32, bpr
     if kind == "vector":
-        bpr = _blocks_per_row(dev, rows, len_, dtype, VEC_BLOCK, VEC_UNROLL, VEC_BLOCKS_PER_SM)
+        bpr = blocks_per_row(rows, len_, _per_vec(dtype), VEC_BLOCK, VEC_UNROLL, sm_count(dev) * VEC_BLOCKS_PER_SM)
         first = _load(f"kk::reduce_vector<{ct}, {fn}, {VEC_BLOCK}, {VEC_UNROLL}>", dev)
         finish = _load(_finish_name(fn, tout), dev)
         return _passes_plan(((first, rows * bpr, VEC_BLOCK, (len_, i32(bpr)), rows * bpr),
@@ -272,8 +289,8 @@ def _rows_plan(kind: str, op: str, dtype, dev: int, rows: int, len_: int, scale:
     if config is None and rows > 1 and len_ <= WARP_ROWS_MAX:
         return _single_plan(_load(_warp_rows_name(fn, dtype, tout), dev), cdiv(rows, WARP_ROWS_BLOCK // 32),
                             WARP_ROWS_BLOCK, (rows, len_, f32(scale)), dev, "reduce_warp_rows")
-    cfg = config or (FULL if rows == 1 else ROWS)
-    bpr = _blocks_per_row(dev, rows, len_, dtype, cfg.block, cfg.unroll, cfg.blocks_per_sm)
+    cfg = config or (FULL if rows == 1 else rows_config(len_, dtype))
+    bpr = blocks_per_row(rows, len_, _per_vec(dtype), cfg.block, cfg.unroll, sm_count(dev) * cfg.blocks_per_sm)
     return _fast_plan(_load(_fast_name(fn, dtype, cfg, tout), dev), rows * bpr, cfg.block, rows,
                       (len_, i32(bpr), f32(scale)), dev)
 
@@ -288,14 +305,15 @@ def col_split(R: int, tiles: int, wave: int) -> int:
     return max(1, min(wave // tiles, R // COL_MIN_ROWS))
 
 
-def _cols_plan(fn: str, dtype, dev: int, outer: int, R: int, inner: int, scale: float, v: int, tout):
+def _cols_plan(fn: str, dtype, dev: int, outer: int, R: int, inner: int, scale: float, window: bool, tout):
     """The plan of out[o, c] = reduce(x[o, :, c]) for a contiguous (outer, R, inner) input into out of
-    dtype ``tout``, ``v`` columns a thread: one launch of reduce_cols, its rows split by ``col_split``;
-    the blocks of a split column block meet in the workspace and the last one writes the result.
+    dtype ``tout``: one launch of reduce_cols (``window``: its form for rows at any 16-byte phase, 31
+    vectors of columns a block; else 32), its rows split by ``col_split``; the blocks of a split column
+    block meet in the workspace and the last one writes the result.
     """
     block = (32, COL_BLOCK_ROWS)
-    col_blocks = cdiv(inner, 32 * v)
-    kernel = _load(_cols_name(fn, dtype, tout, v), dev)
+    col_blocks = cdiv(inner, (31 if window else 32) * _per_vec(dtype))
+    kernel = _load(_cols_name(fn, dtype, tout, window), dev)
     tiles = col_blocks * outer
     rsplit = col_split(R, tiles, resident_blocks(kernel, 32 * COL_BLOCK_ROWS, 1, dev))
     rps = cdiv(R, rsplit)
@@ -337,9 +355,9 @@ def _make_plan(op: str, x: torch.Tensor, dims: tuple[int, ...], variant: Optiona
                              f"{nd}-dim tensor reads columns (reduce_cols), which takes no configuration")
         d, fn, n = dims[0], FUNCTOR[op], _per_vec(x.dtype)
         outer, inner = math.prod(shape[:d]), math.prod(shape[d + 1:])
-        plan = _cols_plan(fn, x.dtype, dev, outer, shape[d], inner, scale, 1, tout)
-        if inner % n == 0:  # 16-byte loads where the input starts on a 16-byte boundary
-            plan = _aligned_or_not_plan(_cols_plan(fn, x.dtype, dev, outer, shape[d], inner, scale, n, tout), plan)
+        plan = _cols_plan(fn, x.dtype, dev, outer, shape[d], inner, scale, True, tout)
+        if inner % n == 0:  # every row on a 16-byte boundary where the input starts on one
+            plan = _aligned_or_not_plan(_cols_plan(fn, x.dtype, dev, outer, shape[d], inner, scale, False, tout), plan)
         return plan if x.is_contiguous() else _moved_plan(plan, None, True)
     plan = _rows_plan(kind, op, x.dtype, dev, M, K, scale, config, tout)
     kept = [d for d in range(nd) if d not in dims]
@@ -693,8 +711,9 @@ RUNGS = (
     ("vector", "grid-stride 16-byte loads (2 in flight), fixed grid of 8 blocks/SM, shuffle block "
      "reduction; a second fixed-order pass"),
     ("fast", "16-byte loads (2 in flight per thread, one full-occupancy wave of 1024-thread blocks), "
-     "last-block finish by integer ticket (one launch, no float atomics); a warp per short row; coalesced column reads "
-     "for leading dims"),
+     "last-block finish by integer ticket (one launch, no float atomics); a warp per short row, a block of the "
+     "fewest threads that take a longer row in one round of 4 loads; leading and middle dims as 16-byte column "
+     "vectors at any alignment"),
 )
 
 

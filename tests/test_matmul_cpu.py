@@ -9,12 +9,20 @@ from kernelkit.ops.gemm.matmul import result_shape
 from kernelkit.ops.gemm import MatmulTile
 
 
+H100_SMEM, A100_SMEM = (233472, 232448), (167936, 166912)
+
+
 @pytest.fixture
 def sms(monkeypatch):
-    """A device of `n` SMs for the rules (set through the returned function)."""
-    state = {"n": 132}
+    """A device of `n` SMs (and an H100's shared memory unless set) for the rules, set through the
+    returned function."""
+    state = {"n": 132, "smem": H100_SMEM}
     monkeypatch.setattr(rules, "sm_count", lambda dev: state["n"])
-    return lambda n: state.__setitem__("n", n)
+    monkeypatch.setattr(rules, "smem_limits", lambda dev: state["smem"])
+
+    def set_device(n, smem=H100_SMEM):
+        state.update(n=n, smem=smem)
+    return set_device
 
 
 def test_operand_layouts():
@@ -117,3 +125,34 @@ def test_mma_sass_shows_ldmatrix_trans_for_n_major_16_bit():
         a_k_major = ", true, " in r.kernel.name[-13:]
         assert trans == (not (a_k_major and b_k_major)), r.kernel.name
         assert r.spill_bytes == 0 and r.local_ops == 0
+
+
+def test_copy_only_rule_tiles_stages_and_layouts(sms):
+    """Aligned operands (cp=True) take the copy-only kernel: the largest tile that still covers every SM,
+    as many 128-byte stages as shared memory holds for 8 warps an SM (4 on an H100 at 128x256, 3 on an
+    A100), tf32 with an n-major B, int8 only k-major; the rest the general kernel."""
+    r = lambda dt, m, n, a_k=True, b_k=False, cp=True, batch=1: rules.resolve(  # noqa: E731
+        "mma", dt, dt == torch.float32, a_k, b_k, m, n, batch, 0, None, "m", cp)
+    big = r(torch.float16, 4096, 4096)
+    assert big.kernel.name == "kk::mm_mma_pipe<kk::MmaF16, 128, 256, 64, 64, 4, true, false>"
+    assert big.grid == (32 * 16, 1, 1) and big.threads == 256 and big.shmem == 4 * 384 * 128
+    assert "128, 128, 64, 64, 3" in r(torch.bfloat16, 2048, 2048).kernel.name  # 128 tiles of 128x256 < 132
+    assert r(torch.bfloat16, 2048, 2048).shmem == 3 * 256 * 128  # two blocks of 4 warps share the SM
+    assert "64, 64, 32, 32" in r(torch.float16, 16, 4096).kernel.name
+    assert "MmaTF32, 128, 256" in r(torch.float32, 4096, 4096).kernel.name  # tf32, B n-major: copy-only
+    assert r(torch.int8, 4096, 4096, True, True).kernel.name.startswith("kk::mm_mma_pipe<kk::MmaS8")
+    assert r(torch.int8, 4096, 4096, True, False).kernel.name.startswith("kk::mm_mma<")  # int8 n-major B
+    assert r(torch.float16, 4096, 4096, cp=False).kernel.name.startswith("kk::mm_mma<")  # misaligned
+    sms(108, A100_SMEM)
+    assert "128, 256, 64, 64, 3" in r(torch.float16, 4096, 4096).kernel.name
+    with pytest.raises(ValueError, match="copy-only"):  # an n-major B 512 wide at 128 threads: 2 rows a chunk column
+        rules.resolve("mma", torch.float16, False, True, False, 4096, 4096, 1, 0, MatmulTile(64, 512, 32, 256), "m", True)
+
+
+def test_copy_only_listed_kernels_fit_the_h100():
+    """Every copy-only kernel the mma rung lists passes its own check and fits an H100's shared memory."""
+    for dt in (torch.float16, torch.bfloat16, torch.float32, torch.int8):
+        for t in rules.PIPE_TILES:
+            for a_k, b_k in rules.pipe_layouts(dt):
+                rules.pipe_check(t, dt, a_k, b_k, "m")
+                assert rules.pipe_kernel(dt, t, a_k, b_k).dyn_shared <= H100_SMEM[1]

@@ -1,11 +1,13 @@
 """The matmul ladder: every rung's kernels, SASS claims and launch rule, and the tile configurations.
 
 A launch rule is a short function of the problem (M, N, batch, the operands' layouts) and the device
-(SM count, shared memory per block): the larger block tile where it still gives every SM a tile, the
-smaller one otherwise. ``MatmulTile`` is the ``config=`` surface for tuners and tests.
+(SM count, shared memory per SM and per block): the largest block tile that still gives every SM a
+tile, and as many cp.async stages as the shared memory holds. ``MatmulTile`` is the ``config=``
+surface for tuners and tests.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Optional
 
@@ -14,25 +16,31 @@ import torch
 from ...ladder import Kernel, Variant
 from .._shared.launch_rules import cdiv, sm_count
 
-SIMT, WMMA, MMA = "gemm/simt.cu", "gemm/wmma.cu", "gemm/mma.cu"
+SIMT, WMMA, MMA, PIPE = "gemm/simt.cu", "gemm/wmma.cu", "gemm/mma.cu", "gemm/mma_pipe.cu"
 F32, F16, BF16, I8, F64 = torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.float64
 TENSOR = (F16, BF16, F32, I8, F64)  # float32 on tensor cores: tf32, with allow_tf32=True
 WMMA_T = {F16: "kk::WmmaF16", BF16: "kk::WmmaBF16", F32: "kk::WmmaTF32", I8: "kk::WmmaS8", F64: "kk::WmmaF64"}
 MMA_T = {F16: "kk::MmaF16", BF16: "kk::MmaBF16", F32: "kk::MmaTF32", I8: "kk::MmaS8"}
 TC_SASS = {F16: "HMMA", BF16: "HMMA", F32: "HMMA", I8: "IMMA", F64: "DMMA"}
-STAGES = 4  # cp.async stages of the mma rung: 3 in flight while one is computed
+STAGES = 4  # cp.async stages of the general mma kernel: 3 in flight while one is computed
+PIPE_KB = 128  # bytes of K a stage of the cp.async-only mma kernel
+MAX_STAGES = 4  # 3 stages in flight cover an L2 round trip at the H100's rate (docs/design/matmul.md)
 GRID_Z = 65535  # the grid's z extent: batch entries beyond it are looped inside the kernel
 
 
 @dataclass(frozen=True)
 class MatmulTile:
     """A block tile of the warp-tiled rungs (``simt_best``, ``warp_tile``, ``mma``, ``best``):
-    ``block_m`` x ``block_n`` outputs a block, ``warp_m`` x ``warp_n`` a warp (threads: 32 a warp)."""
+    ``block_m`` x ``block_n`` outputs a block, ``warp_m`` x ``warp_n`` a warp (threads: 32 a warp).
+    ``stages``: cp.async stages of the mma rung's copy-only kernel (0: as many as shared memory holds,
+    up to 4); ``min_blocks``: blocks an SM the SIMT kernel's registers are capped for (0: the rule's)."""
 
     block_m: int
     block_n: int
     warp_m: int
     warp_n: int
+    stages: int = 0
+    min_blocks: int = 0
 
     @property
     def threads(self) -> int:
@@ -50,17 +58,83 @@ class MatmulTile:
             bad.append("mma tiles: warp sides multiples of 16, 4 * block sides multiples of the threads")
         elif not tensor_cores and (wm % 32 or wn % 16 or (4 * bm) % self.threads or (4 * bn) % self.threads):
             bad.append("SIMT tiles: warp_m a multiple of 32, warp_n of 16, 4 * block sides multiples of the threads")
+        elif self.stages and not 2 <= self.stages <= 8:
+            bad.append("stages: 2 to 8")
+        elif self.min_blocks and not 1 <= self.min_blocks <= 4:
+            bad.append("min_blocks: 1 to 4")
         if bad:
             raise ValueError(f"{op}: config {self} cannot run: {bad[0]}")
 
 
-SIMT_LARGE, SIMT_SMALL = MatmulTile(128, 128, 64, 32), MatmulTile(64, 64, 32, 32)
+SIMT_LARGE, SIMT_SMALL = MatmulTile(128, 128, 64, 32, min_blocks=2), MatmulTile(64, 64, 32, 32)
+SIMT_WARP_TILE = MatmulTile(128, 128, 64, 32, min_blocks=1)  # the warp_tile rung: registers uncapped
 MMA_LARGE, MMA_SMALL = MatmulTile(128, 128, 64, 32), MatmulTile(64, 64, 32, 32)
+# the copy-only kernel's tiles, largest first: 64x64 warp tiles (128 accumulators a lane) halve the
+# shared-memory bytes an mma against 64x32 ones; 8 warps an SM (one 128x256 block or two 128x128)
+PIPE_TILES = (MatmulTile(128, 256, 64, 64), MatmulTile(128, 128, 64, 64), MatmulTile(64, 64, 32, 32))
 
 
 def warp_kernel(t: MatmulTile) -> Kernel:
-    return Kernel(SIMT, f"kk::mm_warp<{t.block_m}, {t.block_n}, 16, {t.warp_m}, {t.warp_n}, {t.threads}>",
+    minb = t.min_blocks or 1
+    return Kernel(SIMT, f"kk::mm_warp<{t.block_m}, {t.block_n}, 16, {t.warp_m}, {t.warp_n}, {t.threads}, {minb}>",
                   load_bits=128, block=t.threads, sass=("FFMA", "LDS.128"))
+
+
+@functools.cache
+def smem_limits(dev: Optional[int]) -> tuple[int, int]:
+    """(shared memory an SM, the most a block may opt in to), bytes; dev None: an H100's (sm_90)."""
+    if dev is None:
+        return 233472, 232448
+    props = torch.cuda.get_device_properties(dev)
+    per_sm = getattr(props, "shared_memory_per_multiprocessor", 0) or 167936
+    return per_sm, getattr(props, "shared_memory_per_block_optin", 0) or 48 * 1024
+
+
+def pipe_stages(t: MatmulTile, dev: Optional[int]) -> int:
+    """Stages of the copy-only kernel: as many as fit (up to MAX_STAGES) with the blocks of 8 warps an SM
+    (one of 8 warps, two of 4) sharing the SM's shared memory; at least 2."""
+    if t.stages:
+        return t.stages
+    per_sm, per_block = smem_limits(dev)
+    blocks = max(1, 8 // (t.threads // 32))
+    budget = min(per_block, per_sm // blocks - 1024)
+    return max(2, min(MAX_STAGES, budget // ((t.block_m + t.block_n) * PIPE_KB)))
+
+
+def pipe_shmem(t: MatmulTile, stages: int) -> int:
+    """The stages, or the epilogue's tile of fp32/int32 accumulators (rows of block_n + 8) if larger."""
+    return max(stages * (t.block_m + t.block_n) * PIPE_KB, t.block_m * (t.block_n + 8) * 4)
+
+
+def pipe_check(t: MatmulTile, dtype: torch.dtype, a_k: bool, b_k: bool, op: str) -> None:
+    """ValueError where the copy-only kernel cannot run tile t: every thread's copies one chunk column,
+    rows a multiple of 8 apart (one swizzle), whole 16-byte epilogue chunks a thread."""
+    th, size = t.threads, dtype.itemsize
+    bad = th % 64 or (t.block_m * t.block_n // 8) % th
+    for r, kmaj in ((t.block_m, a_k), (t.block_n, b_k)):
+        # [r][k]: 8 chunks a row; [k][r]: r * size / 16 chunks a row, its swizzle repeating every 8 rows
+        # (16-bit) or 4 (tf32)
+        chunks, rows, period = (8, r, 8) if kmaj else (r * size // 16, PIPE_KB // size, 8 if size == 2 else 4)
+        bad = (bad or chunks < 8 or chunks & (chunks - 1) or th % chunks or (th // chunks) % period
+               or (rows * chunks) % th or rows * chunks // th > 32)
+    if bad:
+        raise ValueError(f"{op}: config {t} cannot run the copy-only mma kernel: threads a multiple of 64, "
+                         "m-/n-major sides at most the threads (16-bit) or twice them (tf32), 16-byte epilogue "
+                         "chunks a thread")
+
+
+def pipe_layouts(dtype: torch.dtype) -> tuple[tuple[bool, bool], ...]:
+    """(A k-major, B k-major) the copy-only kernel takes: every layout of 16-bit operands (ldmatrix.trans
+    for m-/n-major ones), tf32 with A k-major (an n-major B read element-wise), int8 both k-major."""
+    return _LAYOUTS if dtype.itemsize == 2 else ((True, True), (True, False)) if dtype == F32 else ((True, True),)
+
+
+def pipe_kernel(dtype: torch.dtype, t: MatmulTile, a_k: bool, b_k: bool, dev: Optional[int] = None) -> Kernel:
+    stages = pipe_stages(t, dev)
+    lay = f"{'true' if a_k else 'false'}, {'true' if b_k else 'false'}"
+    return Kernel(PIPE, f"kk::mm_mma_pipe<{MMA_T[dtype]}, {t.block_m}, {t.block_n}, {t.warp_m}, {t.warp_n}, "
+                  f"{stages}, {lay}>", tensor_core=TC_SASS[dtype], block=t.threads, sass=("LDSM", "LDGSTS"),
+                  store_bits=128, dyn_shared=pipe_shmem(t, stages))
 
 
 def mma_kernel(dtype: torch.dtype, t: MatmulTile, a_k: bool, b_k: bool) -> Kernel:
@@ -108,7 +182,7 @@ def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tu
     with allow_tf32=True); on ``best`` it is SIMT unless allow_tf32 is set."""
     tc = dtype != F32 or allow_tf32 or rung in ("wmma_global", "wmma_smem", "mma")
     if rung in ("simt_best", "warp_tile") or (rung == "best" and not tc):
-        tiles = (SIMT_LARGE,) if rung == "warp_tile" else (SIMT_LARGE, SIMT_SMALL)
+        tiles = (SIMT_WARP_TILE,) if rung == "warp_tile" else (SIMT_LARGE, SIMT_SMALL)
         return tuple(warp_kernel(t) for t in tiles) if dtype == F32 else ()
     if not tc:
         return ()
@@ -118,7 +192,8 @@ def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tu
         return (wmma_smem_kernel(dtype),)
     if rung in ("mma", "best") and dtype in MMA_T:
         lays = _LAYOUTS if dtype.itemsize == 2 else ((True, True),)
-        return tuple(mma_kernel(dtype, t, a, b) for t in (MMA_LARGE, MMA_SMALL) for a, b in lays)
+        return (tuple(pipe_kernel(dtype, t, a, b) for t in PIPE_TILES for a, b in pipe_layouts(dtype))
+                + tuple(mma_kernel(dtype, t, a, b) for t in (MMA_LARGE, MMA_SMALL) for a, b in lays))
     return ()
 
 
@@ -165,8 +240,10 @@ LADDER = (
     _variant("wmma_smem", "WMMA on 128x128 block tiles (64x64 fp64) staged in shared memory in 64-byte K "
              "slabs, 4x2 fragments a warp, the next slab fetched during the MMAs", TENSOR),
     _variant("mma", "mma.sync with ldmatrix from XOR-swizzled shared memory (ldmatrix.trans for m/n-major "
-             "16-bit operands), a 4-stage cp.async pipeline, 64x32 warp tiles (64 accumulators a lane)",
-             (F16, BF16, F32, I8)),
+             "16-bit operands) fed by cp.async alone: 128-byte K stages, as many as shared memory holds (4 on "
+             "an H100), 64x64 warp tiles, the epilogue through shared memory in 16-byte stores; operands no "
+             "copy can read as they lie (misaligned, tf32/int8 m-/n-major) take the element-wise loads of a "
+             "64x32-warp kernel", (F16, BF16, F32, I8)),
     _variant("best", "the fastest rung for the dtype: simt_best for fp32, mma for fp16, bf16, int8 and tf32, "
              "wmma_smem for fp64", (F32, F16, BF16, I8, F64), default=True),
 )
@@ -188,9 +265,19 @@ def _pick(t_large: MatmulTile, t_small: MatmulTile, m: int, n: int, batch: int, 
     return t_large if tiles >= sm_count(dev) else t_small
 
 
+def pick_pipe(m: int, n: int, batch: int, dev: int) -> MatmulTile:
+    """The first of PIPE_TILES (largest first) whose tiles cover every SM once, else the smallest."""
+    for t in PIPE_TILES[:-1]:
+        if cdiv(m, t.block_m) * cdiv(n, t.block_n) * batch >= sm_count(dev):
+            return t
+    return PIPE_TILES[-1]
+
+
 def resolve(rung: str, dtype: torch.dtype, tf32: bool, a_k: bool, b_k: bool, m: int, n: int, batch: int, dev: int,
-            config: Optional[MatmulTile], op: str) -> Launch:
-    """The launch of ``rung`` for this problem. ``config`` replaces the rule's tile where the rung has one."""
+            config: Optional[MatmulTile], op: str, cp: bool = False) -> Launch:
+    """The launch of ``rung`` for this problem. ``config`` replaces the rule's tile where the rung has one.
+    ``cp``: both operands may be read by 16-byte copies (aligned base, whole-vector leading dimension and
+    batch stride): the mma rung then runs its copy-only kernel where it takes the layouts (pipe_layouts)."""
     z = min(batch, GRID_Z)
     tc = dtype != F32 or tf32
     if rung == "best":
@@ -202,7 +289,7 @@ def resolve(rung: str, dtype: torch.dtype, tf32: bool, a_k: bool, b_k: bool, m: 
         k = Kernel(SIMT, kname.replace("<T>", f"<{_CXX[dtype]}>"), block=block)
         return Launch(k, (cdiv(m, tm), cdiv(n, tn), z), block, 0)
     if rung in ("simt_best", "warp_tile"):
-        t = config or (SIMT_LARGE if rung == "warp_tile" else _pick(SIMT_LARGE, SIMT_SMALL, m, n, batch, dev))
+        t = config or (SIMT_WARP_TILE if rung == "warp_tile" else _pick(SIMT_LARGE, SIMT_SMALL, m, n, batch, dev))
         t.check(False, op)
         return Launch(warp_kernel(t), (cdiv(m, t.block_m), cdiv(n, t.block_n), z), t.threads, 0)
     if rung == "wmma_global":
@@ -212,6 +299,12 @@ def resolve(rung: str, dtype: torch.dtype, tf32: bool, a_k: bool, b_k: bool, m: 
     if rung == "wmma_smem":
         t = wmma_smem_tile(dtype)
         return Launch(wmma_smem_kernel(dtype), (cdiv(m, t.block_m), cdiv(n, t.block_n), z), t.threads, 0)
+    if rung == "mma" and cp and (a_k, b_k) in pipe_layouts(dtype):
+        t = config or pick_pipe(m, n, batch, dev)
+        t.check(True, op)
+        pipe_check(t, dtype, a_k, b_k, op)
+        k = pipe_kernel(dtype, t, a_k, b_k, dev)
+        return Launch(k, (cdiv(m, t.block_m) * cdiv(n, t.block_n), 1, z), t.threads, k.dyn_shared)
     if rung == "mma":
         t = config or _pick(MMA_LARGE, MMA_SMALL, m, n, batch, dev)
         t.check(True, op)

@@ -70,11 +70,12 @@ def _matmul_into(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor],
         return
     sa, sb = side_a(a3), side_b(b3)
     dev = a.get_device()
-    key = (a.dtype, allow_tf32, variant, sa.kmaj, sb.kmaj, m, n, batch, dev, config and tuple(config))
+    cp = sa.vec and sb.vec
+    key = (a.dtype, allow_tf32, variant, sa.kmaj, sb.kmaj, cp, m, n, batch, dev, config and tuple(config))
     plan = _plans.get(key)
     if plan is None:
         cfg = None if config is None else MatmulTile(*config)
-        ln = resolve(variant or "best", a.dtype, allow_tf32, sa.kmaj, sb.kmaj, m, n, batch, dev, cfg, "matmul")
+        ln = resolve(variant or "best", a.dtype, allow_tf32, sa.kmaj, sb.kmaj, m, n, batch, dev, cfg, "matmul", cp)
         kern = get_kernel(ln.kernel.source, ln.kernel.name, device_index=dev)
         allow_shared(kern, ln.shmem, dev)
         plan = remember(_plans, key, (kern, ln))
@@ -157,7 +158,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out: Optional[torch.Tensor] = No
 
 
 def _cfg(config: Optional[MatmulTile]) -> Optional[list[int]]:
-    return None if config is None else [config.block_m, config.block_n, config.warp_m, config.warp_n]
+    return None if config is None else [config.block_m, config.block_n, config.warp_m, config.warp_n, config.stages,
+                                        config.min_blocks]
 
 
 def check_result_out(op: str, out, shape: tuple[int, ...], dtype: torch.dtype) -> None:
@@ -194,10 +196,19 @@ def example(shape, dtype):
     return (a, b), {}
 
 
-def torch_matmul(a: torch.Tensor, b: torch.Tensor, **_) -> torch.Tensor:
+def torch_matmul(a: torch.Tensor, b: torch.Tensor, allow_tf32: bool = False, **_) -> torch.Tensor:
+    """torch's call for the same product: torch._int_mm for int8 (per batch entry), matmul with
+    torch's tf32 switch set as ``allow_tf32`` asks (cuBLAS on tensor cores) for float32."""
     if a.dtype == I8:
-        return torch._int_mm(a, b) if a.dim() == 2 and b.dim() == 2 else torch.matmul(a.int(), b.int())
-    return torch.matmul(a, b)
+        if a.dim() == 2 and b.dim() == 2:
+            return torch._int_mm(a, b)
+        return torch.stack([torch._int_mm(x, y) for x, y in zip(a, b)])
+    prev = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = bool(allow_tf32)
+    try:
+        return torch.matmul(a, b)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev
 
 
 OP = register(Op(

@@ -203,6 +203,18 @@ def main() -> None:
     log("FLOP budgets (a rung runs the cases of at most this many FLOPs): "
         + ", ".join(f"{r} 2^{int(math.log2(b))}" for r, b in FLOP_BUDGET.items()))
     records, notes = [], []
+    env = environment() if args.out else None
+
+    def save(complete: bool):  # after every case: a run cut short keeps what it measured
+        device = (env.get("device") or "gpu").lower().replace("nvidia", "").strip().split()[0]
+        return write_json(Path(args.out) / f"matmul-{device}.json",
+                          {"what": "matmul rungs against torch (cuBLAS), interleaved medians", "complete": complete,
+                           "command": "python benchmarks/matmul_table.py " + " ".join(
+                               f"--{k} {v}" if not isinstance(v, bool) else f"--{k}" for k, v in vars(args).items()
+                               if v not in (None, False) and k != "out"),
+                           "flop_budget": FLOP_BUDGET, "records": records, "notes": notes,
+                           "geomeans": geomeans(records), "environment": env})
+
     for dname in args.dtypes.split(","):
         for shape in shapes:
             for b_col in ((True, False) if dname == "int8" else (False,)):
@@ -210,21 +222,13 @@ def main() -> None:
                 records += recs
                 notes += [{"dtype": dname, "shape": list(shape), "note": n} for n in ns]
                 torch.cuda.empty_cache()
-    means = geomeans(records)
-    for g in means:
+                if args.out:
+                    save(False)
+    for g in geomeans(records):
         log(f"geomean {g['dtype']:8s} {g['layout']:11s} {g['rung']:13s}: {100 * g['geomean_share']:5.1f}% of torch "
             f"over {g['cases']} shapes")
     if args.out:
-        env = environment()
-        device = (env.get("device") or "gpu").lower().replace("nvidia", "").strip().split()[0]
-        path = write_json(Path(args.out) / f"matmul-{device}.json",
-                          {"what": "matmul rungs against torch (cuBLAS), interleaved medians",
-                           "command": "python benchmarks/matmul_table.py " + " ".join(
-                               f"--{k} {v}" if not isinstance(v, bool) else f"--{k}" for k, v in vars(args).items()
-                               if v not in (None, False) and k != "out"),
-                           "flop_budget": FLOP_BUDGET, "records": records, "notes": notes, "geomeans": means,
-                           "environment": env})
-        log(f"wrote {path}")
+        log(f"wrote {save(True)}")
 
 
 if __name__ == "__main__":

@@ -16,12 +16,13 @@ H100_SMEM, A100_SMEM = (233472, 232448), (167936, 166912)
 def sms(monkeypatch):
     """A device of `n` SMs (and an H100's shared memory unless set) for the rules, set through the
     returned function."""
-    state = {"n": 132, "smem": H100_SMEM}
+    state = {"n": 132, "smem": H100_SMEM, "cc": 90}
     monkeypatch.setattr(rules, "sm_count", lambda dev: state["n"])
     monkeypatch.setattr(rules, "smem_limits", lambda dev: state["smem"])
+    monkeypatch.setattr(rules, "compute_capability", lambda dev: state["cc"])
 
-    def set_device(n, smem=H100_SMEM):
-        state.update(n=n, smem=smem)
+    def set_device(n, smem=H100_SMEM, cc=90):
+        state.update(n=n, smem=smem, cc=cc)
     return set_device
 
 
@@ -85,7 +86,7 @@ def test_rule_best_by_dtype(sms):
     assert r(torch.float32, True).startswith("kk::mm_mma<kk::MmaTF32")
     assert r(torch.float16).startswith("kk::mm_mma<kk::MmaF16") and r(torch.float16).endswith("true, false>")
     assert r(torch.int8).endswith("true, true>")  # int8 and tf32 stage k-major whatever the layout
-    assert r(torch.float64).startswith("kk::mm_wmma_smem<kk::WmmaF64")
+    assert r(torch.float64).startswith("kk::mm_wmma_smem<kk::WmmaF64")  # cp=False: wmma_smem's element loads
 
 
 def test_config_is_checked_and_only_on_tiled_rungs(sms):
@@ -156,3 +157,17 @@ def test_copy_only_listed_kernels_fit_the_h100():
             for a_k, b_k in rules.pipe_layouts(dt):
                 rules.pipe_check(t, dt, a_k, b_k, "m")
                 assert rules.pipe_kernel(dt, t, a_k, b_k).dyn_shared <= H100_SMEM[1]
+
+
+def test_dmma_rule_needs_sm90_and_copyable_operands(sms):
+    """fp64's best is dmma: the copy-only DMMA.16x8x16 kernel on sm_90 with aligned operands (two blocks of
+    4 warps an SM, 4 stages), wmma_smem's kernel before sm_90 or for operands no copy can read."""
+    r = lambda cp=True, a_k=True, b_k=False: rules.resolve(  # noqa: E731
+        "best", torch.float64, False, a_k, b_k, 4096, 4096, 1, 0, None, "m", cp)
+    got = r()
+    assert got.kernel.name == "kk::mm_dmma_pipe<64, 64, 32, 32, 4, true, false>" and got.threads == 128
+    assert got.grid == (64 * 64, 1, 1) and got.shmem == 4 * 128 * 128 and got.kernel.min_sm == 90
+    assert r(a_k=False, b_k=True).kernel.name.endswith("false, true>")
+    assert r(cp=False).kernel.name.startswith("kk::mm_wmma_smem<kk::WmmaF64")
+    sms(108, A100_SMEM, cc=80)
+    assert r().kernel.name.startswith("kk::mm_wmma_smem<kk::WmmaF64")

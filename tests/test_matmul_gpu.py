@@ -159,7 +159,16 @@ def test_copy_only_kernel_edges(dtype, tf32, tile):
     """The mma rung's copy-only kernel (aligned operands, whole-vector leading dims) at every tile: M and N
     off the tile, K off the 128-byte stage and off the 16-byte chunk (a view of a wider buffer), each
     layout it takes, a batch, and a bias (linear)."""
-    for a_k, b_k in pipe_layouts(dtype):
+    _copy_only_edges(dtype, tf32, "mma", tile, pipe_layouts(dtype))
+
+
+def test_dmma_edges():
+    """The dmma rung's copy-only fp64 kernel (sm_90; wmma_smem's kernel elsewhere) on the same edges."""
+    _copy_only_edges(torch.float64, False, "dmma", None, ((True, True), (True, False), (False, True), (False, False)))
+
+
+def _copy_only_edges(dtype, tf32, variant, tile, layouts):
+    for a_k, b_k in layouts:
         for m, n, k, ld in ((130, 264, 136, 144), (300, 72, 200, 208), (1, 16, 16, 16), (257, 520, 131, 144)):
             rows_a, rows_b = (m, k), (k, n)
             a = _strided_operand(m, k, ld if a_k else -(-m // 16) * 16, dtype, not a_k)
@@ -167,11 +176,11 @@ def test_copy_only_kernel_edges(dtype, tf32, tile):
             assert a.shape == rows_a and b.shape == rows_b
             rdt = torch.int32 if dtype == torch.int8 else dtype
             out = poisoned((m, n), rdt)
-            kernelkit.matmul(a, b, out=out, allow_tf32=tf32, variant="mma", config=tile)
+            kernelkit.matmul(a, b, out=out, allow_tf32=tf32, variant=variant, config=tile)
             check_matmul(out, a, b, tf32, f"copy-only {dtype} {tile} {m}x{n}x{k} ld={ld} k-major={a_k},{b_k}")
     a, b = operand((3, 136, 72), dtype), operand((3, 72, 264), dtype, dtype != torch.float16)
-    check_matmul(kernelkit.matmul(a, b, allow_tf32=tf32, variant="mma", config=tile), a, b, tf32, "copy-only batch")
+    check_matmul(kernelkit.matmul(a, b, allow_tf32=tf32, variant=variant, config=tile), a, b, tf32, "copy-only batch")
     if dtype != torch.int8:
         x, w, bias = operand((70, 136), dtype), operand((200, 136), dtype), operand((1, 200), dtype)[0]
-        out = kernelkit.linear(x, w, bias, allow_tf32=tf32, variant="mma", config=tile)
+        out = kernelkit.linear(x, w, bias, allow_tf32=tf32, variant=variant, config=tile)
         check_matmul(out, x, w.t(), tf32, "copy-only linear", bias=bias)

@@ -85,10 +85,15 @@ __device__ __forceinline__ void ldsm_x4_trans(unsigned (&r)[4], const void* p) {
                : "r"(smem_addr(p)));
 }
 
+// fp32 operands of a tf32 mma rounded to nearest, ties away from zero (cvt.rna's rounding): the mma
+// reads the top 19 bits and ignores the low 13, so adding half of the dropped unit to the bit pattern is
+// the whole rounding, carries into the exponent included. One integer add a value, where cvt.rna
+// compiles to two (it also keeps infinities out of the add, which only matters to a reader of all 32
+// bits: inf + 0x1000 differs from inf in ignored bits only).
 template <int N>
 __device__ __forceinline__ void round_tf32(unsigned (&x)[N]) {
 #pragma unroll
-  for (int i = 0; i < N; ++i) asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(x[i]) : "f"(__uint_as_float(x[i])));
+  for (int i = 0; i < N; ++i) x[i] += 0x1000u;
 }
 
 // The physical chunk of logical chunk c in row `row` of a tile with C chunks a row.

@@ -288,7 +288,10 @@ mm_warp(const float* A, const float* B, float* C, const float* bias, i64 M, i64 
     for (int i = 0; i < TM; ++i) {
       const int m = m0 + wm0 + (i / 4) * (WM / MS) + lm * 4 + i % 4;
 #pragma unroll
-      for (int j = 0; j < TN; ++j) mm::put(c, bias, p, m, n0 + wn0 + (j / 4) * (WN / NS) + ln * 4 + j % 4, acc[i][j]);
+      for (int s = 0; s < NS; ++s) {  // a lane's 4 consecutive columns: one 16-byte store
+        const float v[4] = {acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]};
+        mm::put4(c, bias, p, m, n0 + wn0 + s * (WN / NS) + ln * 4, v);
+      }
     }
     __syncthreads();
   }

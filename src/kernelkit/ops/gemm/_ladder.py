@@ -14,9 +14,9 @@ from typing import Optional
 import torch
 
 from ...ladder import Kernel, Variant
-from .._shared.launch_rules import cdiv, sm_count
+from .._shared.launch_rules import cdiv, compute_capability, sm_count
 
-SIMT, WMMA, MMA, PIPE = "gemm/simt.cu", "gemm/wmma.cu", "gemm/mma.cu", "gemm/mma_pipe.cu"
+SIMT, WMMA, MMA, PIPE, DMMA = "gemm/simt.cu", "gemm/wmma.cu", "gemm/mma.cu", "gemm/mma_pipe.cu", "gemm/dmma.cu"
 F32, F16, BF16, I8, F64 = torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.float64
 TENSOR = (F16, BF16, F32, I8, F64)  # float32 on tensor cores: tf32, with allow_tf32=True
 WMMA_T = {F16: "kk::WmmaF16", BF16: "kk::WmmaBF16", F32: "kk::WmmaTF32", I8: "kk::WmmaS8", F64: "kk::WmmaF64"}
@@ -72,12 +72,17 @@ MMA_LARGE, MMA_SMALL = MatmulTile(128, 128, 64, 32), MatmulTile(64, 64, 32, 32)
 # the copy-only kernel's tiles, largest first: 64x64 warp tiles (128 accumulators a lane) halve the
 # shared-memory bytes an mma against 64x32 ones; 8 warps an SM (one 128x256 block or two 128x128)
 PIPE_TILES = (MatmulTile(128, 256, 64, 64), MatmulTile(128, 128, 64, 64), MatmulTile(64, 64, 32, 32))
+# fp64: 32x32 warp tiles (64 fp64 accumulators a lane): ptxas keeps the DMMA fragments in aligned
+# register groups, 200-226 registers here, and spilled at 64x32 warps (32-40 bytes)
+DMMA_TILE = MatmulTile(64, 64, 32, 32)
 
 
 def warp_kernel(t: MatmulTile) -> Kernel:
+    """The SIMT warp-tile kernel; capped for two blocks an SM (128 registers) it is spill-free on sm_90 only
+    (sm_80's ptxas spills 264 bytes at 128x128), so that form is an sm_90 kernel."""
     minb = t.min_blocks or 1
     return Kernel(SIMT, f"kk::mm_warp<{t.block_m}, {t.block_n}, 16, {t.warp_m}, {t.warp_n}, {t.threads}, {minb}>",
-                  load_bits=128, block=t.threads, sass=("FFMA", "LDS.128"))
+                  load_bits=128, block=t.threads, sass=("FFMA", "LDS.128"), min_sm=90 if minb > 1 else 0)
 
 
 @functools.cache
@@ -101,9 +106,17 @@ def pipe_stages(t: MatmulTile, dev: Optional[int]) -> int:
     return max(2, min(MAX_STAGES, budget // ((t.block_m + t.block_n) * PIPE_KB)))
 
 
-def pipe_shmem(t: MatmulTile, stages: int) -> int:
-    """The stages, or the epilogue's tile of fp32/int32 accumulators (rows of block_n + 8) if larger."""
-    return max(stages * (t.block_m + t.block_n) * PIPE_KB, t.block_m * (t.block_n + 8) * 4)
+def pipe_shmem(t: MatmulTile, stages: int, acc_bytes: int = 4) -> int:
+    """The stages, or the epilogue's tile of accumulators (rows of block_n + 8) if larger."""
+    return max(stages * (t.block_m + t.block_n) * PIPE_KB, t.block_m * (t.block_n + 8) * acc_bytes)
+
+
+def dmma_kernel(a_k: bool, b_k: bool, dev: Optional[int] = None) -> Kernel:
+    t = DMMA_TILE
+    stages = pipe_stages(t, dev)
+    return Kernel(DMMA, f"kk::mm_dmma_pipe<{t.block_m}, {t.block_n}, {t.warp_m}, {t.warp_n}, {stages}, "
+                  f"{'true' if a_k else 'false'}, {'true' if b_k else 'false'}>", tensor_core="DMMA",
+                  block=t.threads, sass=("LDGSTS",), store_bits=128, dyn_shared=pipe_shmem(t, stages, 8), min_sm=90)
 
 
 def pipe_check(t: MatmulTile, dtype: torch.dtype, a_k: bool, b_k: bool, op: str) -> None:
@@ -182,13 +195,15 @@ def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tu
     with allow_tf32=True); on ``best`` it is SIMT unless allow_tf32 is set."""
     tc = dtype != F32 or allow_tf32 or rung in ("wmma_global", "wmma_smem", "mma")
     if rung in ("simt_best", "warp_tile") or (rung == "best" and not tc):
-        tiles = (SIMT_WARP_TILE,) if rung == "warp_tile" else (SIMT_LARGE, SIMT_SMALL)
+        tiles = (SIMT_WARP_TILE,) if rung == "warp_tile" else (SIMT_LARGE, SIMT_WARP_TILE, SIMT_SMALL)
         return tuple(warp_kernel(t) for t in tiles) if dtype == F32 else ()
     if not tc:
         return ()
     if rung == "wmma_global":
         return tuple(wmma_global_kernel(dtype, b) for b in (True, False))
-    if rung == "wmma_smem" or (rung == "best" and dtype == F64):
+    if rung in ("dmma", "best") and dtype == F64:
+        return tuple(dmma_kernel(a, b) for a, b in _LAYOUTS) + (wmma_smem_kernel(dtype),)
+    if rung == "wmma_smem":
         return (wmma_smem_kernel(dtype),)
     if rung in ("mma", "best") and dtype in MMA_T:
         lays = _LAYOUTS if dtype.itemsize == 2 else ((True, True),)
@@ -233,7 +248,8 @@ LADDER = (
     _variant("warp_tile", "warp tiles (64x32 a warp, lanes 8x4): a warp's shared loads one wavefront for A "
              "and one for B; BK = 16, double-buffered", (F32,)),
     _variant("simt_best", "the warp-tiled kernel, its block tile by rule: 128x128 where that gives every SM "
-             "a tile, 64x64 otherwise", (F32,)),
+             "a tile (registers capped at 128 for two blocks an SM on sm_90), 64x64 otherwise; interior tiles "
+             "loaded without a check a chunk, 16-byte stores", (F32,)),
     _variant("wmma_global", "tensor cores through WMMA: one warp a 16x16 output fragment (8x8 fp64), "
              "operands loaded straight from global memory (staged through shared memory at the edges); "
              "fp16, bf16, tf32, int8, fp64 (sub-byte s4/b1: no torch dtype)", TENSOR),
@@ -244,8 +260,11 @@ LADDER = (
              "an H100), 64x64 warp tiles, the epilogue through shared memory in 16-byte stores; operands no "
              "copy can read as they lie (misaligned, tf32/int8 m-/n-major) take the element-wise loads of a "
              "64x32-warp kernel", (F16, BF16, F32, I8)),
+    _variant("dmma", "fp64 on mma.sync m16n8k16 (DMMA.16x8x16, sm_90: twice the rate of the m8n8k4 that WMMA "
+             "compiles to) fed by cp.async, 128-byte K stages, 32x32 warp tiles, the epilogue through shared "
+             "memory; operands no copy can read, and GPUs before sm_90, take wmma_smem's kernel", (F64,)),
     _variant("best", "the fastest rung for the dtype: simt_best for fp32, mma for fp16, bf16, int8 and tf32, "
-             "wmma_smem for fp64", (F32, F16, BF16, I8, F64), default=True),
+             "dmma for fp64", (F32, F16, BF16, I8, F64), default=True),
 )
 
 
@@ -281,7 +300,7 @@ def resolve(rung: str, dtype: torch.dtype, tf32: bool, a_k: bool, b_k: bool, m: 
     z = min(batch, GRID_Z)
     tc = dtype != F32 or tf32
     if rung == "best":
-        rung = "simt_best" if not tc else ("wmma_smem" if dtype == F64 else "mma")
+        rung = "simt_best" if not tc else ("dmma" if dtype == F64 else "mma")
     if config is not None and rung not in ("simt_best", "warp_tile", "mma"):
         raise ValueError(f"{op}: config= applies to the simt_best, warp_tile, mma and best rungs, not {rung!r}")
     if rung in SIMPLE:
@@ -289,14 +308,19 @@ def resolve(rung: str, dtype: torch.dtype, tf32: bool, a_k: bool, b_k: bool, m: 
         k = Kernel(SIMT, kname.replace("<T>", f"<{_CXX[dtype]}>"), block=block)
         return Launch(k, (cdiv(m, tm), cdiv(n, tn), z), block, 0)
     if rung in ("simt_best", "warp_tile"):
-        t = config or (SIMT_WARP_TILE if rung == "warp_tile" else _pick(SIMT_LARGE, SIMT_SMALL, m, n, batch, dev))
+        large = SIMT_LARGE if compute_capability(dev) >= 90 else SIMT_WARP_TILE  # two blocks an SM on sm_90
+        t = config or (SIMT_WARP_TILE if rung == "warp_tile" else _pick(large, SIMT_SMALL, m, n, batch, dev))
         t.check(False, op)
         return Launch(warp_kernel(t), (cdiv(m, t.block_m), cdiv(n, t.block_n), z), t.threads, 0)
     if rung == "wmma_global":
         k = wmma_global_kernel(dtype, b_k)
         f = 8 if dtype == F64 else 16
         return Launch(k, (cdiv(m, 2 * f), cdiv(n, 2 * f), z), 128, 0)
-    if rung == "wmma_smem":
+    if rung == "dmma" and cp and compute_capability(dev) >= 90:
+        t = DMMA_TILE
+        k = dmma_kernel(a_k, b_k, dev)
+        return Launch(k, (cdiv(m, t.block_m) * cdiv(n, t.block_n), 1, z), t.threads, k.dyn_shared)
+    if rung in ("wmma_smem", "dmma"):
         t = wmma_smem_tile(dtype)
         return Launch(wmma_smem_kernel(dtype), (cdiv(m, t.block_m), cdiv(n, t.block_n), z), t.threads, 0)
     if rung == "mma" and cp and (a_k, b_k) in pipe_layouts(dtype):

@@ -128,7 +128,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out: Optional[torch.Tensor] = No
     device), returned; a non-contiguous ``out`` is written through a temporary. None: a new tensor.
     ``allow_tf32``: let float32 inputs run on tensor cores as tf32 (about 10 bits of mantissa).
     ``variant``: a rung of ``kernelkit.ladder("matmul")`` (naive first); None picks ``best``: simt_best
-    for float32, mma for float16, bfloat16, int8 and tf32, wmma_smem for float64.
+    for float32, mma for float16, bfloat16, int8 and tf32, dmma for float64.
     ``config``: for tuning and tests; a ``MatmulTile`` (kernelkit.ops.gemm.MatmulTile) to launch instead
     of the rule's block tile, on the simt_best, warp_tile, mma and best rungs.
 

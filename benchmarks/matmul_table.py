@@ -1,7 +1,7 @@
 """TFLOP/s (TOP/s for int8) of every matmul rung against torch.matmul (cuBLAS) in one process, in turn.
 
     python benchmarks/matmul_table.py [--quick] [--shapes 4096x4096x4096,...] [--rungs best,mma]
-        [--dtypes float32,tf32,float16,bfloat16,int8,float64] [--seconds 1.0] [--out DIR]
+        [--dtypes float32,tf32,float16,bfloat16,int8,float64] [--seconds 1.0] [--out DIR] [--ceilings]
 
 Shapes are MxNxK (BxMxNxK batched); the default is the full list: 4096^3, 8192^3, the linear layers of
 current models (M in {1, 16, 128, 4096, 16384} x (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336),
@@ -15,7 +15,8 @@ timed), then times the rungs and torch interleaved (kernelkit.bench.timing.time_
 cold L2) and prints the rate and the share of cuBLAS's rate measured in the same loop; the geometric
 mean of each rung's share over the shapes it ran is printed per dtype. Slow rungs are capped by a FLOP
 budget (FLOP_BUDGET: a rung runs a case of at most that many FLOPs); what a budget skipped is listed.
-``--out DIR`` writes DIR/matmul-<device>.json (the device, date and versions with every record).
+``--out DIR`` writes DIR/matmul-<device>.json (the device, date and versions with every record), after
+every case. ``--ceilings`` first measures each math instruction's rate from registers (probes.cu).
 """
 from __future__ import annotations
 
@@ -183,6 +184,32 @@ def geomeans(records) -> list[dict]:
              "geomean_share": math.exp(sum(map(math.log, s)) / len(s))} for (d, lay, r), s in groups.items()]
 
 
+CEILINGS = (("r_hmma", "fp16 mma m16n8k16", 4096, 8), ("r_tf32", "tf32 mma m16n8k8", 2048, 8),
+            ("r_imma", "int8 mma m16n8k32 (TOP/s)", 8192, 8), ("r_dmma884", "fp64 mma m8n8k4", 512, 8),
+            ("r_dmma16816", "fp64 mma m16n8k16 (sm_90)", 4096, 4), ("r_ffma", "fp32 FFMA", 64, 16))
+
+
+def ceilings(log) -> dict:
+    """Each math instruction's peak rate from registers (csrc/gemm/probes.cu): 4 blocks of 8 warps an SM,
+    each warp rounds of independent instructions."""
+    from kernelkit.runtime import get_kernel, launch
+    dev = torch.cuda.current_device()
+    sms = torch.cuda.get_device_properties(dev).multi_processor_count
+    cc = torch.cuda.get_device_capability(dev)
+    buf = torch.empty(sms * 4 * 256, device="cuda")
+    out = {}
+    for name, what, flop, per_round in CEILINGS:
+        if name == "r_dmma16816" and cc < (9, 0):
+            continue
+        k = get_kernel("gemm/probes.cu", name, device_index=dev)
+        iters = 2000 if "dmma" in name else 4000
+        t = time_interleaved([lambda: launch(k, sms * 4, 256, buf.data_ptr(), iters, device_index=dev)],
+                             warmup=3, reps=10)[0].median_us
+        out[name] = sms * 4 * 8 * iters * per_round * flop / t / 1e6
+        log(f"ceiling {what:28s} {out[name]:8.1f} T/s")
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--shapes", default=None, help="MxNxK or BxMxNxK, comma-separated (default: the full list)")
@@ -191,6 +218,7 @@ def main() -> None:
     p.add_argument("--dtypes", default=DTYPES)
     p.add_argument("--seconds", type=float, default=1.0, help="timing budget of one case (all its rungs)")
     p.add_argument("--out", default=None, help="folder for matmul-<device>.json")
+    p.add_argument("--ceilings", action="store_true", help="first the math instructions' peak rates from registers")
     args = p.parse_args()
     shapes = parse_shapes(args.shapes) if args.shapes else list(QUICK if args.quick else FULL)
     wanted = args.rungs.split(",") if args.rungs else None
@@ -204,6 +232,7 @@ def main() -> None:
         + ", ".join(f"{r} 2^{int(math.log2(b))}" for r, b in FLOP_BUDGET.items()))
     records, notes = [], []
     env = environment() if args.out else None
+    peaks = ceilings(log) if args.ceilings else None
 
     def save(complete: bool):  # after every case: a run cut short keeps what it measured
         device = (env.get("device") or "gpu").lower().replace("nvidia", "").strip().split()[0]
@@ -212,7 +241,7 @@ def main() -> None:
                            "command": "python benchmarks/matmul_table.py " + " ".join(
                                f"--{k} {v}" if not isinstance(v, bool) else f"--{k}" for k, v in vars(args).items()
                                if v not in (None, False) and k != "out"),
-                           "flop_budget": FLOP_BUDGET, "records": records, "notes": notes,
+                           "flop_budget": FLOP_BUDGET, "ceilings": peaks, "records": records, "notes": notes,
                            "geomeans": geomeans(records), "environment": env})
 
     for dname in args.dtypes.split(","):

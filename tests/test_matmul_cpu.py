@@ -171,3 +171,54 @@ def test_dmma_rule_needs_sm90_and_copyable_operands(sms):
     assert r(cp=False).kernel.name.startswith("kk::mm_wmma_smem<kk::WmmaF64")
     sms(108, A100_SMEM, cc=80)
     assert r().kernel.name.startswith("kk::mm_wmma_smem<kk::WmmaF64")
+
+
+def test_bank_model_counts_conflicts_and_finds_the_kernels_free_of_them():
+    """The static model replays the kernels' addresses: an unswizzled tile is 8-way conflicted on ldmatrix,
+    the 16-bit swizzle on tf32's element-wise [k][n] B 1.5-way, 8-row XOR on the fp64 fragments 2-way; the
+    swizzles the kernels use are conflict-free for every listed kernel."""
+    from kernelkit.ops.gemm import _banks as banks
+    plain = banks.Tile(8, lambda r: 0)
+    assert banks._mma_reads(2, plain, plain, True, True, 64, 64, 4, False) == (1024, 128)
+    tf32_a = banks._pipe_tile(4, 128, 128, True)
+    assert banks._mma_reads(4, tf32_a, banks.Tile(64, lambda r: r & 7), True, False, 64, 64, 4, True) == (192, 128)
+    by_row = banks.Tile(8, lambda r: r & 7)
+    assert banks._dmma_reads(by_row, by_row, True, True, 32, 32) == (128, 64)
+    seen = 0
+    for rung, dtypes in (("mma", (torch.float16, torch.float32, torch.int8)), ("dmma", (torch.float64,))):
+        for dt in dtypes:
+            for k in rules.kernels_for(rung, dt, True):
+                report = banks.bank_report(k.name)
+                if report is not None:
+                    seen += 1
+                    assert report == "reads 1.00, cp.async 1.00", (k.name, report)
+    assert seen == 37  # f16: 12 copy-only + 8 general; tf32: 6 + 2; int8: 3 + 2; fp64: 4
+    assert banks.bank_report("kk::mm_warp<128, 128, 16, 64, 32, 256, 2>") is None
+
+
+def test_inspect_rows_of_a_compute_bound_op_carry_census_and_banks():
+    pytest.importorskip("cuda.core")
+    from kernelkit.analyze.ladder_inspect import inspect_op
+    rows = inspect_op("matmul", "sm_90", (torch.float64,), variants=("dmma",))
+    dm = [r for r in rows if r["kernel"].startswith("mm_dmma_pipe")]
+    assert len(dm) == 4 and all(r["banks"] == "reads 1.00, cp.async 1.00" for r in dm)
+    assert all("DMMA:" in r["census"] and "LDGSTS:" in r["census"] and r["claims"] == "ok" and r["spills"] == 0
+               for r in dm)
+
+
+def test_sub_byte_shapes_native_on_sm80_emulated_s4_on_sm90():
+    """What the ladder's text says of the sub-byte types: NVRTC takes s4 and b1 mma on both archs; sm_80
+    runs s4 as IMMA.16864.S4, sm_90 unpacks it to 8-bit IMMAs (about a hundred instructions a step); b1
+    is BMMA on both."""
+    pytest.importorskip("cuda.core")
+    from kernelkit.analyze.sass import kernel_census
+    from kernelkit.runtime import compile_source
+    for arch in ("sm_80", "sm_90"):
+        b = compile_source("gemm/probes.cu", ["sub_s4", "sub_b1"], arch)
+        cen = kernel_census(b.cubin)
+        s4, b1 = cen[b.mangled("sub_s4")].opcodes, cen[b.mangled("sub_b1")].opcodes
+        assert any(op.startswith("BMMA.88128") for op in b1), arch
+        native = any(op.startswith("IMMA") and ".S4" in op for op in s4)
+        assert native == (arch == "sm_80"), (arch, dict(s4))
+        if arch == "sm_90":
+            assert any(op.startswith("IMMA.16832.S8") for op in s4) and sum(s4.values()) > 60

@@ -313,7 +313,8 @@ def _time_ladder(op, arch: str, args) -> int:
 
 
 def _inspect(op_name: str, arch: str, dtypes, rungs, wide: bool, jobs) -> int:
-    from .analyze.ladder_inspect import CAPTION, COLUMNS, WIDE_ONLY, inspect_op
+    from .analyze.ladder_inspect import (CAPTION, COLUMNS, COMPUTE_CAPTION, COMPUTE_COLUMNS, COMPUTE_WIDE_ONLY,
+                                         WIDE_ONLY, inspect_op)
     from .ladder import get_op
 
     op = get_op(op_name)
@@ -328,8 +329,10 @@ def _inspect(op_name: str, arch: str, dtypes, rungs, wide: bool, jobs) -> int:
                           for v in op.variants if not rungs or v.name in rungs)
         raise CliError(f"{op_name} has no kernel for {asked or 'these filters'} on {arch}; {takes}")
     what = ", ".join(filter(None, [", ".join(rungs or ()), ", ".join(map(_dtype_text, dtypes or ()))]))
-    print_rows(rows, COLUMNS, f"{op_name}{f' ({what})' if what else ''}: static analysis for {arch}, "
-               f"{len(rows)} distinct kernels", WIDE_ONLY, wide, CAPTION)
+    cols, wide_only, caption = ((COMPUTE_COLUMNS, COMPUTE_WIDE_ONLY, COMPUTE_CAPTION) if op.compute_bound
+                                else (COLUMNS, WIDE_ONLY, CAPTION))
+    print_rows(rows, cols, f"{op_name}{f' ({what})' if what else ''}: static analysis for {arch}, "
+               f"{len(rows)} distinct kernels", wide_only, wide, caption)
     return 0
 
 

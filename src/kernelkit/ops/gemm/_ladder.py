@@ -252,7 +252,9 @@ LADDER = (
              "loaded without a check a chunk, 16-byte stores", (F32,)),
     _variant("wmma_global", "tensor cores through WMMA: one warp a 16x16 output fragment (8x8 fp64), "
              "operands loaded straight from global memory (staged through shared memory at the edges); "
-             "fp16, bf16, tf32, int8, fp64 (sub-byte s4/b1: no torch dtype)", TENSOR),
+             "fp16, bf16, tf32, int8, fp64. Sub-byte s4/b1: no rung, torch has no 4- or 1-bit dtype; NVRTC "
+             "takes both, sm_80 runs s4 as IMMA.16864.S4, sm_90 emulates it with 8-bit IMMAs and about a "
+             "hundred instructions a step, b1 is BMMA on both (csrc/gemm/probes.cu)", TENSOR),
     _variant("wmma_smem", "WMMA on 128x128 block tiles (64x64 fp64) staged in shared memory in 64-byte K "
              "slabs, 4x2 fragments a warp, the next slab fetched during the MMAs", TENSOR),
     _variant("mma", "mma.sync with ldmatrix from XOR-swizzled shared memory (ldmatrix.trans for m/n-major "

@@ -15,6 +15,7 @@ from ...runtime import allow_shared, get_kernel, launch
 from .._shared.checks import check_same_device, check_tensor, dtype_name
 from .._shared.custom_op import out_op
 from .._shared.plans import plan_cache, remember
+from ._banks import bank_report
 from ._ladder import F32, F64, I8, LADDER, MatmulTile, resolve
 from ._problem import as3, flags, out_view_ok, side_a, side_b
 
@@ -218,5 +219,5 @@ OP = register(Op(
     param_space={"allow_tf32": (False, True)},
     bench_shapes=((4096, 4096, 4096), (8192, 8192, 8192), (4097, 4095, 4093), (16, 4096, 4096, 4096)),
     bench_dtypes=(torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.float64),
-    compute_bound=True,
+    compute_bound=True, bank_model=bank_report,
 ))

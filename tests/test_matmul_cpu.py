@@ -9,12 +9,21 @@ from kernelkit.ops.gemm.matmul import result_shape
 from kernelkit.ops.gemm import MatmulTile
 
 
+H100_SMEM, A100_SMEM = (233472, 232448), (167936, 166912)
+
+
 @pytest.fixture
 def sms(monkeypatch):
-    """A device of `n` SMs for the rules (set through the returned function)."""
-    state = {"n": 132}
+    """A device of `n` SMs (and an H100's shared memory unless set) for the rules, set through the
+    returned function."""
+    state = {"n": 132, "smem": H100_SMEM, "cc": 90}
     monkeypatch.setattr(rules, "sm_count", lambda dev: state["n"])
-    return lambda n: state.__setitem__("n", n)
+    monkeypatch.setattr(rules, "smem_limits", lambda dev: state["smem"])
+    monkeypatch.setattr(rules, "compute_capability", lambda dev: state["cc"])
+
+    def set_device(n, smem=H100_SMEM, cc=90):
+        state.update(n=n, smem=smem, cc=cc)
+    return set_device
 
 
 def test_operand_layouts():
@@ -77,7 +86,7 @@ def test_rule_best_by_dtype(sms):
     assert r(torch.float32, True).startswith("kk::mm_mma<kk::MmaTF32")
     assert r(torch.float16).startswith("kk::mm_mma<kk::MmaF16") and r(torch.float16).endswith("true, false>")
     assert r(torch.int8).endswith("true, true>")  # int8 and tf32 stage k-major whatever the layout
-    assert r(torch.float64).startswith("kk::mm_wmma_smem<kk::WmmaF64")
+    assert r(torch.float64).startswith("kk::mm_wmma_smem<kk::WmmaF64")  # cp=False: wmma_smem's element loads
 
 
 def test_config_is_checked_and_only_on_tiled_rungs(sms):
@@ -117,3 +126,99 @@ def test_mma_sass_shows_ldmatrix_trans_for_n_major_16_bit():
         a_k_major = ", true, " in r.kernel.name[-13:]
         assert trans == (not (a_k_major and b_k_major)), r.kernel.name
         assert r.spill_bytes == 0 and r.local_ops == 0
+
+
+def test_copy_only_rule_tiles_stages_and_layouts(sms):
+    """Aligned operands (cp=True) take the copy-only kernel: the largest tile that still covers every SM,
+    as many 128-byte stages as shared memory holds for 8 warps an SM (4 on an H100 at 128x256, 3 on an
+    A100), tf32 with an n-major B, int8 only k-major; the rest the general kernel."""
+    r = lambda dt, m, n, a_k=True, b_k=False, cp=True, batch=1: rules.resolve(  # noqa: E731
+        "mma", dt, dt == torch.float32, a_k, b_k, m, n, batch, 0, None, "m", cp)
+    big = r(torch.float16, 4096, 4096)
+    assert big.kernel.name == "kk::mm_mma_pipe<kk::MmaF16, 128, 256, 64, 64, 4, true, false>"
+    assert big.grid == (32 * 16, 1, 1) and big.threads == 256 and big.shmem == 4 * 384 * 128
+    assert "128, 128, 64, 64, 3" in r(torch.bfloat16, 2048, 2048).kernel.name  # 128 tiles of 128x256 < 132
+    assert r(torch.bfloat16, 2048, 2048).shmem == 3 * 256 * 128  # two blocks of 4 warps share the SM
+    assert "64, 64, 32, 32" in r(torch.float16, 16, 4096).kernel.name
+    assert "MmaTF32, 128, 256" in r(torch.float32, 4096, 4096).kernel.name  # tf32, B n-major: copy-only
+    assert r(torch.int8, 4096, 4096, True, True).kernel.name.startswith("kk::mm_mma_pipe<kk::MmaS8")
+    assert r(torch.int8, 4096, 4096, True, False).kernel.name.startswith("kk::mm_mma<")  # int8 n-major B
+    assert r(torch.float16, 4096, 4096, cp=False).kernel.name.startswith("kk::mm_mma<")  # misaligned
+    sms(108, A100_SMEM)
+    assert "128, 256, 64, 64, 3" in r(torch.float16, 4096, 4096).kernel.name
+    with pytest.raises(ValueError, match="copy-only"):  # an n-major B 512 wide at 128 threads: 2 rows a chunk column
+        rules.resolve("mma", torch.float16, False, True, False, 4096, 4096, 1, 0, MatmulTile(64, 512, 32, 256), "m", True)
+
+
+def test_copy_only_listed_kernels_fit_the_h100():
+    """Every copy-only kernel the mma rung lists passes its own check and fits an H100's shared memory."""
+    for dt in (torch.float16, torch.bfloat16, torch.float32, torch.int8):
+        for t in rules.PIPE_TILES:
+            for a_k, b_k in rules.pipe_layouts(dt):
+                rules.pipe_check(t, dt, a_k, b_k, "m")
+                assert rules.pipe_kernel(dt, t, a_k, b_k).dyn_shared <= H100_SMEM[1]
+
+
+def test_dmma_rule_needs_sm90_and_copyable_operands(sms):
+    """fp64's best is dmma: the copy-only DMMA.16x8x16 kernel on sm_90 with aligned operands (two blocks of
+    4 warps an SM, 4 stages), wmma_smem's kernel before sm_90 or for operands no copy can read."""
+    r = lambda cp=True, a_k=True, b_k=False: rules.resolve(  # noqa: E731
+        "best", torch.float64, False, a_k, b_k, 4096, 4096, 1, 0, None, "m", cp)
+    got = r()
+    assert got.kernel.name == "kk::mm_dmma_pipe<64, 64, 32, 32, 4, true, false>" and got.threads == 128
+    assert got.grid == (64 * 64, 1, 1) and got.shmem == 4 * 128 * 128 and got.kernel.min_sm == 90
+    assert r(a_k=False, b_k=True).kernel.name.endswith("false, true>")
+    assert r(cp=False).kernel.name.startswith("kk::mm_wmma_smem<kk::WmmaF64")
+    sms(108, A100_SMEM, cc=80)
+    assert r().kernel.name.startswith("kk::mm_wmma_smem<kk::WmmaF64")
+
+
+def test_bank_model_counts_conflicts_and_finds_the_kernels_free_of_them():
+    """The static model replays the kernels' addresses: an unswizzled tile is 8-way conflicted on ldmatrix,
+    the 16-bit swizzle on tf32's element-wise [k][n] B 1.5-way, 8-row XOR on the fp64 fragments 2-way; the
+    swizzles the kernels use are conflict-free for every listed kernel."""
+    from kernelkit.ops.gemm import _banks as banks
+    plain = banks.Tile(8, lambda r: 0)
+    assert banks._mma_reads(2, plain, plain, True, True, 64, 64, 4, False) == (1024, 128)
+    tf32_a = banks._pipe_tile(4, 128, 128, True)
+    assert banks._mma_reads(4, tf32_a, banks.Tile(64, lambda r: r & 7), True, False, 64, 64, 4, True) == (192, 128)
+    by_row = banks.Tile(8, lambda r: r & 7)
+    assert banks._dmma_reads(by_row, by_row, True, True, 32, 32) == (128, 64)
+    seen = 0
+    for rung, dtypes in (("mma", (torch.float16, torch.float32, torch.int8)), ("dmma", (torch.float64,))):
+        for dt in dtypes:
+            for k in rules.kernels_for(rung, dt, True):
+                report = banks.bank_report(k.name)
+                if report is not None:
+                    seen += 1
+                    assert report == "reads 1.00, cp.async 1.00", (k.name, report)
+    assert seen == 37  # f16: 12 copy-only + 8 general; tf32: 6 + 2; int8: 3 + 2; fp64: 4
+    assert banks.bank_report("kk::mm_warp<128, 128, 16, 64, 32, 256, 2>") is None
+
+
+def test_inspect_rows_of_a_compute_bound_op_carry_census_and_banks():
+    pytest.importorskip("cuda.core")
+    from kernelkit.analyze.ladder_inspect import inspect_op
+    rows = inspect_op("matmul", "sm_90", (torch.float64,), variants=("dmma",))
+    dm = [r for r in rows if r["kernel"].startswith("mm_dmma_pipe")]
+    assert len(dm) == 4 and all(r["banks"] == "reads 1.00, cp.async 1.00" for r in dm)
+    assert all("DMMA:" in r["census"] and "LDGSTS:" in r["census"] and r["claims"] == "ok" and r["spills"] == 0
+               for r in dm)
+
+
+def test_sub_byte_shapes_native_on_sm80_emulated_s4_on_sm90():
+    """What the ladder's text says of the sub-byte types: NVRTC takes s4 and b1 mma on both archs; sm_80
+    runs s4 as IMMA.16864.S4, sm_90 unpacks it to 8-bit IMMAs (about a hundred instructions a step); b1
+    is BMMA on both."""
+    pytest.importorskip("cuda.core")
+    from kernelkit.analyze.sass import kernel_census
+    from kernelkit.runtime import compile_source
+    for arch in ("sm_80", "sm_90"):
+        b = compile_source("gemm/probes.cu", ["sub_s4", "sub_b1"], arch)
+        cen = kernel_census(b.cubin)
+        s4, b1 = cen[b.mangled("sub_s4")].opcodes, cen[b.mangled("sub_b1")].opcodes
+        assert any(op.startswith("BMMA.88128") for op in b1), arch
+        native = any(op.startswith("IMMA") and ".S4" in op for op in s4)
+        assert native == (arch == "sm_80"), (arch, dict(s4))
+        if arch == "sm_90":
+            assert any(op.startswith("IMMA.16832.S8") for op in s4) and sum(s4.values()) > 60

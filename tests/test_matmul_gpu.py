@@ -6,6 +6,7 @@ import torch
 
 import kernelkit
 from kernelkit.ops.gemm import MatmulTile
+from kernelkit.ops.gemm._ladder import PIPE_TILES, pipe_layouts
 from matmul_helpers import check_matmul, operand, poisoned
 
 pytestmark = pytest.mark.gpu
@@ -140,3 +141,47 @@ def test_torch_compile_fullgraph():
     a, b = operand((64, 96), torch.float16), operand((96, 80), torch.float16, True)
     fn = torch.compile(lambda x, y: kernelkit.matmul(x, y) * 2, fullgraph=True)
     check_matmul(fn(a, b) / 2, a, b, False, "compiled")
+
+
+def _strided_operand(rows: int, cols: int, ld: int, dtype: torch.dtype, transposed: bool) -> torch.Tensor:
+    """A rows x cols matrix whose contiguous dim has leading dimension ld (>= that dim), 16-byte aligned:
+    a view of a wider buffer, or the transpose view of one."""
+    inner, outer = (rows, cols) if transposed else (cols, rows)
+    buf = operand((outer, ld), dtype)[:, :inner]
+    return buf.t() if transposed else buf
+
+
+COPY_ONLY = [(torch.float16, False), (torch.bfloat16, False), (torch.float32, True), (torch.int8, False)]
+
+
+@pytest.mark.parametrize("dtype,tf32", COPY_ONLY, ids=["f16", "bf16", "tf32", "i8"])
+@pytest.mark.parametrize("tile", [None, *PIPE_TILES], ids=str)
+def test_copy_only_kernel_edges(dtype, tf32, tile):
+    """The mma rung's copy-only kernel (aligned operands, whole-vector leading dims) at every tile: M and N
+    off the tile, K off the 128-byte stage and off the 16-byte chunk (a view of a wider buffer), each
+    layout it takes, a batch, and a bias (linear)."""
+    _copy_only_edges(dtype, tf32, "mma", tile, pipe_layouts(dtype))
+
+
+def test_dmma_edges():
+    """The dmma rung's copy-only fp64 kernel (sm_90; wmma_smem's kernel elsewhere) on the same edges."""
+    _copy_only_edges(torch.float64, False, "dmma", None, ((True, True), (True, False), (False, True), (False, False)))
+
+
+def _copy_only_edges(dtype, tf32, variant, tile, layouts):
+    for a_k, b_k in layouts:
+        for m, n, k, ld in ((130, 264, 136, 144), (300, 72, 200, 208), (1, 16, 16, 16), (257, 520, 131, 144)):
+            rows_a, rows_b = (m, k), (k, n)
+            a = _strided_operand(m, k, ld if a_k else -(-m // 16) * 16, dtype, not a_k)
+            b = _strided_operand(k, n, ld if b_k else -(-n // 16) * 16, dtype, b_k)
+            assert a.shape == rows_a and b.shape == rows_b
+            rdt = torch.int32 if dtype == torch.int8 else dtype
+            out = poisoned((m, n), rdt)
+            kernelkit.matmul(a, b, out=out, allow_tf32=tf32, variant=variant, config=tile)
+            check_matmul(out, a, b, tf32, f"copy-only {dtype} {tile} {m}x{n}x{k} ld={ld} k-major={a_k},{b_k}")
+    a, b = operand((3, 136, 72), dtype), operand((3, 72, 264), dtype, dtype != torch.float16)
+    check_matmul(kernelkit.matmul(a, b, allow_tf32=tf32, variant=variant, config=tile), a, b, tf32, "copy-only batch")
+    if dtype != torch.int8:
+        x, w, bias = operand((70, 136), dtype), operand((200, 136), dtype), operand((1, 200), dtype)[0]
+        out = kernelkit.linear(x, w, bias, allow_tf32=tf32, variant=variant, config=tile)
+        check_matmul(out, x, w.t(), tf32, "copy-only linear", bias=bias)

@@ -215,6 +215,11 @@ def _params(op, items) -> dict:
         if not takes_any and k not in sig:
             raise CliError(f"{op.name} takes no keyword {k!r}{_suggest(k, known) or ';'} its keywords: "
                            f"{', '.join(known)}")
+        default = sig[k].default if k in sig else None
+        if isinstance(default, bool):  # allow_tf32=true: a flag, not the string "false" (which is truthy)
+            if v.lower() not in ("true", "false", "1", "0"):
+                raise CliError(f"--param {it!r}: {k} is true or false")
+            v = v.lower() in ("true", "1")
         out[k] = v
     return out
 
@@ -268,7 +273,7 @@ def cmd_ladder(args) -> int:
 
 
 def _time_ladder(op, arch: str, args) -> int:
-    from .bench.ladder_run import COLUMNS, WIDE_ONLY, run_ladder
+    from .bench.ladder_run import COLUMNS, COMPUTE_COLUMNS, COMPUTE_WIDE_ONLY, WIDE_ONLY, run_ladder
     from .bench.report import write_json
     from .bench.roofline import RooflinePoint, plot_roofline
     from .warmup import warmup
@@ -286,10 +291,17 @@ def _time_ladder(op, arch: str, args) -> int:
             res = run_ladder(op.name, shape, dtype, params, with_compile=not args.no_compile)
             results.append(res)
             tag = f"{op.name}-{res['dtype']}-{'x'.join(map(str, shape))}"
-            print_rows(res["rows"], COLUMNS,
-                       f"{op.name} {res['dtype']} {tuple(shape)}: {res['bytes'] / 1e6:.1f} MB moved; copy ceiling "
-                       f"{res['copy_gbs_large']:.0f} GB/s (same bytes {res['copy_gbs_same_bytes']:.0f})",
-                       WIDE_ONLY, args.wide)
+            if op.compute_bound:  # judged by its rate against torch's (cuBLAS) timed in turn, not by bytes
+                unit = "TOP" if not dtype.is_floating_point else "TFLOP"
+                cols = [(k, unit + "/s" if k == "tflops" else h, f) for k, h, f in COMPUTE_COLUMNS]
+                print_rows(res["rows"], cols, f"{op.name} {res['dtype']} {tuple(shape)}"
+                           f"{''.join(f', {k}={v}' for k, v in params.items())}: {res['flops'] / 1e12:.3g} "
+                           f"T{'OP' if unit == 'TOP' else 'FLOP'}", COMPUTE_WIDE_ONLY, args.wide)
+            else:
+                print_rows(res["rows"], COLUMNS,
+                           f"{op.name} {res['dtype']} {tuple(shape)}: {res['bytes'] / 1e6:.1f} MB moved; copy "
+                           f"ceiling {res['copy_gbs_large']:.0f} GB/s (same bytes {res['copy_gbs_same_bytes']:.0f})",
+                           WIDE_ONLY, args.wide)
             pts = [RooflinePoint(r["name"], res["flops"], res["bytes"], r["median_us"] * 1e-6)
                    for r in res["rows"] if r["median_us"]]
             if pts:
@@ -301,7 +313,8 @@ def _time_ladder(op, arch: str, args) -> int:
 
 
 def _inspect(op_name: str, arch: str, dtypes, rungs, wide: bool, jobs) -> int:
-    from .analyze.ladder_inspect import CAPTION, COLUMNS, WIDE_ONLY, inspect_op
+    from .analyze.ladder_inspect import (CAPTION, COLUMNS, COMPUTE_CAPTION, COMPUTE_COLUMNS, COMPUTE_WIDE_ONLY,
+                                         WIDE_ONLY, inspect_op)
     from .ladder import get_op
 
     op = get_op(op_name)
@@ -316,8 +329,10 @@ def _inspect(op_name: str, arch: str, dtypes, rungs, wide: bool, jobs) -> int:
                           for v in op.variants if not rungs or v.name in rungs)
         raise CliError(f"{op_name} has no kernel for {asked or 'these filters'} on {arch}; {takes}")
     what = ", ".join(filter(None, [", ".join(rungs or ()), ", ".join(map(_dtype_text, dtypes or ()))]))
-    print_rows(rows, COLUMNS, f"{op_name}{f' ({what})' if what else ''}: static analysis for {arch}, "
-               f"{len(rows)} distinct kernels", WIDE_ONLY, wide, CAPTION)
+    cols, wide_only, caption = ((COMPUTE_COLUMNS, COMPUTE_WIDE_ONLY, COMPUTE_CAPTION) if op.compute_bound
+                                else (COLUMNS, WIDE_ONLY, CAPTION))
+    print_rows(rows, cols, f"{op_name}{f' ({what})' if what else ''}: static analysis for {arch}, "
+               f"{len(rows)} distinct kernels", wide_only, wide, caption)
     return 0
 
 

@@ -109,6 +109,9 @@ class Op:
     bench_shapes: tuple[tuple[int, ...], ...] = ((1 << 24,), (1 << 28,))
     bench_dtypes: tuple[torch.dtype, ...] = FLOAT_DTYPES
     compute_bound: bool = False  # judged by FLOP/s against torch (cuBLAS for matmul), not by bytes against a copy
+    # kernel name -> its shared-memory bank conflicts by a static model of its addresses (swizzled rungs),
+    # None where the model does not cover the kernel; `kernelkit inspect` shows it
+    bank_model: Callable[[str], str | None] | None = None
 
     def param_combinations(self) -> list[dict[str, Any]]:
         """Every combination of ``param_space`` (one empty dict when the op has none)."""

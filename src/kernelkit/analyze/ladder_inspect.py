@@ -40,6 +40,7 @@ class KernelReport:
     occupancy: float
     limiter: str
     opcodes: frozenset = frozenset()  # every SASS opcode (with modifiers) the kernel contains
+    counts: tuple = ()  # (opcode prefix, count) of CENSUS found in the SASS
 
     def claim_failures(self) -> list[str]:
         """How the SASS contradicts what the rung claims (empty when it holds)."""
@@ -60,6 +61,13 @@ class KernelReport:
 
 
 _TENSOR_CORE = ("HMMA", "IMMA", "DMMA", "HGMMA", "IGMMA", "QGMMA")
+# the instructions a compute-bound kernel is made of: its math, and how operands reach it
+CENSUS = ("FFMA", "DFMA", "HMMA", "IMMA", "DMMA", "LDSM", "LDGSTS", "LDS.128", "LDS.64")
+
+
+def _census_counts(opcodes: dict) -> tuple:
+    return tuple((p, n) for p in CENSUS
+                 if (n := sum(c for op, c in opcodes.items() if op == p or op.startswith(p + "."))))
 
 
 def _instances(variants: Iterable[Variant], dtypes, param_combos) -> list[tuple[Variant, torch.dtype, dict, Kernel]]:
@@ -169,6 +177,7 @@ def analyze_op(op_name: str, arch: str = "sm_90", dtypes: Iterable[torch.dtype] 
             local_ops=c.local_memory_ops,
             tensor_core_ops={o: n for o, n in c.opcodes.items() if o.split(".")[0] in _TENSOR_CORE},
             occupancy=occ.fraction, limiter=occ.limiter, opcodes=frozenset(c.opcodes),
+            counts=_census_counts(c.opcodes),
         ))
     return reports
 
@@ -238,6 +247,9 @@ def inspect_op(op_name: str, arch: str = "sm_90", dtypes=None, variants=None, jo
             "limiter": r.limiter,
             "claims": "ok" if not r.claim_failures() else "; ".join(r.claim_failures()),
         })
+        if op.compute_bound:
+            rows[-1]["census"] = " ".join(f"{p}:{n}" for p, n in r.counts) or "-"
+            rows[-1]["banks"] = (op.bank_model(r.kernel.name) if op.bank_model else None) or "-"
     for v in op.variants:  # a rung whose headers are missing here: one row saying why
         why = (not variants or v.name in variants) and v.unavailable()
         if why and (not dtypes or set(dtypes) & set(v.dtypes)):
@@ -253,5 +265,19 @@ COLUMNS = [
     ("occupancy", "occ.", None), ("limiter", "limited by", None), ("claims", "claims", None),
 ]
 WIDE_ONLY = frozenset({"stack", "block", "limiter"})
+# compute-bound ops (matmul): the instruction census and the static bank-conflict model in place of the
+# global access widths
+COMPUTE_COLUMNS = [
+    ("kernel", "kernel", None), ("used_by", "used by", None),
+    ("regs", "regs", None), ("spills", "spill B", None), ("smem", "smem B", None),
+    ("census", "SASS census (static counts)", None), ("banks", "smem wavefronts / ideal (static model)", None),
+    ("ldg", "loads", None), ("stg", "stores", None), ("block", "block", None),
+    ("occupancy", "occ.", None), ("claims", "claims", None),
+]
+COMPUTE_WIDE_ONLY = frozenset({"ldg", "stg", "block"})
+COMPUTE_CAPTION = ("census: instructions in the SASS (static, not executed counts); smem wavefronts / ideal: "
+                   "one warp's fragment reads and cp.async writes of a K stage replayed through the kernel's "
+                   "swizzle on CPU, 1.00 conflict-free (`kernelkit ncu matmul` measures the same on a GPU); "
+                   "used by: the rungs (and dtypes) that launch it; claims: the SASS against the rung's claims")
 CAPTION = ("used by: the rungs (and dtypes) that launch it; loads/stores: global memory instructions, bits:count; "
            "occ.: theoretical occupancy at the launch's block size; claims: the SASS against the rung's claims")

@@ -13,6 +13,7 @@ ceiling is the better of two placements of buffers of its own.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -41,6 +42,8 @@ class Row:
     pct_copy_paired: float | None = None  # of a same-bytes copy timed in turn with the rung (medians)
     vs_prev: float | None = None  # speedup over the previous rung
     vs_torch: float | None = None  # speedup over torch eager
+    tflops: float | None = None  # compute-bound ops: TFLOP/s (TOP/s for integers)
+    pct_torch: float | None = None  # compute-bound ops: share of torch's (cuBLAS's) rate timed in turn, %
     error: str | None = None  # why the rung was not timed
 
     def as_dict(self) -> dict[str, Any]:
@@ -50,6 +53,22 @@ class Row:
 def _clone_args(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     c = lambda a: a.clone() if isinstance(a, torch.Tensor) else a  # noqa: E731
     return tuple(c(a) for a in args), {k: c(v) for k, v in kwargs.items()}
+
+
+# compute-bound ops: the largest |out - ref| allowed, relative to max |ref| (a wrong tile, not rounding:
+# sums of thousands of products in fp32, tf32 or 16-bit operands); integers exact
+COMPUTE_TOL = {torch.float64: 1e-10, torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 5e-2}
+TF32_TOL = 2e-2
+
+
+def _compute_mismatch(out: torch.Tensor, ref: torch.Tensor, params) -> str | None:
+    if not out.dtype.is_floating_point:
+        n = int((out.double() != ref).sum())
+        return f"{n} elements differ from the float64 reference" if n else None
+    o, r = out.double(), ref.double()
+    err, mag = float((o - r).abs().max()), float(r.abs().max())
+    tol = TF32_TOL if str(params.get("allow_tf32", "")).lower() in ("true", "1") else COMPUTE_TOL.get(out.dtype, 1e-4)
+    return None if err <= tol * mag else f"max |out - ref| {err:.3g} is over {tol:g} x max |ref| ({mag:.3g})"
 
 
 def _check(op, variant: str | None, args, kwargs, params) -> str | None:
@@ -63,6 +82,8 @@ def _check(op, variant: str | None, args, kwargs, params) -> str | None:
     out = op.call(*a, variant=variant, **k, **params)
     if not isinstance(out, torch.Tensor):
         return None
+    if op.compute_bound:
+        return _compute_mismatch(out, ref, params)
     if op.name in ("sum", "mean", "amax", "amin"):
         # judged against the magnitudes summed, not the result: 2^28 random values sum to near zero, and a
         # tolerance relative to that result failed every rung, torch's fp32 sum included
@@ -124,18 +145,30 @@ def run_ladder(
     torch_fn = lambda i: op.torch_fn(*copies[i % k][0], **copies[i % k][1], **params)  # noqa: E731
     copy_fn = _same_bytes_copy(copies, nbytes)
 
-    def measure_against_torch(variant: str) -> tuple[float, float, float]:
+    def measure_against_torch(variant: str) -> tuple[float, float, float | None]:
         mine = lambda i: op.call(*copies[i % k][0], variant=variant, **copies[i % k][1], **params)  # noqa: E731
-        # in turn with torch and the copy: all see the same placements and clocks (timing.time_interleaved)
-        t_mine, t_theirs, t_copy = time_interleaved([mine, torch_fn, copy_fn], working_set_bytes=nbytes,
-                                                    max_seconds=3 * max_seconds, shuffle=True)
-        return t_mine.median_us, t_theirs.median_us, t_copy.median_us
+        # in turn with torch and the copy: all see the same placements and clocks (timing.time_interleaved);
+        # a compute-bound op is judged against torch alone. A call of tenths of a second (a teaching rung at
+        # 8192^3) gets as many reps as the budget holds, at least 3, instead of timing.MIN_REPS.
+        fns = [mine, torch_fn] if op.compute_bound else [mine, torch_fn, copy_fn]
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for f in fns:
+            f(0)
+        torch.cuda.synchronize()
+        round_s = time.perf_counter() - t0
+        reps = 100 if round_s * 20 <= 3 * max_seconds else max(3, min(10, int(3 * max_seconds / round_s)))
+        times = time_interleaved(fns, working_set_bytes=nbytes, max_seconds=3 * max_seconds, shuffle=True,
+                                 reps=reps, warmup=10 if reps == 100 else 1)
+        return times[0].median_us, times[1].median_us, times[2].median_us if len(times) > 2 else None
 
     def fill(row: Row, us: float, copy_us: float | None = None) -> Row:
         row.median_us = us
         row.pct_copy_paired = None if copy_us is None else 100 * copy_us / us
         row.gbs = nbytes / us / 1e3
         row.gflops = flops / us / 1e3
+        if op.compute_bound:
+            row.tflops = flops / us / 1e6
         row.pct_copy = 100 * row.gbs / copy_large
         row.pct_copy_same_bytes = 100 * row.gbs / copy_same
         return row
@@ -152,6 +185,8 @@ def run_ladder(
                 us, paired_torch_us, copy_us = measure_against_torch(v.name)
                 fill(row, us, copy_us)
                 row.vs_torch = paired_torch_us / us
+                if op.compute_bound:
+                    row.pct_torch = 100 * row.vs_torch
                 if v.default or torch_us is None:  # the torch row: its run beside the default rung
                     torch_us, torch_copy_us = paired_torch_us, copy_us
         except Exception as exc:  # e.g. a rung whose alignment or shape constraint the input misses
@@ -196,6 +231,18 @@ COLUMNS = [
     ("error", "note", None),
 ]
 WIDE_ONLY = frozenset({"pct_copy", "pct_copy_same_bytes"})  # `kernelkit ladder` shows them with --wide
+
+# compute-bound ops (matmul): the rate and the share of cuBLAS's (torch's) rate timed in turn with the rung
+COMPUTE_COLUMNS = [
+    ("name", "rung", None),
+    ("median_us", "time (us)", ".1f"),
+    ("tflops", "TFLOP/s", ".1f"),
+    ("pct_torch", "% of torch (cuBLAS), in turn", ".1f"),
+    ("vs_prev", "x prev", ".2f"),
+    ("gbs", "GB/s", ".0f"),
+    ("error", "note", None),
+]
+COMPUTE_WIDE_ONLY = frozenset({"gbs"})
 
 
 def parse_shape(text: str) -> tuple[int, ...]:

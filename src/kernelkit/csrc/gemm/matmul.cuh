@@ -86,6 +86,24 @@ __device__ __forceinline__ void put2(To* c, const To* bias, const Problem& p, in
   }
 }
 
+// Four outputs of one row at columns n..n + 3 as one 16-byte store where all lie inside and the address
+// allows it, else element by element.
+template <typename Acc>
+__device__ __forceinline__ void put4(float* c, const float* bias, const Problem& p, int m, int n, const Acc (&v)[4]) {
+  if (m >= p.M || n >= p.N) return;
+  float* q = c + (i64)m * p.ldc + n;
+  if (n + 3 < p.N && (reinterpret_cast<unsigned long long>(q) % 16) == 0) {
+    float4 w = make_float4(v[0], v[1], v[2], v[3]);
+    if (bias) {
+      w.x += bias[n]; w.y += bias[n + 1]; w.z += bias[n + 2]; w.w += bias[n + 3];
+    }
+    *reinterpret_cast<float4*>(q) = w;
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) put(c, bias, p, m, n + j, v[j]);
+  }
+}
+
 // A tile of R x BK elements of an operand, fetched into registers by THREADS threads and stored to
 // shared memory at Smem::at(r, k). Chunks of V = 16 / sizeof(T) elements run along the operand's
 // contiguous dim: with `vec` (aligned base, ld and batch stride whole vectors) a chunk inside the
@@ -99,9 +117,21 @@ struct TileFetch {
   static_assert(R % V == 0 && BK % V == 0, "tile sides are whole vectors");
   T v[CHUNKS][V];
 
-  // rows and ks: the operand's extent left from (r0, k0), the tile's origin
+  // rows and ks: the operand's extent left from (r0, k0), the tile's origin. A tile wholly inside an
+  // operand that 16-byte loads may read (all but the edge tiles) takes them without a check a chunk.
   __device__ __forceinline__ void fetch(const T* p, i64 ld, bool kmaj, bool vec, int r0, int k0, int rows, int ks) {
     const int tid = threadIdx.x;
+    if (vec && rows >= R && ks >= BK) {
+#pragma unroll
+      for (int i = 0; i < CHUNKS; ++i) {
+        int r, k;
+        place(kmaj, tid + i * THREADS, r, k);
+        const T* src = p + (kmaj ? (i64)(r0 + r) * ld + (k0 + k) : (i64)(k0 + k) * ld + (r0 + r));
+        const uint4 c = *reinterpret_cast<const uint4*>(src);
+        memcpy(v[i], &c, 16);
+      }
+      return;
+    }
 #pragma unroll
     for (int i = 0; i < CHUNKS; ++i) {
       const int q = tid + i * THREADS;

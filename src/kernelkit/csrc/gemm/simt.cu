@@ -221,9 +221,10 @@ mm_lds128(const float* A, const float* B, float* C, const float* bias, i64 M, i6
 // Warp tiles: the block tile splits into WM x WN warp tiles, and a warp's 32 lanes as 8 (along M) x
 // 4 (along N), each lane holding (WM/8) x (WN/4) outputs in blocks of 4x4. A warp's shared loads of
 // one k then touch 8 consecutive float4 of A (128 bytes, one wavefront) and 4 of B (one wavefront),
-// against 2 wavefronts of B for the 16x16 thread grid. Double-buffered as mm_lds128<true>.
-template <int BM, int BN, int BK, int WM, int WN, int T>
-__global__ void __launch_bounds__(T)
+// against 2 wavefronts of B for the 16x16 thread grid. Double-buffered as mm_lds128<true>. MINB:
+// the blocks an SM the registers are capped for (2 at 128x128: 128 registers, no spills, 16 warps).
+template <int BM, int BN, int BK, int WM, int WN, int T, int MINB>
+__global__ void __launch_bounds__(T, MINB)
 mm_warp(const float* A, const float* B, float* C, const float* bias, i64 M, i64 N, i64 K, i64 lda, i64 ldb,
         i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
   constexpr int WARPS_N = BN / WN, TM = WM / 8, TN = WN / 4, MS = TM / 4, NS = TN / 4;
@@ -287,7 +288,10 @@ mm_warp(const float* A, const float* B, float* C, const float* bias, i64 M, i64 
     for (int i = 0; i < TM; ++i) {
       const int m = m0 + wm0 + (i / 4) * (WM / MS) + lm * 4 + i % 4;
 #pragma unroll
-      for (int j = 0; j < TN; ++j) mm::put(c, bias, p, m, n0 + wn0 + (j / 4) * (WN / NS) + ln * 4 + j % 4, acc[i][j]);
+      for (int s = 0; s < NS; ++s) {  // a lane's 4 consecutive columns: one 16-byte store
+        const float v[4] = {acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]};
+        mm::put4(c, bias, p, m, n0 + wn0 + s * (WN / NS) + ln * 4, v);
+      }
     }
     __syncthreads();
   }

@@ -5,7 +5,8 @@
 // The fragments are the PTX instructions themselves (wmma.load / wmma.mma / wmma.store), one traits
 // struct a type: fp16 and bf16 m16n16k16 with fp32 accumulation, tf32 m16n16k8 (fp32 in memory,
 // rounded to tf32 after the load), int8 m16n16k16 into int32, fp64 m8n8k4. The sub-byte shapes (s4
-// m8n8k32, b1 m8n8k128) need 4- and 1-bit operands, which torch has no dtype for: not in the ladder.
+// m8n8k32, b1 m8n8k128) need 4- and 1-bit operands, which torch has no dtype for: not in the ladder
+// (what sm_80 and sm_90 make of them: probes.cu).
 #include "matmul.cuh"
 
 namespace kk {

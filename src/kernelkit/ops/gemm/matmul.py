@@ -16,6 +16,7 @@ from .._shared.checks import check_same_device, check_tensor, dtype_name
 from .._shared.custom_op import out_op
 from .._shared.plans import plan_cache, remember
 from ._hopper import RUNGS as HOPPER_RUNGS, WgmmaTile, launch_tma
+from ._banks import bank_report
 from ._ladder import F32, F64, I8, LADDER, MatmulTile, resolve
 from ._problem import as3, flags, out_view_ok, side_a, side_b
 
@@ -78,11 +79,12 @@ def _matmul_into(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor],
         if launch_tma(variant, sa, sb, out3, bias, m, n, k, batch, dev, config) is None:
             return
         variant, config = "mma", None  # what the TMA cannot read (tma_fallback_reason says why) runs on mma
-    key = (a.dtype, allow_tf32, variant, sa.kmaj, sb.kmaj, m, n, batch, dev, config and tuple(config))
+    cp = sa.vec and sb.vec
+    key = (a.dtype, allow_tf32, variant, sa.kmaj, sb.kmaj, cp, m, n, batch, dev, config and tuple(config))
     plan = _plans.get(key)
     if plan is None:
         cfg = None if config is None else MatmulTile(*config)
-        ln = resolve(variant or "best", a.dtype, allow_tf32, sa.kmaj, sb.kmaj, m, n, batch, dev, cfg, "matmul")
+        ln = resolve(variant or "best", a.dtype, allow_tf32, sa.kmaj, sb.kmaj, m, n, batch, dev, cfg, "matmul", cp)
         kern = get_kernel(ln.kernel.source, ln.kernel.name, device_index=dev)
         allow_shared(kern, ln.shmem, dev)
         plan = remember(_plans, key, (kern, ln))
@@ -135,7 +137,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out: Optional[torch.Tensor] = No
     device), returned; a non-contiguous ``out`` is written through a temporary. None: a new tensor.
     ``allow_tf32``: let float32 inputs run on tensor cores as tf32 (about 10 bits of mantissa).
     ``variant``: a rung of ``kernelkit.ladder("matmul")`` (naive first); None picks ``best``: simt_best
-    for float32, mma for float16, bfloat16, int8 and tf32, wmma_smem for float64.
+    for float32, mma for float16, bfloat16, int8 and tf32, dmma for float64.
     ``config``: for tuning and tests; a ``MatmulTile`` (kernelkit.ops.gemm.MatmulTile) to launch instead
     of the rule's block tile, on the simt_best, warp_tile, mma and best rungs; a ``WgmmaTile``
     (kernelkit.ops.gemm.WgmmaTile) on the Hopper rungs tma_wgmma and ws (float16 and bfloat16 on
@@ -169,7 +171,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out: Optional[torch.Tensor] = No
 def _cfg(config) -> Optional[list[int]]:
     if isinstance(config, WgmmaTile):
         return [config.block_n, config.stages]
-    return None if config is None else [config.block_m, config.block_n, config.warp_m, config.warp_n]
+    return None if config is None else [config.block_m, config.block_n, config.warp_m, config.warp_n, config.stages,
+                                        config.min_blocks]
 
 
 def check_result_out(op: str, out, shape: tuple[int, ...], dtype: torch.dtype) -> None:
@@ -206,10 +209,19 @@ def example(shape, dtype):
     return (a, b), {}
 
 
-def torch_matmul(a: torch.Tensor, b: torch.Tensor, **_) -> torch.Tensor:
+def torch_matmul(a: torch.Tensor, b: torch.Tensor, allow_tf32: bool = False, **_) -> torch.Tensor:
+    """torch's call for the same product: torch._int_mm for int8 (per batch entry), matmul with
+    torch's tf32 switch set as ``allow_tf32`` asks (cuBLAS on tensor cores) for float32."""
     if a.dtype == I8:
-        return torch._int_mm(a, b) if a.dim() == 2 and b.dim() == 2 else torch.matmul(a.int(), b.int())
-    return torch.matmul(a, b)
+        if a.dim() == 2 and b.dim() == 2:
+            return torch._int_mm(a, b)
+        return torch.stack([torch._int_mm(x, y) for x, y in zip(a, b)])
+    prev = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = bool(allow_tf32)
+    try:
+        return torch.matmul(a, b)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev
 
 
 OP = register(Op(
@@ -219,5 +231,5 @@ OP = register(Op(
     param_space={"allow_tf32": (False, True)},
     bench_shapes=((4096, 4096, 4096), (8192, 8192, 8192), (4097, 4095, 4093), (16, 4096, 4096, 4096)),
     bench_dtypes=(torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.float64),
-    compute_bound=True,
+    compute_bound=True, bank_model=bank_report,
 ))

@@ -1,0 +1,118 @@
+// fp64 on Hopper's tensor cores: mma.sync m16n8k16 .f64 (DMMA.16x8x16, sm_90), fed by the copy-only
+// pipeline of pipe.cuh. The m8n8k4 shape that WMMA's fp64 fragments compile to (DMMA.8x8x4) runs at
+// half the rate on an H100 (33.7 against 66.5 TFLOP/s from registers, docs/design/matmul.md).
+//
+// Fragments (PTX ISA, mma.m16n8k16 .f64; g = lane / 4, t = lane % 4): A 8 values, a[2j] = A[g][4j + t]
+// and a[2j + 1] = A[g + 8][4j + t]; B 4 values, b[i] = B[4i + t][g]; C as every m16n8 accumulator.
+// Each value is one 8-byte shared load: a half-warp reads 4 rows of 32 bytes (k-major) or 4 rows
+// 4i + t at 32 bytes of columns (m-/n-major), which the swizzle of pipe.cuh spreads over the 8 bank
+// groups. (A load of 16 bytes, two values of a row, would need a permuted K; tried, it made ptxas move
+// every fragment into its aligned register group and spill.)
+#include "pipe.cuh"
+
+namespace kk {
+
+struct DmmaF64 {
+  using T = double;
+  using Acc = double;
+  using Out = double;
+  __device__ __forceinline__ static void mma(double (&d)[4], const double (&a)[8], const double (&b)[4]) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15}, {%0, %1, %2, %3};"
+                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]),
+                   "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
+  }
+};
+
+// C = A @ B in fp64: BM x BN outputs a block, warps of WM x WN (WM/16 x WN/8 DMMAs a 16-deep step,
+// WM*WN/32 accumulators a lane), K in stages of 128 bytes (16 values, one step) kept STAGES deep by
+// cp.async. kAK / kBK: the operands are k-major in memory. Blocks in groups of 8 along M (tile_origin).
+// Dynamic shared memory: max(STAGES * (BM + BN) * 128, BM * (BN + 8) * 8) bytes.
+template <int BM, int BN, int WM, int WN, int STAGES, bool kAK, bool kBK>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
+mm_dmma_pipe(const double* A, const double* B, double* C, const double* bias, i64 M, i64 N, i64 K, i64 lda,
+             i64 ldb, i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
+  constexpr int KB = 128, THREADS = (BM / WM) * (BN / WN) * 32, WARPS_N = BN / WN, MT = WM / 16, NT = WN / 8;
+  using TA = pipe::PipeTile<double, BM, KB, THREADS, kAK>;
+  using TB = pipe::PipeTile<double, BN, KB, THREADS, kBK>;
+  constexpr int KE = TA::KE, STAGE = TA::ELEMS + TB::ELEMS;
+  static_assert(KE == 16, "a stage is one 16-deep step");
+  extern __shared__ __align__(128) unsigned char dyn[];
+  double* smem = reinterpret_cast<double*>(dyn);
+  const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
+
+  int m0, n0;
+  pipe::tile_origin<BM, BN>(p.M, p.N, m0, n0);
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+  const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
+  const int ktiles = (p.K + KE - 1) / KE;
+  const i64 astep = kAK ? (i64)KE : (i64)KE * p.lda, bstep = kBK ? (i64)KE : (i64)KE * p.ldb;
+
+  for (int z = blockIdx.z; z < p.batch; z += gridDim.z) {
+    TA la;
+    TB lb;
+    la.init(A + z * p.bsa, p.lda, m0, p.M);
+    lb.init(B + z * p.bsb, p.ldb, n0, p.N);
+    double acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < ktiles) {
+        la.load(smem + s * STAGE, s * KE, p.K, astep);
+        lb.load(smem + s * STAGE + TA::ELEMS, s * KE, p.K, bstep);
+      }
+      mma::commit();
+    }
+    int slot = 0, next = STAGES - 1;
+    for (int kt = 0; kt < ktiles; ++kt) {
+      mma::wait_pending<STAGES - 2>();
+      __syncthreads();  // stage kt landed for every thread; the slot of kt - 1 is free for everyone
+      if (kt + STAGES - 1 < ktiles) {
+        la.load(smem + next * STAGE, (kt + STAGES - 1) * KE, p.K, astep);
+        lb.load(smem + next * STAGE + TA::ELEMS, (kt + STAGES - 1) * KE, p.K, bstep);
+      }
+      mma::commit();
+      double* sa = smem + slot * STAGE;
+      double* sb = sa + TA::ELEMS;
+      double fb[NT][4];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int n = wn0 + nt * 8 + g;
+#pragma unroll
+        for (int i = 0; i < 4; ++i)  // b[i] = B[4i + t][n]
+          fb[nt][i] = kBK ? *(TB::chunk(sb, n, 2 * i + t / 2) + t % 2) : *(TB::chunk(sb, 4 * i + t, n / 2) + n % 2);
+      }
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        double fa[8];
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {  // a[2j + h] = A[row g + 8h][4j + t]
+            const int r = wm0 + mt * 16 + g + 8 * h;
+            fa[2 * j + h] = kAK ? *(TA::chunk(sa, r, 2 * j + t / 2) + t % 2) : *(TA::chunk(sa, 4 * j + t, r / 2) + r % 2);
+          }
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) DmmaF64::mma(acc[mt][nt], fa, fb[nt]);
+      }
+      slot = slot + 1 == STAGES ? 0 : slot + 1;
+      next = next + 1 == STAGES ? 0 : next + 1;
+    }
+    mma::wait_pending<0>();
+    __syncthreads();  // every warp is done with the stages: the epilogue's tile reuses them
+    int em0, en0;
+    pipe::tile_origin<BM, BN>(p.M, p.N, em0, en0);
+    pipe::store_tile<DmmaF64, BM, BN, WM, WN, THREADS>(acc, reinterpret_cast<double*>(dyn), C + z * p.bsc, bias, p,
+                                                       em0, en0);
+  }
+}
+
+}  // namespace kk

@@ -98,7 +98,7 @@ def test_config_types_per_rung():
 
 def test_ladder_records():
     names = [v.name for v in kernelkit.ladder("matmul")]
-    assert names[-5:] == ["mma", "tma_wgmma", "ws", "cute", "best"]
+    assert names[-6:] == ["mma", "dmma", "tma_wgmma", "ws", "cute", "best"]
     for rung in hop.RUNGS:
         v = kernelkit.get_op("matmul").variant(rung)
         assert v.dtypes == (torch.float16, BF16)

@@ -373,7 +373,7 @@ def test_the_lane_launches_what_the_checked_path_launches(dtype, rms):
                     assert out.shape == x.shape and out.dtype == dtype
                     assert out.stride() == torch.empty(x.shape).stride()
                     wp, bp = (0 if t is None else t.data_ptr() for t in (w, b))
-                    want_eps = np.float32(torch.finfo(dtype).eps if eps is None else eps)
+                    want_eps = np.float32(torch.finfo(torch.float32).eps if eps is None else eps)
                     args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, want_eps, np.int32(rms))
                     vec = row_form(len_, dtype, x.data_ptr(), out.data_ptr(), wp, bp)
                     got_vec, got_rows, got_args = record[-1]

@@ -103,6 +103,33 @@ def test_small_special_values_match_torch(dtype):
                     assert (got[1][~torch.isnan(got[1])] == 0).all(), (variant, len_)
 
 
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+def test_rms_norm_default_eps_is_torchs(dtype):
+    """rms_norm without eps adds float32's epsilon for every dtype, as torch computes it (not finfo(x.dtype).eps,
+    which its documentation names): rows of a few small values, where the two differ by 30x, match torch."""
+    x = torch.tensor([[1e-3], [2e-3], [-5e-4]], device="cuda", dtype=dtype)
+    got = kernelkit.rms_norm(x, (1,))
+    torch.testing.assert_close(got, torch.nn.functional.rms_norm(x, (1,)), rtol=1e-2, atol=0)
+    assert_close(got, reference.rms_norm(x, (1,), eps=torch.finfo(torch.float32).eps), dtype, "eps None")
+    y = (torch.randn(4096, 3, device="cuda") * 1e-2).to(dtype)
+    torch.testing.assert_close(kernelkit.rms_norm(y, (3,)).float(), torch.nn.functional.rms_norm(y, (3,)).float(),
+                               rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("len_", (2, 3, 7))
+def test_nearly_constant_short_rows_keep_float64(len_):
+    """fp32 rows of a few nearly equal values (variance below eps, where rstd multiplies each rounding up to
+    1 / sqrt(eps)): packed rows take the deviations from the row's first element, which keeps the result at
+    float64's to fp32 precision of the spread, where deviations from an fp32 mean lose 3-4e-4 of it."""
+    base = torch.randn(20000, 1, device="cuda") * 2 + 0.5
+    x = base + torch.randn(20000, len_, device="cuda") * 3e-3
+    w, b = torch.randn(2, len_, device="cuda")
+    got = kernelkit.layer_norm(x, (len_,), w, b)
+    want = reference.layer_norm(x, (len_,), w, b)
+    err = (got.double() - want).abs() / (want.abs() + want.abs().max() / 64)
+    assert float(err.max()) < 2e-5, float(err.max())
+
+
 def test_bad_arguments_raise_clearly():
     x = torch.randn(3, 4, device="cuda")
     with pytest.raises(ValueError, match="normalized_shape"):
@@ -504,7 +531,7 @@ def test_the_lane_gives_the_checked_paths_result(op):
                              _lane_call(op, x, len_, w, b)]
                     for got in (first, *lanes):
                         assert _same_bits(got, checked), (op, dtype, len_, rows, offset)
-                    # the op's default eps: rms_norm's is finfo(dtype).eps, as torch's (eps=None)
+                    # the op's default eps: rms_norm's is finfo(float32).eps, what torch computes (eps=None)
                     want = ref(op, x, len_, w, b, None) if rms else ref(op, x, len_, w, b)
                     assert_close(lanes[0], want, dtype, f"lane {op} {rows}x{len_} offset={offset}")
                 for eps in (1e-3, 0.5) + ((None,) if rms else ()):

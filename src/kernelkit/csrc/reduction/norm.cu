@@ -217,8 +217,8 @@ norm_smem(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
 }
 
 // Short rows, a block of them at a time through shared memory (rows_packed.cuh): each CTA stages the
-// row's weight and bias (kG kE elements at most) in shared memory once; the statistics are norm_rows' (the
-// mean, then the squared deviations from it, exact), over kE values a lane and shuffles within kG lanes.
+// row's weight and bias (kG kE elements at most) in shared memory once; the statistics are two passes (the
+// mean, then the squared deviations from it) over kE values a lane and shuffles within kG lanes.
 template <typename T, typename C>
 __global__ void __launch_bounds__(C::kBlock, C::kMinBlocks)
 norm_packed(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight, const T* __restrict__ bias,
@@ -238,24 +238,33 @@ norm_packed(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__
       const int i = i0 + (int)threadIdx.x / kG;
       T* const row = buf + a + (i < nr ? i : 0) * (int)len;
       float x[kE];
-      float sum = 0.0f;
 #pragma unroll
       for (int e = 0; e < kE; ++e) {
         const int j = g + e * kG;
         x[e] = i < nr && j < len ? to_float(row[j]) : 0.0f;
+      }
+      // layer_norm: the deviations from the row's first element (exact where the values are close), then from
+      // their mean: rows of a few nearly equal values (their variance below eps, where rstd multiplies every
+      // rounding up to 1 / sqrt(eps)) keep the float64 result to ~3e-6 of the sweep's measure, where deviations
+      // from an fp32 mean lose it to 4e-4 (docs/design/row-reductions.md)
+      const float x0 = rms ? 0.0f : __shfl_sync(0xffffffffu, x[0], 0, kG);
+      float sum = 0.0f;
+#pragma unroll
+      for (int e = 0; e < kE; ++e) {
+        if (g + e * kG < len) x[e] -= x0;
         sum += rms ? x[e] * x[e] : x[e];
       }
       sum = warp_allreduce<SumOp, kG>(sum);
-      float mean = 0.0f, rstd;
+      float rstd;
       if (rms) {
         rstd = rms_rstd(sum, len, eps);
       } else {
-        mean = sum * inv_len;
+        const float c = sum * inv_len;
         float m2 = 0.0f;
 #pragma unroll
         for (int e = 0; e < kE; ++e) {
-          const float d = x[e] - mean;
-          if (g + e * kG < len) m2 += d * d;
+          x[e] -= c;
+          if (g + e * kG < len) m2 += x[e] * x[e];
         }
         rstd = rsqrtf(warp_allreduce<SumOp, kG>(m2) * inv_len + eps);
       }
@@ -263,7 +272,7 @@ norm_packed(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__
 #pragma unroll
         for (int e = 0; e < kE; ++e) {
           const int j = g + e * kG;
-          if (j < len) row[j] = from_float<T>(fmaf((x[e] - mean) * rstd, wb[0][j], wb[1][j]));
+          if (j < len) row[j] = from_float<T>(fmaf(x[e] * rstd, wb[0][j], wb[1][j]));
         }
       }
     }

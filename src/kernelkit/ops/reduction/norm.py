@@ -31,6 +31,11 @@ from .norm_configs import (CONFIG_CLASSES, SRC, BulkRing, NormConfig, NormPacked
 
 __all__ = ["layer_norm", "rms_norm"]
 
+# rms_norm's eps where none is given: float32's, the precision of the statistics, for every input dtype, which
+# is what torch computes (its documentation names torch.finfo(x.dtype).eps; for 16-bit rows of a few elements,
+# whose mean square can be as small as that, the two differ: docs/design/row-reductions.md)
+RMS_EPS = torch.finfo(torch.float32).eps
+
 
 def _kernels(rung: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
     """The instantiations the rung launches for dtype at the rule's sample lengths: each configuration it
@@ -197,7 +202,7 @@ def build_lane(dtype: torch.dtype, device: torch.device, shape_key, has_weight: 
     whole = len_ % per_vec(dtype) == 0
     forms: dict = {}
     eps_of: dict = {}
-    none_eps = np.float32(torch.finfo(dtype).eps) if rms else None
+    none_eps = np.float32(RMS_EPS) if rms else None
     rms32 = _RMS[rms]
 
     def lane(x: torch.Tensor, w, b, eps) -> Optional[torch.Tensor]:
@@ -314,7 +319,8 @@ def rms_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.Te
     (non-contiguous through a contiguous copy).
     ``normalized_shape``: an int or a sequence of ints. ``weight``: an optional tensor of shape
     ``normalized_shape`` in x's dtype on x's device. ``eps``: added to the mean square; None is
-    ``torch.finfo(x.dtype).eps``, as in torch.
+    ``torch.finfo(torch.float32).eps`` for every dtype, what torch computes (its documentation says
+    ``torch.finfo(x.dtype).eps``).
     ``out``: optional result of x's shape, dtype and device, returned. None: a new contiguous tensor.
     ``variant``: a rung of ``kernelkit.ladder("rms_norm")`` (naive first); None runs ``auto``, which picks
     the holder of the row by its length.
@@ -337,7 +343,7 @@ def rms_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.Te
                 return got
     fresh = out is None
     len_, out = _check("rms_norm", x, normalized_shape, weight, None, out)
-    eps = torch.finfo(x.dtype).eps if eps is None else float(eps)
+    eps = RMS_EPS if eps is None else float(eps)
     text = _config_arg("rms_norm", variant, config)
     _norm_out(x, out, weight, None, len_, eps, True, variant, text)
     if fresh and text is None and variant is None:

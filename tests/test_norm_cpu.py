@@ -188,11 +188,11 @@ def test_the_rungs_list_one_kernel_per_reachable_form():
 
 def test_the_register_budget_is_a_rule_of_the_values_a_thread_holds():
     """The kernels' __launch_bounds__ (reduce.cuh: row_registers, launch_registers, row_budget_blocks) in
-    Python: the words a thread holds plus 40 (window forms 16 more, staged 8 more), in steps of 8, at most
-    64; the most blocks an SM for which ptxas still allows that many (each sub-partition's 16384 registers
-    over its share of the warps, rounded up)."""
+    Python: the words a thread holds plus 32 (16-bit values 8 more, window forms 16 more, staged 8 more), in
+    steps of 8, at most 64; the most blocks an SM for which ptxas still allows that many (each
+    sub-partition's 16384 registers over its share of the warps, rounded up)."""
     def registers(words, extra=0):
-        return min(64, -(-(words + 40 + extra) // 8) * 8)
+        return min(64, -(-(words + 32 + extra) // 8) * 8)
 
     def allowed(blocks, block):
         return 16384 // (32 * -(-(blocks * -(-block // 32)) // 4)) // 8 * 8
@@ -203,10 +203,10 @@ def test_the_register_budget_is_a_rule_of_the_values_a_thread_holds():
             b -= 1
         return max(1, b)
 
-    assert [registers(w) for w in (4, 8, 16, 32)] == [48, 48, 56, 64]
-    assert blocks(128, 16) == 9 and blocks(256, 16) == 4 and blocks(1024, 16) == 1
-    assert blocks(64, 8) == 20 and allowed(20, 64) >= 48 and allowed(21, 64) < 48
-    assert blocks(512, 16, 16) == 2 and blocks(160, 16, 16) == 6
+    assert [registers(w) for w in (4, 8, 16, 32)] == [40, 40, 48, 64]
+    assert blocks(256, 16) == 5 and blocks(128, 16, 8) == 9 and blocks(1024, 16) == 1  # fp32 256 x 4, fp16 128 x 4
+    assert blocks(64, 8, 8) == 20 and allowed(20, 64) >= 48 and allowed(21, 64) < 48
+    assert blocks(512, 16, 24) == 2 and blocks(160, 16, 24) == 6
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -478,8 +478,9 @@ struct RowConfig {
 // those plus kRowOverhead for addresses, statistics and the weight, bias and output vectors of the element
 // being written, in steps of 8, at most 64. A row kernel lives on bytes in flight, so the budget is as
 // tight as the values allow: at 64 an SM holds 1024 threads, at 48 (4 vectors a thread) 1365, at 40 1638
-// (docs/design/row-reductions.md). `extra`: registers a form needs besides (the shifted weight reads).
-constexpr int kRowOverhead = 40;
+// (docs/design/row-reductions.md). `extra`: registers a kernel needs besides (16-bit values' conversions,
+// the shifted weight reads of the window forms).
+constexpr int kRowOverhead = 32;
 __host__ __device__ constexpr int row_registers(int words, int extra = 0) {
   return (words + kRowOverhead + extra + 7) / 8 * 8 < 64 ? (words + kRowOverhead + extra + 7) / 8 * 8 : 64;
 }

@@ -72,16 +72,17 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
 // handed out at run time (RowHandout: the SMs under a cluster differ in load, and a fixed stride runs at the
 // pace of the slowest). The loop bound is uniform per block and per cluster, so groups sharing a warp run the
 // same iterations and every CTA of a cluster the same barriers; rows past the end run as empty groups.
-template <typename C>
+template <typename T, typename C>
 __host__ __device__ constexpr int norm_min_blocks() {
-  // 4 words a 16-byte vector; the shifted weight and bias reads of the window forms hold two chunks each, and
-  // staged weight and bias take their shared-memory addresses
-  return row_budget_blocks(C::kBlock, 4 * C::kVecs,
-                           (C::kForm >= kRowWindow ? 16 : 0) + (C::kWeights == kWeightsStaged ? 8 : 0));
+  // 4 words a 16-byte vector; 16-bit values convert a pair at a time through temporaries, the shifted weight
+  // and bias reads of the window forms hold two chunks each, and staged weight and bias take their
+  // shared-memory addresses
+  return row_budget_blocks(C::kBlock, 4 * C::kVecs, (sizeof(T) == 2 ? 8 : 0) + (C::kForm >= kRowWindow ? 16 : 0) +
+                                                        (C::kWeights == kWeightsStaged ? 8 : 0));
 }
 
 template <typename T, typename C>
-__global__ void __launch_bounds__(C::kBlock, (norm_min_blocks<C>()))
+__global__ void __launch_bounds__(C::kBlock, (norm_min_blocks<T, C>()))
 norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight, const T* __restrict__ bias,
           i64 rows, i64 len, float eps, int rms, unsigned* __restrict__ counters) {
   constexpr int kGroup = C::kGroup, kVecs = C::kVecs, kCluster = C::kCluster, kForm = C::kForm, kBlock = C::kBlock;

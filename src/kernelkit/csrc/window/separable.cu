@@ -128,23 +128,21 @@ template <int KMAX> struct SepWeights<KMAX, false> {
 // The horizontal taps [D0, D0 + G) (clipped to KMAX) of one tile row into h, from one register window of
 // V + (G - 1) C elements: wide kernels take their taps in groups so that a window stays within registers
 // (each group converts its own window: V - C elements more a group). kInit: this group holds the centre
-// tap KMAX / 2, which starts the sums (h = w x); the others skip it. Taps outside [lo, lo + KW) are
-// skipped.
+// tap KMAX / 2, which starts the sums (h = w x) before the group's other taps; it is skipped as a sum's
+// term everywhere. Taps outside [lo, lo + KW) are skipped.
 template <typename T, int S, int C, int KMAX, int G, int D0, bool kInit, bool kAligned, int V, typename Wx>
 __device__ __forceinline__ void h_group(const raw_t<T>* trow, int m, const Wx& wx, int lo, int KW, float (&h)[V]) {
   constexpr int RM = KMAX / 2, N = KMAX - D0 < G ? KMAX - D0 : G, WL = V + (N - 1) * C;
   float win[WL];
   read_window<T, S + D0 * C, WL, kAligned>(trow, m, win);
+  if constexpr (kInit) {
+    static_assert(D0 <= RM && RM < D0 + N, "the first group holds the centre tap");
+#pragma unroll
+    for (int i = 0; i < V; ++i) h[i] = wx(RM) * win[i + (RM - D0) * C];
+  }
 #pragma unroll
   for (int d = 0; d < N; ++d) {
-    if (D0 + d == RM) {
-      if (kInit) {
-#pragma unroll
-        for (int i = 0; i < V; ++i) h[i] = wx(RM) * win[i + d * C];
-      }
-      continue;
-    }
-    if (kInit || D0 + d < lo || D0 + d >= lo + KW) continue;
+    if (D0 + d == RM || D0 + d < lo || D0 + d >= lo + KW) continue;
 #pragma unroll
     for (int i = 0; i < V; ++i) h[i] = fmaf(wx(D0 + d), win[i + d * C], h[i]);
   }

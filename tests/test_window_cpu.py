@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 import kernelkit
 from kernelkit import reference
-from kernelkit.ops.window import _common, pool
+from kernelkit.ops.window import _common, _separable, filter2d, pool, sobel
 from kernelkit.ops.window._separable import KMAX, kmax_for
 from kernelkit.ops.window.filter2d import reg_shape
 from kernelkit.reference.window import pad2d
@@ -115,10 +115,43 @@ def test_pool_output_size_matches_torch(ceil_mode):
 def test_launch_rules():
     assert reg_shape(torch.float32) == (4, 4) and reg_shape(torch.float16) == (8, 2)
     assert reg_shape(torch.uint8) == (16, 1)
+    # pipelined tiles: rows a thread from the element size and kernel size (registers), a 16-byte vector a row
+    assert [filter2d.pipe_rows(d, 5) for d in (torch.float32, torch.bfloat16, torch.uint8)] == [4, 4, 2]
+    assert filter2d.pipe_rows(torch.uint8, 7) == 1 and filter2d.pipe_rows(torch.uint8, 3) == 2
+    assert [_separable.pipe_rows(torch.uint8, k) for k in KMAX] == [2, 4, 4, 2, 2]
+    assert all(_separable.pipe_rows(d, k) == 4 for d in (torch.float32, torch.float16) for k in KMAX)
+    assert sobel.pipe_rows(torch.float32) == 4 and sobel.pipe_rows(torch.uint8) == 2
+    # halo: whole 16-byte vectors covering the reach; one vector more for the unaligned kernels' row shift
+    assert _common.pipe_geometry(4, 2, 1, 4, True) == (128, 32, 136)
+    assert _common.pipe_geometry(4, 2, 1, 4, False) == (128, 32, 140)
+    assert _common.pipe_geometry(1, 2, 3, 4, True) == (512, 32, 544)  # reach 6 elements: one vector a side
+    assert _common.pipe_geometry(1, 15, 4, 2, True) == (512, 16, 640)  # 60 elements: four vectors a side
+    assert _common.pipe_geometry(2, 3, 1, 4, False) == (256, 32, 280)
+    assert _common.pipe_tile_bytes(4, 36, 136, True) == 2 * 36 * 136 * 4
+    assert _common.pipe_tile_bytes(1, 20, 560, False) == 2 * 20 * 560 + 2 * 20 * 4
+    # the fused separable tiles of the largest case fit an H100's 227 KB block limit (else: two passes)
+    tw, th, shmem = _separable.pipe_shmem(torch.uint8, 31, 4, 31, False)
+    assert (tw, th) == (512, 16) and shmem == 46 * 512 * 4 + 2 * 46 * 656 + 2 * 46 * 4 < 227 * 1024
     assert _common.rows_rule(1, (1, 4)) == 1 and _common.rows_rule(31, (1, 4)) == 1
     assert _common.rows_rule(32, (1, 4)) == 4 and _common.rows_rule(8192, (1, 4)) == 4
     assert [kmax_for(k) for k in (1, 3, 5, 7, 9, 15, 17, 31)] == [3, 3, 5, 7, 15, 15, 31, 31]
     assert KMAX[-1] == 31
+
+
+def test_rows_aligned_needs_every_row_on_16_bytes():
+    """The aligned pipelined kernels are chosen only when the base, the row stride and the plane stride keep
+    every row start on a 16-byte boundary."""
+    base = torch.zeros(4 * 64 * 64 + 16)
+    p = _common.planes_of(base[:4 * 64 * 64].view(4, 64, 64), False, "t")
+    assert _common.rows_aligned(p)
+    assert not _common.rows_aligned(_common.planes_of(base[1:1 + 4 * 64 * 64].view(4, 64, 64), False, "t"))
+    assert not _common.rows_aligned(_common.planes_of(base[:4 * 64 * 63].view(4, 64, 63), False, "t"))  # rows 252 B
+    assert _common.rows_aligned(_common.planes_of(base[:63 * 64].view(1, 63, 64), False, "t"))
+    u8 = torch.zeros(2 * 5 * 33 * 3, dtype=torch.uint8)
+    assert _common.rows_aligned(_common.planes_of(u8[:2 * 5 * 32 * 3].view(2, 5, 32, 3), True, "t"))  # 96 B rows
+    assert not _common.rows_aligned(_common.planes_of(u8[:5 * 33 * 3].view(5, 33, 3), True, "t"))  # 99 B rows
+    one_row = _common.planes_of(base[:7].view(1, 7), False, "t")  # a single row: its stride does not matter
+    assert _common.rows_aligned(one_row)
 
 
 def test_mergeable_leading_dims():
@@ -175,6 +208,34 @@ def test_tiles_use_shared_memory_and_vector_loads(sm90):
     fused = [r for r in sm90["gaussian_blur"] if r.variant == "fused"]
     assert fused and all(any(op.startswith("LDS.128") for op in r.opcodes) and max(r.store_widths) == 128
                          for r in fused)
+
+
+def _conversions(r) -> set:
+    """I2F/F2I opcodes other than those of integer division (I2F.RP, F2I.FTZ.U32.TRUNC: the reciprocal)."""
+    return {op for op in r.opcodes if op.startswith(("I2F", "F2I")) and op not in ("I2F.RP", "F2I.FTZ.U32.TRUNC.NTZ")}
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_pipelined_rungs_copy_asynchronously(arch):
+    """The pipelined kernels fill their tiles by 16-byte cp.async (LDGSTS.E.BYPASS.128), read register
+    windows by 128-bit shared loads, store 16-byte vectors, keep everything in registers, and convert uint8
+    without I2F or F2I (a byte permute and an add each way); Sobel's root is one MUFU.SQRT."""
+    pytest.importorskip("cuda.core")
+    from kernelkit.analyze.ladder_inspect import analyze_op
+    rows = []
+    for op in ("filter2d", "gaussian_blur", "sobel"):
+        rows += [r for r in analyze_op(op, arch, variants=["pipelined"])]
+    assert len(rows) == (3 * 6 + 5 * 6 + 6) * 2  # (K or KMAX) x (dtype, C): 6 pairs, x 2 alignments
+    for r in rows:
+        assert any(op.startswith("LDGSTS.E.BYPASS.128") for op in r.opcodes), r.kernel.name
+        assert any(op.startswith("LDS.128") for op in r.opcodes), r.kernel.name
+        assert max(r.store_widths) == 128 and r.local_ops == 0 and r.spill_bytes == 0, r.kernel.name
+        if r.dtype == torch.uint8:
+            assert not _conversions(r), (r.kernel.name, _conversions(r))
+        if "sobel" in r.kernel.name:
+            assert "MUFU.SQRT" in r.opcodes
+    old = [r for r in analyze_op("sobel", arch, variants=["fused"], dtypes=[torch.uint8])]
+    assert old and all(_conversions(r) for r in old)  # the check can fail: the float tile's loads use I2F
 
 
 def test_tensor_cache_keeps_a_value_per_live_tensor_and_key():

@@ -141,6 +141,36 @@ def test_filter2d_config():
         _check(out, reference.filter2d(x, k, "zero"), x, f"config rows={rows}")
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("offset", [0, 1])
+def test_pipelined_many_tiles_per_block(dtype, offset):
+    """More tiles than resident blocks: each persistent block computes several tiles, alternating its two
+    buffers, with the next tile's copies in flight; offset 1 with an odd width puts every row at another
+    misalignment (the unaligned kernels' per-row shift). Every pipelined kernel shape: filter2d 3/5/7,
+    Gaussian 5 and 7 (and 3 x 15), Sobel, planar and HWC."""
+    torch.manual_seed(7)
+    x = _input((4, 517, 1031), dtype, offset)
+    for k in (3, 5, 7):
+        kernel = torch.randn(k, k, device="cuda") / k
+        for border in BORDERS:
+            out = kernelkit.filter2d(x, kernel, border=border, variant="pipelined")
+            _check(out, reference.filter2d(x, kernel, border), x, f"filter2d k={k} {border} +{offset}",
+                   _raw(reference.filter2d, x, kernel, border))
+    for ks in (5, 7, [3, 15]):
+        out = kernelkit.gaussian_blur(x, ks, variant="pipelined")
+        _check(out, reference.gaussian_blur(x, ks), x, f"gaussian {ks} +{offset}", _raw(reference.gaussian_blur, x, ks))
+    _check(kernelkit.sobel(x), reference.sobel(x, "reflect"), x, f"sobel +{offset}", _raw(reference.sobel, x, "reflect"))
+    for c in (1, 3, 4):
+        xc = _input((2, 301, 577, c), dtype, offset)
+        out = kernelkit.gaussian_blur(xc, 5, channels_last=True, variant="pipelined")
+        _check(out, reference.gaussian_blur(xc, 5, channels_last=True), xc, f"HWC x{c} gaussian +{offset}",
+               reference.gaussian_blur(xc.double(), 5, channels_last=True) if dtype == torch.uint8 else None)
+        kernel = torch.randn(5, 5, device="cuda") / 5
+        out = kernelkit.filter2d(xc, kernel, border="reflect", channels_last=True, variant="pipelined")
+        _check(out, reference.filter2d(xc, kernel, "reflect", channels_last=True), xc, f"HWC x{c} filter2d +{offset}",
+               reference.filter2d(xc.double(), kernel, "reflect", channels_last=True) if dtype == torch.uint8 else None)
+
+
 # ------------------------------------------------------------------------- gaussian_blur and box_filter
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("variant", [v.name for v in kernelkit.ladder("gaussian_blur")])
@@ -157,7 +187,7 @@ def test_gaussian_blur_every_rung(variant, dtype):
 @pytest.mark.parametrize("channels", [1, 2, 3, 4])
 def test_gaussian_blur_hwc_uint8(channels):
     x = _input((67, 129, channels), torch.uint8, offset=1)
-    for variant in ("dense", "two_pass", "fused"):
+    for variant in ("dense", "two_pass", "fused", "pipelined"):
         out = kernelkit.gaussian_blur(x, 5, channels_last=True, variant=variant)
         _check(out, reference.gaussian_blur(x, 5, channels_last=True), x, f"{variant} HWC x{channels}",
                reference.gaussian_blur(x.double(), 5, channels_last=True))
@@ -182,20 +212,26 @@ def test_box_filter_every_rung(variant, dtype):
                        _raw(reference.box_filter, x, ks, border))
     x = _input((20, 30), torch.float32)
     _check(kernelkit.box_filter(x, 3, normalize=False), reference.box_filter(x, 3, normalize=False), x, "sum")
+    if dtype == torch.uint8:  # sums past 255 saturate (the pipelined stores clamp unless the weights are a mean)
+        x = _input((33, 70), dtype)
+        _check(kernelkit.box_filter(x, 3, normalize=False, variant=variant),
+               reference.box_filter(x, 3, normalize=False), x, f"{variant} uint8 sum")
 
 
 # ------------------------------------------------------------------------------------ sobel and median
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_sobel(dtype):
+@pytest.mark.parametrize("variant", [v.name for v in kernelkit.ladder("sobel")])
+def test_sobel(dtype, variant):
     for shape in SHAPES:
         for border in BORDERS:
-            x = _input(shape, dtype, offset=1)
-            _check(kernelkit.sobel(x, border=border), reference.sobel(x, border), x, f"sobel {shape} {border}",
-                   _raw(reference.sobel, x, border))
+            for offset in (0, 1):
+                x = _input(shape, dtype, offset=offset)
+                _check(kernelkit.sobel(x, border=border, variant=variant), reference.sobel(x, border), x,
+                       f"sobel {shape} {border} +{offset}", _raw(reference.sobel, x, border))
     for c in (1, 2, 3, 4):
         x = _input((33, 65, c), dtype)
-        _check(kernelkit.sobel(x, channels_last=True), reference.sobel(x, channels_last=True), x, f"HWC x{c}",
-               reference.sobel(x.double(), channels_last=True) if dtype == torch.uint8 else None)
+        _check(kernelkit.sobel(x, channels_last=True, variant=variant), reference.sobel(x, channels_last=True), x,
+               f"HWC x{c}", reference.sobel(x.double(), channels_last=True) if dtype == torch.uint8 else None)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -1,11 +1,12 @@
 // filter2d: one KH x KW correlation (the kernel not flipped) applied to every plane, the output the
 // input's size. The rungs: naive global reads; a shared-memory tile with its halo; several outputs per
-// thread over a tile loaded by 16-byte vectors; a compile-time K x K with the weights in registers.
+// thread over a tile loaded by 16-byte vectors; a compile-time K x K with the weights in registers; the
+// same on pipelined tiles (persistent blocks, the next tile copied asynchronously while one is computed).
 //
 // Every kernel takes the same arguments: `w` holds `groups` weight sets of KH * KW floats (plane p uses
 // set p % groups; filter2d passes one set, a depthwise convolution one per channel), `bias` is null or
 // one float per set. Planes are `in_plane` elements apart, rows `in_row`; the output is contiguous.
-#include "window.cuh"
+#include "pipeline.cuh"
 
 namespace kk {
 
@@ -161,6 +162,71 @@ __global__ void __launch_bounds__(256, 2) f2d_registers(const T* __restrict__ in
       const int y = y0 + threadIdx.y * RY + j;
       if (y < H) store_run<T, V>(out + ((i64)p * H + y) * WC, x0 + threadIdx.x * V, WC, acc[j]);
     }
+  }
+}
+
+// Compile-time K x K and C on pipelined tiles (pipeline.cuh): a persistent block computes its tiles in
+// turn while the next one's raw elements arrive by cp.async in the other of two buffers. Each thread
+// computes RY rows x V outputs (one 16-byte vector a row) from register windows converted at the read,
+// the weights in registers (reloaded only when a tile's weight set differs from the last one's).
+template <typename T, int K, int C, int RY, bool kAligned>
+__global__ void __launch_bounds__(256, 2) f2d_pipelined(const T* __restrict__ in, T* __restrict__ out,
+                                                     const float* __restrict__ w, const float* __restrict__ bias,
+                                                     int planes, int groups, int H, int WC, int C_, i64 in_plane,
+                                                     i64 in_row, int KH_, int KW_, int mode) {
+  using R = raw_t<T>;
+  constexpr int V = vec16<T>(), TW = 32 * V, TH = 8 * RY, RAD = K / 2;
+  constexpr int HP = round_up(RAD * C, V), LD = TW + 2 * HP + (kAligned ? 0 : V), ROWS = TH + K - 1;
+  constexpr int S = HP - RAD * C, WL = V + (K - 1) * C;
+  extern __shared__ float4 smem4[];
+  R* buf = reinterpret_cast<R*>(smem4);
+  int* shift = reinterpret_cast<int*>(buf + 2 * ROWS * LD);
+  const TileWalk<T, kAligned, TW, TH, LD, HP> walk(in, in_plane, in_row, planes, H, WC, C, mode, ROWS, RAD);
+  float wr[K * K];
+  int loaded = -1;
+  int t = blockIdx.x;
+  walk.issue(t, buf, shift);
+  tile_commit();
+  for (int s = 0; t < walk.total; t += (int)gridDim.x, s ^= 1) {
+    walk.issue(t + (int)gridDim.x, buf + (s ^ 1) * ROWS * LD, shift + (s ^ 1) * ROWS);
+    tile_commit();
+    tile_wait_previous();
+    __syncthreads();
+    const TilePos tp = walk.at(t);
+    const int g = tp.p % groups;
+    if (g != loaded) {
+#pragma unroll
+      for (int k = 0; k < K * K; ++k) wr[k] = __ldg(w + (i64)g * K * K + k);
+      loaded = g;
+    }
+    float acc[RY][V];
+    const float b = bias ? __ldg(bias + g) : 0.0f;
+#pragma unroll
+    for (int j = 0; j < RY; ++j)
+#pragma unroll
+      for (int i = 0; i < V; ++i) acc[j][i] = b;
+    const R* tile = buf + s * ROWS * LD + threadIdx.y * RY * LD;
+    const int* sh = shift + s * ROWS + threadIdx.y * RY;
+#pragma unroll
+    for (int r = 0; r < RY + K - 1; ++r) {
+      float win[WL];
+      read_window<T, S, WL, kAligned>(tile + r * LD, kAligned ? 0 : sh[r], win);
+#pragma unroll
+      for (int j = 0; j < RY; ++j) {
+        const int dy = r - j;
+        if (dy < 0 || dy >= K) continue;
+#pragma unroll
+        for (int dx = 0; dx < K; ++dx)
+#pragma unroll
+          for (int i = 0; i < V; ++i) acc[j][i] = fmaf(wr[dy * K + dx], win[i + dx * C], acc[j][i]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < RY; ++j) {
+      const int y = tp.y0 + threadIdx.y * RY + j;
+      if (y < H) store_outputs<T, V>(out + ((i64)tp.p * H + y) * WC, tp.x0 + threadIdx.x * V, WC, acc[j]);
+    }
+    __syncthreads();  // this buffer is the next iteration's copy target
   }
 }
 

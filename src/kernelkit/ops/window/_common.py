@@ -9,7 +9,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from ...runtime import allow_shared, launch
+from ...runtime import allow_shared, launch, resident_blocks
 from .._shared.cxx import CXX_TYPE
 from .._shared.launch_rules import cdiv
 
@@ -202,6 +202,49 @@ def run_tiled(kernel, name: str, p: Planes, out_ptr: int, w_ptr: int, bias_ptr: 
     launch(kernel, grid, BLOCK, p.x.data_ptr(), out_ptr, w_ptr, bias_ptr, i32(p.planes), i32(groups), i32(p.H),
            i32(p.WC), i32(p.C), p.plane, p.row, i32(KH), i32(KW), i32(mode), shmem=shmem, name=name,
            device_index=dev)
+
+
+def rows_aligned(p: Planes) -> bool:
+    """Whether every row of p starts on a 16-byte boundary: the pipelined kernels compiled "aligned" skip
+    the per-row shift of their register windows (csrc/window/pipeline.cuh)."""
+    es = p.x.element_size()
+    return (p.x.data_ptr() % 16 == 0 and (p.H == 1 or p.row * es % 16 == 0)
+            and (p.planes == 1 or p.plane * es % 16 == 0))
+
+
+def pipe_geometry(itemsize: int, reach: int, c: int, ry: int, aligned: bool) -> tuple[int, int, int]:
+    """(tile_w, tile_h, ld) of a pipelined tile: 32 threads x one 16-byte vector of outputs, 8 x ry rows, and
+    the elements of a tile row: the outputs, a halo of whole vectors covering ``reach`` pixels of ``c``
+    channels on each side, and one vector more for the row shift of unaligned kernels."""
+    v = 16 // itemsize
+    hp = cdiv(reach * c, v) * v
+    return 32 * v, 8 * ry, 32 * v + 2 * hp + (0 if aligned else v)
+
+
+def pipe_tile_bytes(itemsize: int, rows: int, ld: int, aligned: bool) -> int:
+    """Shared memory of the two tile buffers (raw elements) and, unaligned, the rows' shifts."""
+    return 2 * rows * ld * itemsize + (0 if aligned else 2 * rows * 4)
+
+
+PIPE_MAX_TILES = 2 ** 31 - 2 ** 24  # the kernels number tiles (plus the grid) in 32 bits
+
+
+def pipe_tiles(p: Planes, tile_w: int, tile_h: int) -> int:
+    return p.planes * cdiv(p.WC, tile_w) * cdiv(p.H, tile_h)
+
+
+def run_pipelined(kernel, name: str, p: Planes, out_ptr: int, w_ptr: int, bias_ptr: int, groups: int,
+                  KH: int, KW: int, mode: int, tile_w: int, tile_h: int, shmem: int, dev: int, *extra) -> None:
+    """Launch a pipelined (persistent) window kernel: the common argument list (then ``extra`` 32-bit ints),
+    one block of 32 x 8 threads per resident slot (the occupancy calculator's count for this shared-memory
+    size), never more blocks than tiles."""
+    if shmem > 48 * 1024:
+        allow_shared(kernel, shmem, dev)
+    grid = min(pipe_tiles(p, tile_w, tile_h), resident_blocks(kernel, 256, 1, dev, shmem))
+    i32 = np.int32
+    launch(kernel, grid, BLOCK, p.x.data_ptr(), out_ptr, w_ptr, bias_ptr, i32(p.planes), i32(groups), i32(p.H),
+           i32(p.WC), i32(p.C), p.plane, p.row, i32(KH), i32(KW), i32(mode), *(i32(e) for e in extra), shmem=shmem,
+           name=name, device_index=dev)
 
 
 def round4(n: int) -> int:

@@ -1,6 +1,6 @@
 """The separable filters' ladder and launch (gaussian_blur, box_filter): a dense one-pass rung on
-filter2d's kernels, two 1-D passes through a float32 intermediate, and the fused one-pass kernel of
-csrc/window/separable.cu (default)."""
+filter2d's kernels, two 1-D passes through a float32 intermediate, the fused one-pass kernel of
+csrc/window/separable.cu, and the same on pipelined tiles (default)."""
 from __future__ import annotations
 
 import functools
@@ -11,7 +11,8 @@ import torch
 from ...ladder import Kernel, Variant
 from ...runtime import get_kernel
 from .._shared.plans import plan_cache, remember
-from ._common import CXX, DTYPES, SRC_FILTER, Planes, round4, run_tiled
+from ._common import (CXX, DTYPES, PIPE_MAX_TILES, SRC_FILTER, Planes, pipe_geometry, pipe_tile_bytes, pipe_tiles,
+                      round4, rows_aligned, run_pipelined, run_tiled)
 from .filter2d import VECTOR_ROWS, _registers, _vector, filter_planes, reg_channels, reg_shape, vector_name
 
 SRC_SEP = "window/separable.cu"
@@ -32,6 +33,23 @@ def _fused(dtype):
                  for m in KMAX for c in reg_channels(dtype))
 
 
+def pipe_rows(dtype: torch.dtype, kmax: int) -> int:
+    """Output rows a thread of the pipelined kernel: 4 (a tile of 32 rows: its halo rows' horizontal work
+    adds (KH - 1) / 32), uint8 2 outside 5 and 7 taps (16 outputs a row: 64 accumulators crowd out the 3-tap
+    and the grouped 15- and 31-tap windows)."""
+    return 4 if dtype.itemsize > 1 or kmax in (5, 7) else 2
+
+
+def pipe_name(dtype: torch.dtype, kmax: int, c: int, aligned: bool) -> str:
+    return (f"kk::sep_pipelined<{CXX[dtype]}, {kmax}, {c}, {pipe_rows(dtype, kmax)}, "
+            f"{'true' if aligned else 'false'}>")
+
+
+def _pipelined(dtype):
+    return tuple(Kernel(SRC_SEP, pipe_name(dtype, m, c, a), store_bits=128, sass=("LDGSTS.E.BYPASS.128",), block=256)
+                 for m in KMAX for c in reg_channels(dtype) for a in (True, False))
+
+
 def _two_pass(dtype):
     ks = [Kernel(SRC_FILTER, vector_name(dtype, torch.float32, ry), load_bits=128, block=256) for ry in VECTOR_ROWS]
     ks += [Kernel(SRC_FILTER, vector_name(torch.float32, dtype, ry), load_bits=128, block=256) for ry in VECTOR_ROWS]
@@ -46,7 +64,10 @@ def ladder(what: str) -> tuple[Variant, ...]:
                 "(KH + KW taps, the intermediate written and read once)", DTYPES, lambda dtype, **_: _two_pass(dtype)),
         Variant("fused", "separable in one pass: the tile with its halo in shared memory, the horizontal pass "
                 "into a second shared buffer, the vertical pass from it; weights in registers, 16-byte "
-                "vector loads and stores", DTYPES, lambda dtype, **_: _fused(dtype), default=True),
+                "vector loads and stores", DTYPES, lambda dtype, **_: _fused(dtype)),
+        Variant("pipelined", "the fused passes on persistent blocks: the next tile's raw elements arrive by "
+                "cp.async in a second buffer while one is computed, converted at the window read; uint8 "
+                "rounded without F2I", DTYPES, lambda dtype, **_: _pipelined(dtype), default=True),
     )
 
 
@@ -66,16 +87,44 @@ def fused_shmem(dtype: torch.dtype, kmax: int, c: int, kh: int) -> int:
     return (rows * ld + rows * 32 * v) * 4
 
 
+def pipe_shmem(dtype: torch.dtype, kmax: int, c: int, kh: int, aligned: bool) -> tuple[int, int, int]:
+    """(tile_w, tile_h, dynamic shared bytes) of the pipelined kernel: the float results of the horizontal
+    pass (tile rows x tile_w), then the two raw tile buffers."""
+    tw, th, ld = pipe_geometry(dtype.itemsize, kmax // 2, c, pipe_rows(dtype, kmax), aligned)
+    rows = th + kh - 1
+    return tw, th, rows * tw * 4 + pipe_tile_bytes(dtype.itemsize, rows, ld, aligned)
+
+
 def run_separable(kind: str, p: Planes, out: torch.Tensor, wx: torch.Tensor, wy: torch.Tensor,
-                  w_both: torch.Tensor, mode: int) -> None:
+                  w_both: torch.Tensor, mode: int, bounded: bool = False) -> None:
     """out <- the separable filter (wy as a column) x (wx as a row) of p. ``w_both``: wx then wy, one
-    float32 device tensor (the fused kernel's argument)."""
+    float32 device tensor (the fused kernels' argument). ``bounded``: every weight is non-negative and
+    each 1-D kernel sums to at most 1 (rounding aside), so uint8 results need no clamp."""
     KH, KW = wy.numel(), wx.numel()
     dev = out.get_device()
     dtype = out.dtype
     if kind == "dense":
         filter_planes("best", p, out, torch.outer(wy, wx).contiguous(), None, 1, KH, KW, mode)
         return
+    if kind == "pipelined" and p.C in reg_channels(dtype):
+        aligned = rows_aligned(p)
+        key = ("pipelined", dtype, dev, p.C, KH, KW, aligned)
+        plan = _plans.get(key)
+        if plan is None:
+            m = kmax_for(max(KH, KW))
+            tw, th, shmem = pipe_shmem(dtype, m, p.C, KH, aligned)
+            if shmem + 2 * m * 4 <= _smem_limit(dev):  # the kernel's static weights beside the dynamic part
+                name = pipe_name(dtype, m, p.C, aligned)
+                plan = (get_kernel(SRC_SEP, name, device_index=dev), name, tw, th, shmem)
+            else:
+                plan = False  # the tiles do not fit this device: two passes
+            remember(_plans, key, plan)
+        if plan and pipe_tiles(p, plan[2], plan[3]) <= PIPE_MAX_TILES:
+            kernel, name, tw, th, shmem = plan
+            run_pipelined(kernel, name, p, out.data_ptr(), w_both.data_ptr(), 0, 1, KH, KW, mode, tw, th, shmem, dev,
+                          int(bounded))
+            return
+        kind = "fused"
     if kind == "fused" and p.C in reg_channels(dtype):
         key = (dtype, dev, p.C, KH, KW)
         plan = _plans.get(key)

@@ -44,9 +44,10 @@ def _box_weights(kh: int, kw: int, normalize: bool, device: torch.device) -> tor
 
 
 def _box_filter_into(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, kh: int, kw: int, border: int,
-                     channels_last: bool, variant: Optional[str]) -> None:
+                     normalize: bool, channels_last: bool, variant: Optional[str]) -> None:
     p = planes_of(x, channels_last, "box_filter")
-    run_separable(variant or "fused", p, out, w[:kw], w[kw:], w, border)
+    # the mean's weights are 1/k (a 1-D kernel sums to 1): uint8 means stay within [0, 255]; sums do not
+    run_separable(variant or "pipelined", p, out, w[:kw], w[kw:], w, border, bounded=normalize)
 
 
 _box_filter_out = out_op("box_filter_out", _box_filter_into)
@@ -65,9 +66,9 @@ def box_filter(x: torch.Tensor, kernel_size, *, border: str = "reflect", normali
     ``normalize``: True divides by KH * KW (the mean); False gives the window's sum.
     ``channels_last``: True for HWC images, ``x`` of shape (..., H, W, C) with C = 1 to 4.
     No ``out``: the result is always a new contiguous tensor of ``x``'s shape and dtype.
-    ``variant``: a rung of ``kernelkit.ladder("box_filter")``; None picks the fused one-pass rung.
-    No ``config``: the fused tile is fixed per dtype (for tuning and tests, filter2d's ``config``
-    reaches the vector kernels of the two-pass rung).
+    ``variant``: a rung of ``kernelkit.ladder("box_filter")``; None picks the pipelined one-pass rung.
+    No ``config``: the one-pass tiles follow from the dtype and kernel size (for tuning and tests,
+    filter2d's ``config`` reaches the vector kernels of the two-pass rung).
 
     Raises TypeError for a non-tensor ``x``, another dtype or a kernel_size of the wrong type;
     ValueError for a CPU ``x``, an even or out-of-range kernel_size, an unknown border or variant, or too
@@ -82,8 +83,8 @@ def box_filter(x: torch.Tensor, kernel_size, *, border: str = "reflect", normali
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     if x.numel() == 0:
         return out
-    _box_filter_out(x, _box_weights(kh, kw, bool(normalize), x.device), out, kh, kw, mode, bool(channels_last),
-                    variant)
+    _box_filter_out(x, _box_weights(kh, kw, bool(normalize), x.device), out, kh, kw, mode, bool(normalize),
+                    bool(channels_last), variant)
     return out
 
 

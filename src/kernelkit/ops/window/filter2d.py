@@ -15,8 +15,9 @@ from ...runtime import get_kernel
 from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
 from .._shared.plans import plan_cache, remember
-from ._common import (CXX, DTYPES, SRC_FILTER, Planes, WindowConfig, check_border, check_config, device_weights,
-                      planes_of, random_image, round4, rows_rule, run_tiled)
+from ._common import (CXX, DTYPES, PIPE_MAX_TILES, SRC_FILTER, Planes, WindowConfig, check_border, check_config,
+                      device_weights, pipe_geometry, pipe_tile_bytes, pipe_tiles, planes_of, random_image, round4,
+                      rows_aligned, rows_rule, run_pipelined, run_tiled)
 
 __all__ = ["filter2d"]
 
@@ -33,6 +34,24 @@ def reg_shape(dtype: torch.dtype) -> tuple[int, int]:
 def reg_channels(dtype: torch.dtype) -> tuple[int, ...]:
     """Interleaved channel counts the register rung is compiled for (HWC images are uint8)."""
     return (1, 3, 4) if dtype == torch.uint8 else (1,)
+
+
+def pipe_rows(dtype: torch.dtype, k: int) -> int:
+    """Output rows a thread of the pipelined rung: 4 (16-64 accumulators beside the K*K weights), uint8 2,
+    and 1 at 7x7, where 49 weights and a window of up to 40 floats leave room for one row of 16."""
+    if dtype.itemsize > 1:
+        return 4
+    return 2 if k <= 5 else 1
+
+
+def pipe_name(dtype: torch.dtype, k: int, c: int, aligned: bool) -> str:
+    return f"kk::f2d_pipelined<{CXX[dtype]}, {k}, {c}, {pipe_rows(dtype, k)}, {'true' if aligned else 'false'}>"
+
+
+def _pipelined(dtype):
+    return tuple(Kernel(SRC_FILTER, pipe_name(dtype, k, c, a), store_bits=128, sass=("LDGSTS.E.BYPASS.128",),
+                        block=256)
+                 for k in REG_K for c in reg_channels(dtype) for a in (True, False))
 
 
 def _naive(dtype):
@@ -71,8 +90,11 @@ VARIANTS = (
     Variant("registers", "compile-time 3x3, 5x5 or 7x7: weights in registers, register windows of the tile "
             "(128-bit shared loads), a 16-byte vector of outputs per row; other kernels run the vector rung",
             DTYPES, lambda dtype, **_: _registers(dtype)),
-    Variant("best", "the register rung where the kernel is 3x3-7x7 square (and 1, 3 or 4 channels), the "
-            "vector rung otherwise", DTYPES, lambda dtype, **_: (*_registers(dtype), *_vector(dtype)),
+    Variant("pipelined", "the register rung's windows on persistent blocks: the next tile's raw elements "
+            "arrive by cp.async in a second shared buffer while one is computed, converted at the window read",
+            DTYPES, lambda dtype, **_: _pipelined(dtype)),
+    Variant("best", "the pipelined rung where the kernel is 3x3-7x7 square (and 1, 3 or 4 channels), the "
+            "vector rung otherwise", DTYPES, lambda dtype, **_: (*_pipelined(dtype), *_vector(dtype)),
             default=True),
 )
 
@@ -80,36 +102,47 @@ _plans = plan_cache()
 
 
 def _plan(kind: str, dtype: torch.dtype, p: Planes, KH: int, KW: int, rows: Optional[int], dev: int):
-    """(kernel, name, tile_w, tile_h, shmem) for a rung on this geometry."""
-    if kind in ("registers", "best") and KH == KW and KH in REG_K and p.C in reg_channels(dtype) and rows is None:
+    """(kernel, name, tile_w, tile_h, shmem, pipelined) for a rung on this geometry."""
+    square = KH == KW and KH in REG_K and p.C in reg_channels(dtype) and rows is None
+    if kind in ("pipelined", "best") and square:
+        aligned = rows_aligned(p)
+        tw, th, ld = pipe_geometry(dtype.itemsize, KH // 2, p.C, pipe_rows(dtype, KH), aligned)
+        if pipe_tiles(p, tw, th) <= PIPE_MAX_TILES:
+            name = pipe_name(dtype, KH, p.C, aligned)
+            shmem = pipe_tile_bytes(dtype.itemsize, th + KH - 1, ld, aligned)
+            return get_kernel(SRC_FILTER, name, device_index=dev), name, tw, th, shmem, True
+        kind = "registers"  # more tiles than 32-bit tile numbers reach
+    if kind == "registers" and square:
         v, ry = reg_shape(dtype)
         name = reg_name(dtype, KH, p.C)
         ld = 31 * v + round4(v + (KH - 1) * p.C)
-        return get_kernel(SRC_FILTER, name, device_index=dev), name, 32 * v, 8 * ry, (8 * ry + KH - 1) * ld * 4
-    if kind in ("vector", "registers", "best"):
+        return get_kernel(SRC_FILTER, name, device_index=dev), name, 32 * v, 8 * ry, (8 * ry + KH - 1) * ld * 4, False
+    if kind in ("vector", "registers", "pipelined", "best"):
         ry = rows or rows_rule(p.H, VECTOR_ROWS)
         name = vector_name(p.x.dtype, dtype, ry)  # the output may be a float32 intermediate
         ld = round4(128 + (KW - 1) * p.C)
         shmem = (round4(KH * KW) + (8 * ry + KH - 1) * ld) * 4
-        return get_kernel(SRC_FILTER, name, device_index=dev), name, 128, 8 * ry, shmem
+        return get_kernel(SRC_FILTER, name, device_index=dev), name, 128, 8 * ry, shmem, False
     if kind == "shared":
         name = _shared(dtype)[0].name
-        return get_kernel(SRC_FILTER, name, device_index=dev), name, 32, 8, (8 + KH - 1) * (32 + (KW - 1) * p.C) * 4
+        return (get_kernel(SRC_FILTER, name, device_index=dev), name, 32, 8,
+                (8 + KH - 1) * (32 + (KW - 1) * p.C) * 4, False)
     name = _naive(dtype)[0].name
-    return get_kernel(SRC_FILTER, name, device_index=dev), name, 32, 8, 0
+    return get_kernel(SRC_FILTER, name, device_index=dev), name, 32, 8, 0, False
 
 
 def filter_planes(kind: str, p: Planes, out: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor],
                   groups: int, KH: int, KW: int, mode: int, rows: Optional[int] = None) -> None:
     """out (contiguous, p's planes) <- the correlation of p with weight set (plane % groups) of w."""
     dev = out.get_device()
-    key = (kind, p.x.dtype, out.dtype, dev, p.H, p.W, p.C, KH, KW, rows)
+    key = (kind, p.x.dtype, out.dtype, dev, p.H, p.W, p.C, p.planes, KH, KW, rows, rows_aligned(p))
     plan = _plans.get(key)
     if plan is None:
         plan = remember(_plans, key, _plan(kind, out.dtype, p, KH, KW, rows, dev))
-    kernel, name, tw, th, shmem = plan
-    run_tiled(kernel, name, p, out.data_ptr(), w.data_ptr(), 0 if bias is None else bias.data_ptr(), groups,
-              KH, KW, mode, tw, th, shmem, dev)
+    kernel, name, tw, th, shmem, pipelined = plan
+    run = run_pipelined if pipelined else run_tiled
+    run(kernel, name, p, out.data_ptr(), w.data_ptr(), 0 if bias is None else bias.data_ptr(), groups,
+        KH, KW, mode, tw, th, shmem, dev)
 
 
 def _filter2d_into(x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, border: int, channels_last: bool,

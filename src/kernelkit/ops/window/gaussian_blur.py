@@ -71,7 +71,8 @@ def gaussian_weights(kx: int, ky: int, sx: float, sy: float, device: torch.devic
 def _gaussian_blur_into(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, kx: int, ky: int,
                         channels_last: bool, variant: Optional[str]) -> None:
     p = planes_of(x, channels_last, "gaussian_blur")
-    run_separable(variant or "fused", p, out, w[:kx], w[kx:], w, BORDERS["reflect"])
+    # Gaussian weights are positive and each 1-D kernel sums to 1: uint8 results stay within [0, 255]
+    run_separable(variant or "pipelined", p, out, w[:kx], w[kx:], w, BORDERS["reflect"], bounded=True)
 
 
 _gaussian_blur_out = out_op("gaussian_blur_out", _gaussian_blur_into)
@@ -93,9 +94,9 @@ def gaussian_blur(x: torch.Tensor, kernel_size, sigma=None, *, channels_last: bo
     ``channels_last``: True for HWC images, ``x`` of shape (..., H, W, C) with C = 1 to 4 interleaved
     channels (uint8 RGB from a decoder), each channel blurred on its own.
     No ``out``: the result is always a new contiguous tensor of ``x``'s shape and dtype.
-    ``variant``: a rung of ``kernelkit.ladder("gaussian_blur")``; None picks the fused one-pass rung.
-    No ``config``: the fused tile is fixed per dtype (for tuning and tests, filter2d's ``config``
-    reaches the vector kernels that the two-pass rung runs).
+    ``variant``: a rung of ``kernelkit.ladder("gaussian_blur")``; None picks the pipelined one-pass rung.
+    No ``config``: the one-pass tiles follow from the dtype and kernel size (for tuning and tests, filter2d's
+    ``config`` reaches the vector kernels that the two-pass rung runs).
 
     Raises TypeError for a non-tensor ``x``, another dtype, or a kernel_size / sigma of the wrong type;
     ValueError for a CPU ``x``, an even, non-positive or too large kernel_size, a sigma that is not

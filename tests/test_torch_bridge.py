@@ -8,9 +8,13 @@ from kernelkit.runtime import torch_bridge
 
 @pytest.fixture(scope="module")
 def bridge(tmp_path_factory):
+    import os
+    import sysconfig
+
     if torch_bridge.compiler() is None:
         pytest.skip("no C++ compiler: the lanes keep their Python calls")
-    import os
+    if not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
+        pytest.skip("no Python headers (python3-dev): the lanes keep their Python calls")
 
     with pytest.MonkeyPatch.context() as mp:  # the cache the tests' own autouse fixture points at
         if "KERNELKIT_CACHE_DIR" not in os.environ:

@@ -53,6 +53,7 @@ int kk_bound(void);
 int kk_facts_of(PyObject *x, kk_facts *f);
 PyObject *kk_new_like(PyObject *x);
 PyObject *kk_new_shaped(PyObject *x, PyObject *shape);
+long long kk_data_ptr_of(PyObject *t); /* an output's address: -1 with an error set on failure */
 int kk_launch_on(int device, void *kernel, const char *name, const unsigned grid[3], const unsigned block[3],
                  unsigned shmem, void **params);
 

@@ -116,14 +116,12 @@ PyObject *kk_fixed(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
   const long long xp = fx.data_ptr;
   PyObject *out = f->out_shape == Py_None ? kk_new_like(x) : kk_new_shaped(x, f->out_shape);
   if (!out) return NULL;
-  kk_facts fo;
-  if (kk_facts_of(out, &fo) || (fo.data_ptr & 15)) { /* never misaligned from torch's allocator; the recording
-                                                        assumed not */
+  const long long op = kk_data_ptr_of(out);
+  if (PyErr_Occurred() || (op & 15)) { /* never misaligned from torch's allocator; the recording assumed not */
     Py_DECREF(out);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
   }
-  const long long op = fo.data_ptr;
   _Alignas(16) unsigned char storage[ARG_BYTES];
   void *params[MAX_ARGS];
   memcpy(storage, f->storage, (size_t)f->used);

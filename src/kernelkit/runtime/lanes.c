@@ -117,7 +117,7 @@ PyObject *kk_new_shaped(PyObject *x, PyObject *shape) {
 }
 
 /* The data address of a tensor made by kk_new_like / kk_new_shaped; -1 with an error set on failure. */
-static long long data_ptr_of(PyObject *t) {
+long long kk_data_ptr_of(PyObject *t) {
   kk_facts f;
   if (g_bridge) return g_bridge->facts(t, &f) ? -1 : f.data_ptr;
   return method_ll(t, s_data_ptr);
@@ -271,7 +271,7 @@ PyObject *kk_unary(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
   if (!lane) NONE_OR_ERROR();
   PyObject *out = kk_new_like(x);
   if (!out) return NULL;
-  const long long n = fx.numel, xp = fx.data_ptr, op = data_ptr_of(out);
+  const long long n = fx.numel, xp = fx.data_ptr, op = kk_data_ptr_of(out);
   if (PyErr_Occurred()) goto fail;
   if (n == 0) return out;
   long long head = ((-op) & 15) / lane->esize;
@@ -308,7 +308,7 @@ PyObject *kk_binary(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
   if (ok <= 0) NONE_OR_ERROR();
   PyObject *out = kk_new_like(a);
   if (!out) return NULL;
-  const long long n = fa.numel, ap = fa.data_ptr, bp = fb.data_ptr, op = data_ptr_of(out);
+  const long long n = fa.numel, ap = fa.data_ptr, bp = fb.data_ptr, op = kk_data_ptr_of(out);
   if (PyErr_Occurred()) goto fail;
   if (n == 0) return out;
   long long head = ((-op) & 15) / lane->esize;

@@ -3,6 +3,8 @@
 // a batch walked through the grid's z dim) and an optional bias per column; edges are predicated.
 //
 // Grid: x = tiles along M, y = tiles along N, z = batch entries (looped when the batch is larger).
+// Every kernel is a template, even those for fp32 only: NVRTC compiles each non-template kernel of a
+// file into every build of it, and a call's first build should hold only the kernel it launches.
 #include "matmul.cuh"
 
 namespace kk {
@@ -62,18 +64,19 @@ mm_smem(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 ld
 
 // Several outputs a thread, in a column: a 64x64 block tile, BK = 8, 512 threads each computing 8
 // rows of one column. A value of B read from shared memory feeds 8 FMAs: 1.125 shared loads a FMA.
+template <typename T>
 __global__ void __launch_bounds__(512)
-mm_column(const float* A, const float* B, float* C, const float* bias, i64 M, i64 N, i64 K, i64 lda, i64 ldb,
+mm_column(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 lda, i64 ldb,
           i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
   constexpr int BM = 64, BN = 64, BK = 8, TM = 8;
-  __shared__ float as[BM][BK], bs[BK][BN];
+  __shared__ T as[BM][BK], bs[BK][BN];
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
   const int t = threadIdx.x, col = t % BN, rg = t / BN;
   const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
   for (int z = blockIdx.z; z < p.batch; z += gridDim.z) {
-    const float* a = A + z * p.bsa;
-    const float* b = B + z * p.bsb;
-    float acc[TM] = {};
+    const T* a = A + z * p.bsa;
+    const T* b = B + z * p.bsb;
+    T acc[TM] = {};
     for (int k0 = 0; k0 < p.K; k0 += BK) {
       const int ar = p.a_k ? t / BK : t % BM, ak = p.a_k ? t % BK : t / BM;
       const int br = p.b_k ? t / BK : t % BN, bk = p.b_k ? t % BK : t / BN;
@@ -82,7 +85,7 @@ mm_column(const float* A, const float* B, float* C, const float* bias, i64 M, i6
       __syncthreads();
 #pragma unroll
       for (int k = 0; k < BK; ++k) {
-        const float bv = bs[k][col];
+        const T bv = bs[k][col];
 #pragma unroll
         for (int i = 0; i < TM; ++i) acc[i] = fmaf(as[rg * TM + i][k], bv, acc[i]);
       }
@@ -97,22 +100,23 @@ mm_column(const float* A, const float* B, float* C, const float* bias, i64 M, i6
 // threads; thread (ty, tx) owns rows i*16 + ty and columns j*16 + tx (i, j < 8), so the 16 threads
 // of a half-warp read 16 consecutive B values and a broadcast of A. Each k: 8 A and 8 B values from
 // shared memory feed 64 FMAs (0.25 shared loads a FMA). Global loads are 16-byte chunks.
+template <typename T>
 __global__ void __launch_bounds__(256)
-mm_reg8x8(const float* A, const float* B, float* C, const float* bias, i64 M, i64 N, i64 K, i64 lda, i64 ldb,
+mm_reg8x8(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 lda, i64 ldb,
           i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
   constexpr int BM = 128, BN = 128, BK = 8, T = 256;
   using SA = mm::RowsR<BK + 1>;  // A as it comes: [m][k]
   using SB = mm::RowsK<BN>;      // B: [k][n]
-  __shared__ float as[BM * (BK + 1)], bs[BK * BN];
+  __shared__ T as[BM * (BK + 1)], bs[BK * BN];
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
   for (int z = blockIdx.z; z < p.batch; z += gridDim.z) {
-    const float* a = A + z * p.bsa;
-    const float* b = B + z * p.bsb;
-    float acc[8][8] = {};
-    mm::TileFetch<float, BM, BK, T> fa;
-    mm::TileFetch<float, BN, BK, T> fb;
+    const T* a = A + z * p.bsa;
+    const T* b = B + z * p.bsb;
+    T acc[8][8] = {};
+    mm::TileFetch<T, BM, BK, T> fa;
+    mm::TileFetch<T, BN, BK, T> fb;
     for (int k0 = 0; k0 < p.K; k0 += BK) {
       fa.fetch(a, p.lda, p.a_k, p.vec_a, m0, k0, p.M - m0, p.K - k0);
       fb.fetch(b, p.ldb, p.b_k, p.vec_b, n0, k0, p.N - n0, p.K - k0);
@@ -121,7 +125,7 @@ mm_reg8x8(const float* A, const float* B, float* C, const float* bias, i64 M, i6
       __syncthreads();
 #pragma unroll
       for (int k = 0; k < BK; ++k) {
-        float av[8], bv[8];
+        T av[8], bv[8];
 #pragma unroll
         for (int i = 0; i < 8; ++i) av[i] = as[SA::at(i * 16 + ty, k)];
 #pragma unroll

@@ -228,8 +228,8 @@ def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tu
 SIMPLE = {  # rung -> (kernel name, block threads, block tile (M, N))
     "naive": ("kk::mm_naive<T>", 256, (8, 32)),
     "smem_tiles": ("kk::mm_smem<T>", 1024, (32, 32)),
-    "column": ("kk::mm_column", 512, (64, 64)),
-    "reg_8x8": ("kk::mm_reg8x8", 256, (128, 128)),
+    "column": ("kk::mm_column<T>", 512, (64, 64)),
+    "reg_8x8": ("kk::mm_reg8x8<T>", 256, (128, 128)),
     "lds128": ("kk::mm_lds128<false>", 256, (128, 128)),
     "double_buffer": ("kk::mm_lds128<true>", 256, (128, 128)),
 }

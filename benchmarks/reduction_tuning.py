@@ -105,7 +105,7 @@ def sec_full(res, copy_large):
         for op in ("sum", "amax", "mean", "amin"):
             f = getattr(kernelkit, op)
             want = getattr(torch, op)(x).float()
-            rungs = [v.name for v in kernelkit.ladder(op)] if op in ("sum", "amax") else ["fast"]
+            rungs = [v.name for v in kernelkit.ladder(op)] if op in ("sum", "amax") else [kernelkit.ladder(op)[-1].name]
             tus, tgbs = timed(lambda: getattr(torch, op)(x), nb)
             for r in rungs:
                 got = f(x, variant=r).float()
@@ -210,8 +210,7 @@ def sec_rows(res, alts: bool, a):
                 if fam == "softmax":
                     default = mods["softmax"].config_for("auto", dt, shape[1], sm=compute_capability(0))
                 else:
-                    default = mods["norm"].config_for("fast", dt, shape[1], aligned=True, rms=op == "rms_norm",
-                                                      rows=shape[0], sm=compute_capability(0))
+                    default = mods["norm"].config_for("auto", dt, shape[1], form=1, sm=compute_capability(0))
                 for cfg in alternatives()[(fam, per_vec(dt))].get(shape[1], []):
                     try:
                         good = close(ours(config=cfg), want)

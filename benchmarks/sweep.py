@@ -328,12 +328,37 @@ def _default_builds(op_names, arch: str) -> list:
     return list(seen)
 
 
-def warm(op_names) -> str:
+def _row_case_builds(todo: list[Case], arch: str) -> list:
+    """The kernels the row-op cases launch (their lengths' configurations under the default rule, for rows of a
+    contiguous input into a fresh output: aligned where a row is a whole number of vectors, the window form
+    else), compiled with the rest before timing rather than one at a time at each first call."""
+    import torch
+
+    from kernelkit.ops.reduction import norm, softmax
+    from kernelkit.ops.reduction._rows import ALIGNED, WINDOW
+    from kernelkit.warmup import Build
+
+    sm = int(arch[3:])
+    seen: dict = {}
+    for c in todo:
+        if c.op not in ROW_OPS:
+            continue
+        dtype, len_ = getattr(torch, c.dtype), c.shape[-1]
+        form = ALIGNED if len_ % (16 // dtype.itemsize) == 0 else WINDOW
+        if c.op == "softmax":
+            cfg, src = softmax.config_for("auto", dtype, len_, sm=sm, form=form), softmax.SRC
+        else:
+            cfg, src = norm.config_for("auto", dtype, len_, form=form, sm=sm), norm.SRC
+        seen[Build(src, cfg.name(dtype, form), arch)] = None
+    return list(seen)
+
+
+def warm(op_names, todo: list[Case] = ()) -> str:
     from kernelkit.runtime.launch import device_arch
     from kernelkit.warmup import _compile, run_parallel
 
     t0 = time.perf_counter()
-    builds = _default_builds(op_names, device_arch(0))
+    builds = list(dict.fromkeys(_default_builds(op_names, device_arch(0)) + _row_case_builds(list(todo), device_arch(0))))
     errors = [b.name for b, _, err in run_parallel(_compile, builds) if err]
     return f"{len(builds)} kernels in {time.perf_counter() - t0:.0f} s" + (f", errors: {errors}" if errors else "")
 
@@ -403,9 +428,9 @@ def main(argv=None) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     tag = device_tag(torch.cuda.get_device_name(0))
-    if not a.no_warmup:
-        print("warm-up:", warm(a.ops), flush=True)
     todo = cases(a.ops, a.quick)
+    if not a.no_warmup:
+        print("warm-up:", warm(a.ops, todo), flush=True)
     records, t0 = [], time.perf_counter()
     env = environment()
 

@@ -78,12 +78,12 @@ def main() -> None:
                     call = lambda x, **k: kernelkit.rms_norm(x, (len_,), w, 1e-5, out=out, **k)  # noqa: E731
                     theirs = lambda x: F.rms_norm(x, (len_,), w, 1e-5)  # noqa: E731
                     ref = reference.rms_norm(xs[0], (len_,), w, 1e-5)
-                    chosen = norm.config_for("fast", dtype, len_, aligned=True, rms=True, rows=rows, sm=_sm())
+                    chosen = norm.config_for("auto", dtype, len_, form=1, sm=_sm())
                 else:
                     call = lambda x, **k: kernelkit.layer_norm(x, (len_,), w, b, out=out, **k)  # noqa: E731
                     theirs = lambda x: F.layer_norm(x, (len_,), w, b)  # noqa: E731
                     ref = reference.layer_norm(xs[0], (len_,), w, b)
-                    chosen = norm.config_for("fast", dtype, len_, aligned=True, rms=False, rows=rows, sm=_sm())
+                    chosen = norm.config_for("auto", dtype, len_, form=1, sm=_sm())
                 fns = {"kernelkit": lambda i: call(xs[i % copies])}
                 for cfg in candidates(op, dtype, len_, given, a.rows):
                     try:

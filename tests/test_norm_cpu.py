@@ -1,9 +1,8 @@
-"""The norms' configurations and rules without a GPU: what the rule chooses for a set of inputs (recorded
-from the dispatcher before the configurations became dataclasses), that ``configs`` lists exactly what
-the rule can choose, that every configuration fits the device and travels through the custom op, the
-errors of a configuration that cannot run an input, and the handout counters' keys."""
-import itertools
-
+"""The norms' configurations and rules without a GPU: each rung's rule one by one (packed rows, warp
+slices, CTA rows, clusters, staged, bulk rings, rows in shared memory) and ``auto``'s order, that every
+choice holds its row and fits the device, that ``configs`` lists what the rules choose, the text round trip
+through the custom op, the errors of a configuration that cannot run an input, the handout counters and the
+lanes."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -11,221 +10,250 @@ torch = pytest.importorskip("torch")
 import kernelkit  # noqa: E402,F401  (registers the ops)
 from kernelkit.ops.reduction import norm  # noqa: E402
 from kernelkit.ops.reduction import norm_configs as nc  # noqa: E402
-from kernelkit.ops.reduction._rows import WINDOW, WINDOW_IN, HandoutCounters, config_text, parse_config, per_vec  # noqa: E402
-from kernelkit.ops.reduction.norm_configs import BulkRing, NormTile, SmemRows, Welford  # noqa: E402
+from kernelkit.ops.reduction._rows import (ALIGNED, WINDOW, WINDOW_IN, HandoutCounters, config_text,  # noqa: E402
+                                           packed_rows_per_block, packed_tile, packs, parse_config, per_vec)
+from kernelkit.ops.reduction.norm_configs import BulkRing, NormPacked, NormTile, SmemRows, Welford  # noqa: E402
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 DTYPES = (F32, F16, BF16)
-SM90_MAX_DYNAMIC_SHARED = 227 * 1024
-STATIC_SHARED = 1024  # the kernels' own shared memory: reductions, slots, mbarriers (< 1 KB)
+H100_SHARED = 227 * 1024
+A, W, WI = ALIGNED, WINDOW, WINDOW_IN
 
-# (rung, op, dtype, len, rows, aligned, sm) -> (configuration, kernel, dynamic shared memory with weight
-# and bias), as the tuple-configured dispatcher launched them.
+
+def rule(rung, dtype, len_, form=A, sm=90, smem=None):
+    return nc.config_for(rung, dtype, len_, form=form, sm=sm, smem=smem)
+
+
+# (rung, dtype, len, form, sm) -> (configuration, kernel, dynamic shared memory with weight and bias)
 CHOSEN = [
-    ("fast", "layer_norm", F16, 65536, 300, True, 90, NormTile(256, 4, 8, staged=True, handout=True),
-     "kk::norm_rows_dyn<__half, 256, 4, 8>", 32768),
-    ("fast", "rms_norm", F32, 65536, 300, True, 90, NormTile(512, 8, 4, staged=True, handout=True),
-     "kk::norm_rows_dyn<float, 512, 8, 4>", 65536),  # rms_norm: no bias slice
-    ("fast", "layer_norm", F32, 65536, 300, True, 90, BulkRing(1024, 2, 8, 3, True),
-     "kk::norm_bulk<float, 1024, 2, 8, 3, true, 1>", 163840),
-    ("fast", "layer_norm", F32, 32768, 300, True, 90, NormTile(512, 8, 2, staged=True, handout=True),
-     "kk::norm_rows_dyn<float, 512, 8, 2>", 131072),
-    ("fast", "layer_norm", F32, 24576, 300, True, 90, NormTile(1024, 6),
-     "kk::norm_rows<float, 1024, 6, 1, 1, false, false>", 0),
-    ("fast", "layer_norm", BF16, 32001, 300, WINDOW, 90, NormTile(1024, 4),
-     "kk::norm_rows<__nv_bfloat16, 1024, 4, 1, 2, false, false>", 0),
-    ("fast", "rms_norm", BF16, 5120, 300, True, 90, NormTile(160, 4),
-     "kk::norm_rows<__nv_bfloat16, 160, 4, 1, 1, false, false>", 0),
-    ("fast", "layer_norm", BF16, 5123, 300, WINDOW_IN, 90, NormTile(192, 4),
-     "kk::norm_rows<__nv_bfloat16, 192, 4, 1, 3, false, false>", 0),
-    ("fast", "layer_norm", F16, 40001, 300, WINDOW, 90, NormTile(1024, 4, 2, staged=True),
-     "kk::norm_rows<__half, 1024, 4, 2, 0, false, true>", 131072),
-    ("fast", "rms_norm", F32, 32768, 300, True, 90, NormTile(1024, 8),
-     "kk::norm_rows<float, 1024, 8, 1, 1, false, false>", 0),
-    ("fast", "layer_norm", F16, 32768, 300, True, 90, BulkRing(1024, 4, 1, 3, True, 4),
-     "kk::norm_bulk_dyn<__half, 1024, 4, 3, true, 4>", 180224),
-    ("fast", "rms_norm", F16, 32768, 300, True, 90, NormTile(1024, 4),
-     "kk::norm_rows<__half, 1024, 4, 1, 1, false, false>", 0),
-    ("fast", "layer_norm", F16, 32768, 300, True, 80, NormTile(1024, 4),
-     "kk::norm_rows<__half, 1024, 4, 1, 1, false, false>", 0),
-    ("fast", "layer_norm", BF16, 65536, 300, True, 90, SmemRows(512, 2, 4, 6, 2),
-     "kk::norm_smem<__nv_bfloat16, 512, 2, 4, 6, 2>", 98304),
-    ("fast", "rms_norm", BF16, 65536, 300, True, 90, SmemRows(1024, 2, 4, 7, 1),
-     "kk::norm_smem<__nv_bfloat16, 1024, 2, 4, 7, 1>", 229376),
-    ("fast", "layer_norm", F16, 131072, 300, True, 90, BulkRing(1024, 4, 4, 3, False),
-     "kk::norm_bulk<__half, 1024, 4, 4, 3, false, 1>", 196608),
-    ("fast", "layer_norm", F16, 4096, 8192, True, 90, NormTile(128, 4, staged=True),
-     "kk::norm_rows<__half, 128, 4, 1, 1, false, true>", 16384),
-    ("fast", "layer_norm", F16, 4096, 8193, True, 90, NormTile(128, 4),
-     "kk::norm_rows<__half, 128, 4, 1, 1, false, false>", 0),
-    ("fast", "layer_norm", BF16, 4096, 20000, True, 90, NormTile(128, 4, staged=True),
-     "kk::norm_rows<__nv_bfloat16, 128, 4, 1, 1, false, true>", 16384),
-    ("fast", "rms_norm", F16, 4096, 3584, True, 90, NormTile(128, 4, staged=True),
-     "kk::norm_rows<__half, 128, 4, 1, 1, false, true>", 16384),
-    ("fast", "rms_norm", F16, 4096, 3583, True, 90, NormTile(128, 4, early=True),
-     "kk::norm_rows<__half, 128, 4, 1, 1, true, false>", 0),
-    ("fast", "rms_norm", BF16, 4096, 4096, True, 90, NormTile(128, 4),
-     "kk::norm_rows<__nv_bfloat16, 128, 4, 1, 1, false, false>", 0),
-    ("fast", "layer_norm", F32, 32768, 300, False, 90, NormTile(256, 4, 8, staged=True),
-     "kk::norm_rows<float, 256, 4, 8, 0, false, true>", 32768),
-    ("fast", "layer_norm", F32, 32768, 300, False, 80, Welford(), "kk::norm_welford<float, 512>", 0),
-    ("fast", "layer_norm", F16, 65536, 300, False, 90, NormTile(1024, 4, 2, staged=True),
-     "kk::norm_rows<__half, 1024, 4, 2, 0, false, true>", 131072),
-    ("fast", "layer_norm", F32, 65536, 300, True, 80, Welford(), "kk::norm_welford<float, 512>", 0),
-    ("registers", "layer_norm", F32, 32768, 300, True, 90, Welford(), "kk::norm_welford<float, 512>", 0),
-    ("fast", "layer_norm", F32, 1000, 300, False, 90, NormTile(64, 4),
-     "kk::norm_rows<float, 64, 4, 1, 0, false, false>", 0),
-    ("welford", "layer_norm", F32, 1000, 300, True, 90, Welford(), "kk::norm_welford<float, 512>", 0),
+    ("auto", F16, 7, W, 90, NormPacked(2, 4), "kk::norm_packed<__half, kk::PackedConfig<2, 4>>", 0),
+    ("auto", F32, 1, A, 80, NormPacked(1, 1), "kk::norm_packed<float, kk::PackedConfig<1, 1>>", 0),
+    ("auto", BF16, 1000, A, 90, NormTile(32, 4), "kk::norm_rows<__nv_bfloat16, kk::RowConfig<32, 4, 1, 1, 0, 0>>", 0),
+    ("auto", BF16, 8191, W, 90, NormTile(288, 4), "kk::norm_rows<__nv_bfloat16, kk::RowConfig<288, 4, 1, 2, 0, 0>>", 0),
+    ("auto", F32, 12288, WI, 90, NormTile(448, 7), "kk::norm_rows<float, kk::RowConfig<448, 7, 1, 3, 0, 0>>", 0),
+    ("auto", F16, 32001, W, 90, NormTile(512, 4, 2, staged=True, handout=True),
+     "kk::norm_rows<__half, kk::RowConfig<512, 4, 2, 2, 2, 1>>", 2 * (512 * 4 + 2) * 16),
+    ("auto", F16, 32001, W, 80, NormTile(1024, 4), "kk::norm_rows<__half, kk::RowConfig<1024, 4, 1, 2, 0, 0>>", 0),
+    ("auto", F32, 65536, A, 90, NormTile(512, 8, 4, staged=True, handout=True),
+     "kk::norm_rows<float, kk::RowConfig<512, 8, 4, 1, 2, 1>>", 2 * (512 * 8 + 2) * 16),
+    ("auto", BF16, 262144, A, 90, NormTile(1024, 4, 8, staged=True, handout=True),
+     "kk::norm_rows<__nv_bfloat16, kk::RowConfig<1024, 4, 8, 1, 2, 1>>", 2 * (1024 * 4 + 2) * 16),
+    ("auto", F32, 151936, A, 90, NormTile(960, 5, 8, staged=True, handout=True),
+     "kk::norm_rows<float, kk::RowConfig<960, 5, 8, 1, 2, 1>>", 2 * (960 * 5 + 2) * 16),
+    ("auto", F32, 262144, A, 90, Welford(), "kk::norm_welford<float, 512>", 0),
+    ("auto", F16, 300001, W, 90, Welford(), "kk::norm_welford<__half, 512>", 0),
+    ("staged", F16, 4096, A, 90, NormTile(128, 4, staged=True),
+     "kk::norm_rows<__half, kk::RowConfig<128, 4, 1, 1, 1, 1>>", 2 * (128 * 4 + 2) * 16),
+    ("bulk_ring", F16, 32768, A, 90, BulkRing(1024, 4, 1, 3, True, 4), "kk::norm_bulk_dyn<__half, 1024, 4, 3, true, 4>",
+     3 * 1024 * 16 + 2 * 1024 * 4 * 16),
+    ("bulk_ring", F32, 65536, A, 90, BulkRing(1024, 2, 8, 3, True), "kk::norm_bulk<float, 1024, 2, 8, 3, true, 1>",
+     3 * 1024 * 2 * 16 + 2 * 1024 * 2 * 16),
+    ("smem_rows", BF16, 65536, A, 90, SmemRows(1024, 2, 4, 7, 1), "kk::norm_smem<__nv_bfloat16, 1024, 2, 4, 7, 1>",
+     7 * 1024 * 2 * 16),
+    ("bulk_ring", F32, 65536, W, 90, Welford(), "kk::norm_welford<float, 512>", 0),
+    ("welford", F32, 1000, A, 90, Welford(), "kk::norm_welford<float, 512>", 0),
 ]
 
 
-@pytest.mark.parametrize("rung,op,dtype,len_,rows,aligned,sm,want,name,shmem", CHOSEN)
-def test_the_rule_chooses_what_the_dispatcher_chose(rung, op, dtype, len_, rows, aligned, sm, want, name, shmem):
-    got = norm.config_for(rung, dtype, len_, aligned=aligned, rms=op == "rms_norm", rows=rows, sm=sm)
+@pytest.mark.parametrize("rung,dtype,len_,form,sm,want,name,shmem", CHOSEN)
+def test_the_rule_chooses(rung, dtype, len_, form, sm, want, name, shmem):
+    got = norm.config_for(rung, dtype, len_, form=form, sm=sm)
     assert got == want
-    assert got.name(dtype, aligned) == name
-    assert got.shared_bytes(True, op == "layer_norm") == shmem
+    assert got.name(dtype, form) == name
+    assert got.shared_bytes(True, True) == shmem
 
 
-# lengths at and around every table boundary, row counts around every row range
-LENS = sorted({1, 3, 127, 128, 129, 512, 1000, 1024, 1025, 2048, 2056, 3000, 4088, 4096, 4097, 8192, 8193, 16384,
-               16385, 20000, 24576, 31744, 31745, 32768, 32769, 40000, 65536, 65537, 100000, 131072, 131073, 300000})
-ROWS = (1, 5, 300, 3583, 3584, 4096, 5632, 5633, 8192, 8193, 20000)
+def test_packed_rows_rule():
+    """Rows whose window (any alignment) spans at most 16 vectors pack: fp32 up to 61 elements, 16-bit up to
+    121; the fewest power-of-two lanes taking 4 elements each, shorter rows one lane; a block's window fits
+    its 256 x 4 vectors."""
+    assert [packs(n, F32) for n in (1, 61, 62)] == [True, True, False]
+    assert [packs(n, BF16) for n in (1, 121, 122)] == [True, True, False]
+    assert [packed_tile(n) for n in (1, 3, 4, 5, 7, 8, 9, 31, 100, 121)] == [
+        (1, 1), (1, 3), (1, 4), (2, 3), (2, 4), (2, 4), (4, 3), (8, 4), (32, 4), (32, 4)]
+    for dtype in DTYPES:
+        n = per_vec(dtype)
+        for len_ in range(1, 16 * n - n + 2):
+            per = packed_rows_per_block(len_, dtype)
+            assert per * len_ + n - 1 <= 256 * 4 * n < (per + 1) * len_ + n - 1
+            got = rule("packed_rows", dtype, len_, W)
+            assert isinstance(got, NormPacked) and got.holds(dtype, len_, W) and got.elems <= 4
+        assert rule("packed_rows", dtype, 16 * n - n + 2) == Welford()
+
+
+def test_warp_and_cta_row_rules():
+    """warp_rows: up to 128 vectors a power-of-two slice of a warp; cta_row: 4 vectors a thread up to 512
+    threads where clusters exist (1024 otherwise), then up to 32 values a thread (fp32 8 vectors, 16-bit 4)."""
+    assert rule("warp_rows", F16, 1024) == NormTile(32, 4) and rule("warp_rows", F16, 1025) == Welford()
+    assert rule("warp_rows", F16, 1017, W) == NormTile(32, 4) and rule("warp_rows", F16, 1018, W) == Welford()
+    assert rule("cta_row", F32, 8192) == NormTile(512, 4)
+    assert rule("cta_row", F32, 8196) == NormTile(416, 5)
+    assert rule("cta_row", F32, 16384) == NormTile(512, 8) and rule("cta_row", F32, 16388) == Welford()
+    assert rule("cta_row", F16, 16384) == NormTile(512, 4) and rule("cta_row", F16, 16392) == Welford()
+    assert rule("cta_row", F16, 16392, sm=80) == NormTile(544, 4)
+    assert rule("cta_row", F16, 32768, sm=80) == NormTile(1024, 4) and rule("cta_row", F16, 32776, sm=80) == Welford()
+
+
+def test_cluster_row_rule():
+    """Rows past a CTA on sm_90: the smallest cluster of CTAs of at most 512 threads x 32 values, then 8 CTAs
+    of up to 1024 threads at the vectors their staged weight and bias leave shared memory for (fp32: 7);
+    persistent, staged, handed out; before sm_90 and beyond, welford; rows a CTA holds stay cta_row."""
+    tile = NormTile(512, 4, 2, staged=True, handout=True)
+    assert rule("cluster_row", F16, 16392) == NormTile(288, 4, 2, staged=True, handout=True)
+    assert rule("cluster_row", F16, 32768) == tile and rule("cluster_row", F16, 32768 - 7, W) == tile
+    assert rule("cluster_row", F16, 4096) == NormTile(128, 4)
+    assert rule("cluster_row", F16, 40000, sm=80) == Welford()
+    assert rule("cluster_row", BF16, 131072) == NormTile(512, 4, 8, staged=True, handout=True)
+    assert rule("cluster_row", BF16, 262144) == NormTile(1024, 4, 8, staged=True, handout=True)
+    assert rule("cluster_row", BF16, 262144, W) == Welford()  # the window's 7 more elements do not fit
+    assert rule("cluster_row", F32, 8 * 1024 * 7 * 4) == NormTile(1024, 7, 8, staged=True, handout=True)
+    assert rule("cluster_row", F32, 8 * 1024 * 7 * 4 + 4) == Welford()
+    # a device with less shared memory a block: fewer vectors a thread of the 8 x 1024 fallback
+    assert rule("cluster_row", F32, 8 * 1024 * 5 * 4, smem=163 * 1024) == NormTile(1024, 5, 8, staged=True,
+                                                                                       handout=True)
+    assert rule("cluster_row", F32, 8 * 1024 * 5 * 4 + 4, smem=163 * 1024) == Welford()
+
+
+def test_staged_bulk_and_smem_rules():
+    """staged: cta_row's tile, persistent and staged (clusters past a CTA); bulk_ring: one-CTA rings of 1024
+    threads up to 4 vectors a thread (a vector a stage), clusters of 2-8 at 2 vectors, 8 CTAs up to 4, weight
+    and bias staged where shared memory has room; smem_rows: 1024 x 2-vector chunks, a CTA or a cluster of 2.
+    The last two take aligned rows on sm_90 only."""
+    assert rule("staged", F32, 8192) == NormTile(512, 4, staged=True)
+    assert rule("staged", F16, 40000) == rule("cluster_row", F16, 40000)
+    assert rule("bulk_ring", F16, 16384) == BulkRing(1024, 2, 1, 3, True, 2)
+    assert rule("bulk_ring", F32, 131072) == BulkRing(1024, 4, 8, 3, False)
+    assert rule("bulk_ring", F16, 131072) == BulkRing(1024, 2, 8, 3, True)
+    assert rule("bulk_ring", F16, 32768, W) == rule("bulk_ring", F16, 32768, sm=80) == Welford()
+    assert rule("bulk_ring", F32, 8 * 1024 * 16 + 4) == Welford()
+    assert rule("smem_rows", BF16, 65536) == SmemRows(1024, 2, 4, 7, 1)
+    assert rule("smem_rows", F32, 65536) == SmemRows(1024, 2, 4, 7, 2)
+    assert rule("smem_rows", F32, 65540) == Welford()
+
+
+def test_auto_takes_the_first_holder():
+    for dtype in DTYPES:
+        for len_ in (1, 50, 200, 1500, 9000, 20000, 70000, 200000, 400000):
+            for form in (A, W):
+                for sm in (80, 90):
+                    want = next((c for c in (nc.packed_rows, nc.warp_rows, nc.cta_row, nc.cluster_row)
+                                 for c in [c(dtype, len_, form, sm, nc.shared_per_block(sm))] if c is not None),
+                                Welford())
+                    assert rule("auto", dtype, len_, form, sm) == want
+
+
+LENS = sorted({1, 2, 3, 7, 31, 61, 62, 64, 100, 121, 122, 127, 128, 129, 512, 1000, 1024, 1025, 2048, 4096, 4097, 8191,
+               8192, 8193, 16384, 16385, 20000, 24576, 32768, 32769, 40000, 65536, 65537, 100000, 131072, 131073,
+               229376, 262144, 262145, 300000})
+RUNGS = [v.name for v in kernelkit.ladder("layer_norm")]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("rung", ["welford", "registers", "fast"])
-def test_the_rule_holds_every_row_and_lists_every_tuned_form(dtype, rung):
-    """Over a dense sweep of inputs in every row form, the rule's choice takes the row (check() passes);
-    every persistent, cluster, bulk and shared-memory configuration it reaches is listed by configs() (so
-    the CPU compile test and warmup build it); the plain register tiles are sampled there."""
-    from kernelkit.ops.reduction._rows import ALIGNED, ELEMS
-
-    for form in (ALIGNED, ELEMS, WINDOW, WINDOW_IN):
-        listed = set(norm.configs(dtype, aligned=form, rung=rung))
-        for len_, rows, rms, sm in itertools.product(LENS, ROWS, (False, True), (80, 90)):
-            c = norm.config_for(rung, dtype, len_, aligned=form, rms=rms, rows=rows, sm=sm)
-            c.check("layer_norm", dtype, len_, form, sm)
-            if not isinstance(c, NormTile) or c.staged or c.cluster > 1 or c.early:
-                assert c in listed, (c, len_, rows, form)
+@pytest.mark.parametrize("rung", RUNGS)
+def test_every_choice_holds_its_row_and_fits(dtype, rung):
+    """Over a dense sweep of inputs in every row form, the rule's choice takes the row (check() passes), its
+    shared memory fits a block of the device beside the kernel's own, clusters and bulk copies only on sm_90,
+    and it survives the trip through the custom op as text; a holder that leaves a row to welford holds no
+    longer row."""
+    for form in (A, W, WI):
+        for sm in (80, 90):
+            beyond = None
+            for len_ in LENS:
+                c = rule(rung, dtype, len_, form, sm)
+                c.check("layer_norm", dtype, len_, form, sm)
+                assert c.shared_bytes(True, True) + nc.STATIC_SHARED <= nc.shared_per_block(sm), c
+                assert parse_config(config_text(c), norm.CONFIG_CLASSES) == c
+                if isinstance(c, (BulkRing, SmemRows)) or (isinstance(c, NormTile) and c.cluster > 1):
+                    assert sm >= 90, c
+                if isinstance(c, Welford) and rung not in ("welford", "bulk_ring", "smem_rows"):
+                    beyond = len_ if beyond is None else beyond
+                else:
+                    assert beyond is None or rung in ("bulk_ring", "smem_rows"), (c, len_, beyond)
 
 
 def test_the_rungs_list_one_kernel_per_reachable_form():
-    """The kernel lists (compiled by the CPU compile test and `kernelkit inspect`): the counts recorded when
-    the unreachable spares, prefetch forms and fixed-stride alternatives left them."""
-    counts = {(r, d): len(norm.OPS["layer_norm"].variant(r).kernels(d)) for r in ("welford", "registers", "fast")
-              for d in DTYPES}
-    assert counts == {("welford", F32): 1, ("welford", F16): 1, ("welford", BF16): 1,
-                      ("registers", F32): 22, ("registers", F16): 28, ("registers", BF16): 28,
-                      ("fast", F32): 49, ("fast", F16): 48, ("fast", BF16): 48}
+    """Every kernel name once; a register tile in the forms that reach it (aligned rows, the window forms);
+    rms_norm launches the same kernels as layer_norm."""
     for d in DTYPES:
-        names = [k.name for k in norm.OPS["rms_norm"].variant("fast").kernels(d)]
-        assert len(names) == len(set(names))
-        assert names == [k.name for k in norm.OPS["layer_norm"].variant("fast").kernels(d)]
+        for rung in RUNGS:
+            names = [k.name for k in norm.OPS["layer_norm"].variant(rung).kernels(d)]
+            assert len(names) == len(set(names)) and names
+            assert names == [k.name for k in norm.OPS["rms_norm"].variant(rung).kernels(d)]
+        auto = [k.name for k in norm.OPS["layer_norm"].variant("auto").kernels(d)]
+        tiles = [c for c in set(norm.configs(d, form=A)) | set(norm.configs(d, form=W)) if isinstance(c, NormTile)]
+        assert all(any(f"RowConfig<{t.threads}, {t.vecs}, {t.cluster}, {f}," in n for n in auto)
+                   for t in tiles for f in (1, 2, 3) if f == 1 and t in norm.configs(d, form=A) or f > 1
+                   and t in norm.configs(d, form=W))
+
+
+def test_the_register_budget_is_a_rule_of_the_values_a_thread_holds():
+    """The kernels' __launch_bounds__ (reduce.cuh: row_registers, launch_registers, row_budget_blocks) in
+    Python: the words a thread holds plus 32 (16-bit values 8 more, window forms 16 more, staged 8 more), in
+    steps of 8, at most 64; the most blocks an SM for which ptxas still allows that many (each
+    sub-partition's 16384 registers over its share of the warps, rounded up)."""
+    def registers(words, extra=0):
+        return min(64, -(-(words + 32 + extra) // 8) * 8)
+
+    def allowed(blocks, block):
+        return 16384 // (32 * -(-(blocks * -(-block // 32)) // 4)) // 8 * 8
+
+    def blocks(block, words, extra=0):
+        b = 65536 // (registers(words, extra) * block)
+        while b > 1 and allowed(b, block) < registers(words, extra):
+            b -= 1
+        return max(1, b)
+
+    assert [registers(w) for w in (4, 8, 16, 32)] == [40, 40, 48, 64]
+    assert blocks(256, 16) == 5 and blocks(128, 16, 8) == 9 and blocks(1024, 16) == 1  # fp32 256 x 4, fp16 128 x 4
+    assert blocks(64, 8, 8) == 20 and allowed(20, 64) >= 48 and allowed(21, 64) < 48
+    assert blocks(512, 16, 24) == 2 and blocks(160, 16, 24) == 6
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_configuration_fits_an_sm90_and_round_trips(dtype):
     """Every configuration the rules choose: its shared memory fits beside the kernel's own, bulk copies
-    move whole 16-byte vectors, shared-memory rows hold a slice and a chunk more; each survives the trip
-    through the custom op as text."""
-    for aligned in (True, False):
-        for cfg in norm.configs(dtype, aligned=aligned):
-            assert parse_config(config_text(cfg), norm.CONFIG_CLASSES) == cfg
-            assert cfg.shared_bytes(True, True) + STATIC_SHARED <= SM90_MAX_DYNAMIC_SHARED, cfg
-            if isinstance(cfg, BulkRing):
-                assert aligned and cfg.vecs % cfg.chunks == 0
-                chunk = cfg.threads * cfg.vecs * 16 // cfg.chunks
-                assert chunk % 16 == 0  # cp.async.bulk moves multiples of 16 bytes
-                assert cfg.shared_bytes(True, True) == cfg.stages * chunk + (
-                    2 * cfg.threads * cfg.vecs * 16 if cfg.staged else 0)
-            if isinstance(cfg, SmemRows):
-                assert aligned and cfg.stages > cfg.chunks
-                assert cfg.shared_bytes() == cfg.stages * cfg.threads * cfg.per * 16
-                assert cfg.capacity(dtype) == 65536
-            if isinstance(cfg, (NormTile, BulkRing, SmemRows)):
-                assert cfg.kernel(dtype, aligned).dyn_shared == cfg.shared_bytes(True, True)
-
-
-def test_tables_pick_the_smallest_holding_configuration():
-    for n, table in nc.BULK.items():
-        dtype = F32 if n == 4 else F16
-        for cap, cfg in table.items():
-            assert cfg.capacity(dtype) >= cap
-    assert norm.config_for("fast", F32, 40000, aligned=True, rms=False, rows=7, sm=90) == nc.BULK[4][65536]
-    assert norm.config_for("fast", F32, 65537, aligned=True, rms=True, rows=7, sm=90) == nc.BULK[4][131072]
-    assert norm.config_for("fast", F32, 131073, aligned=True, rms=False, rows=7, sm=90) == Welford()
-    # 16-bit layer_norm rows of 16K-32K: one-CTA bulk rings; rms_norm and fp32 keep the register tile
-    ring = nc.BULK_LAYER_NORM[8][32768]
-    assert norm.config_for("fast", BF16, 20000, aligned=True, rms=False, rows=7, sm=90) == ring
-    assert norm.config_for("fast", F16, 16384, aligned=True, rms=False, rows=7, sm=90) == NormTile(512, 4)
-    assert norm.config_for("fast", F16, 32768, aligned=True, rms=True, rows=7, sm=90) == NormTile(1024, 4)
-
-
-def test_cluster_rows_pick_their_lengths():
-    """The tight register-tile clusters: fp16 rows of 32K-64K (both ops), fp32 rms_norm rows of 32K-64K,
-    fp32 layer_norm rows of 31K-32K; aligned rows on sm_90 only."""
-    def rule(dtype, len_, rms=False, aligned=True, sm=90):
-        return norm.config_for("fast", dtype, len_, aligned=aligned, rms=rms, rows=300, sm=sm)
-
-    fp16 = nc.CLUSTER_ROWS[F16][65536]
-    assert rule(F16, 65536) == rule(F16, 40000) == rule(F16, 40000, rms=True) == fp16
-    assert rule(F16, nc.CLUSTER_ROWS_FROM) != fp16 and rule(F16, 65537) != fp16
-    assert rule(F16, 65536, aligned=False) == NormTile(1024, 4, 2, staged=True)
-    assert rule(BF16, 65536) == nc.SMEM["layer_norm"][BF16][65536]
-    fp32 = nc.CLUSTER_ROWS_RMS[F32][65536]
-    assert rule(F32, 65536, rms=True) == fp32 and rule(F32, 65536) == nc.BULK[4][65536]
-    ln32 = nc.CLUSTER_ROWS_LN[F32][32768]
-    assert rule(F32, 32768) == rule(F32, 31748) == ln32
-    assert rule(F32, nc.CLUSTER_ROWS_LN_FROM) == NormTile(992, 8)  # a half-empty cluster is slower
-    assert rule(F32, 32768, rms=True) == NormTile(1024, 8)
-    assert rule(F32, 32768, sm=80) == NormTile(1024, 8)
-    for cfg, dtype in ((fp16, F16), (fp32, F32), (ln32, F32)):
-        assert cfg.handout and cfg.staged and cfg.name(dtype, True).startswith("kk::norm_rows_dyn<")
-        assert cfg.capacity(dtype) == (32768 if cfg is ln32 else 65536)
-
-
-def test_4096_element_rows_staged_by_row_count():
-    """fp16 layer_norm rows of 2K-4K elements: staged persistent CTAs up to STAGED_MAX_ROWS rows, the tight
-    tile a CTA a row (weight and bias read at the output) beyond; bf16 staged at any row count; fp16
-    rms_norm staged within STAGED_RMS_ROWS, early weight reads outside; bf16 rms_norm never staged."""
-    def rule(dtype, len_, rows, rms=False):
-        return norm.config_for("fast", dtype, len_, aligned=True, rms=rms, rows=rows, sm=90)
-
-    staged, plain = NormTile(128, 4, staged=True), NormTile(128, 4)
-    limit = nc.STAGED_MAX_ROWS[F16]
-    lo, hi = nc.STAGED_RMS_ROWS[F16]
-    for len_ in (4096, 2056):
-        assert rule(F16, len_, limit) == staged and rule(F16, len_, limit + 1) == plain
-        assert rule(BF16, len_, 10 * limit) == staged
-        for rows in (lo - 1, hi + 1, limit):
-            assert rule(F16, len_, rows, rms=True) == NormTile(128, 4, early=True)
-        for rows in (lo, 4096, hi):
-            assert rule(F16, len_, rows, rms=True) == staged
-        assert rule(BF16, len_, 4096, rms=True) == plain
-    assert norm.config_for("fast", F16, 4096, aligned=False, rms=True, rows=4096, sm=90) == plain
-    names = {k.name for k in norm.OPS["layer_norm"].variant("fast").kernels(F16)}
-    assert {c.name(F16, True) for c in (staged, plain, NormTile(128, 4, early=True))} <= names
+    move whole 16-byte vectors, shared-memory rows hold a slice and a chunk more, the staged chunks are the
+    slice's and one each side; each survives the trip through the custom op as text."""
+    for rung in RUNGS:
+        for form in (A, W):
+            for cfg in norm.configs(dtype, form=form, rung=rung):
+                assert parse_config(config_text(cfg), norm.CONFIG_CLASSES) == cfg
+                assert cfg.shared_bytes(True, True) + nc.STATIC_SHARED <= H100_SHARED, cfg
+                if isinstance(cfg, BulkRing):
+                    chunk = cfg.threads * cfg.vecs * 16 // cfg.chunks
+                    assert chunk % 16 == 0  # cp.async.bulk moves multiples of 16 bytes
+                    assert cfg.shared_bytes(True, True) == cfg.stages * chunk + (
+                        2 * cfg.threads * cfg.vecs * 16 if cfg.staged else 0)
+                if isinstance(cfg, SmemRows):
+                    assert cfg.stages > cfg.chunks
+                    assert cfg.shared_bytes() == cfg.stages * cfg.threads * cfg.per * 16
+                if isinstance(cfg, NormTile) and cfg.staged:
+                    assert cfg.shared_bytes(True, False) == (cfg.threads * cfg.vecs + 2) * 16
+                    assert cfg.shared_bytes(True, True) == 2 * cfg.shared_bytes(True, False)
+                if not isinstance(cfg, Welford):
+                    assert cfg.kernel(dtype, form).dyn_shared == cfg.shared_bytes(True, True)
 
 
 def test_a_configuration_that_cannot_run_the_input_raises():
     tile = NormTile(128, 4)
-    tile.check("layer_norm", F16, 4096, True, 80)
+    tile.check("layer_norm", F16, 4096, A, 80)
     with pytest.raises(ValueError, match="holds 4096 elements, the row needs 4097"):
-        tile.check("layer_norm", F16, 4097, True, 90)
+        tile.check("layer_norm", F16, 4097, A, 90)
+    with pytest.raises(ValueError, match="the row needs 4103"):
+        tile.check("layer_norm", F16, 4096, W, 90)
     with pytest.raises(ValueError, match="need sm_90"):
-        NormTile(512, 4, 8, staged=True).check("layer_norm", F32, 1000, True, 80)
+        NormTile(512, 4, 8, staged=True).check("layer_norm", F32, 1000, A, 80)
     with pytest.raises(ValueError, match="aligned"):
-        NormTile(128, 4, early=True).check("rms_norm", F16, 4095, False, 90)
-    with pytest.raises(ValueError, match="aligned"):
-        nc.BULK[4][65536].check("layer_norm", F32, 40000, False, 90)
+        rule("bulk_ring", F32, 65536).check("layer_norm", F32, 40000, W, 90)
     with pytest.raises(ValueError, match="need sm_90"):
-        nc.SMEM["rms_norm"][BF16][65536].check("rms_norm", BF16, 40000, True, 80)
-    Welford().check("layer_norm", F32, 10**7, False, 80)
-    for bad in (lambda: NormTile(512, 4, 8), lambda: NormTile(128, 4, 1, early=True, staged=True),
+        SmemRows(1024, 2, 4, 7, 1).check("rms_norm", BF16, 40000, A, 80)
+    with pytest.raises(ValueError, match="holds rows of 12 elements"):
+        NormPacked(4, 3).check("rms_norm", F32, 13, A, 90)
+    Welford().check("layer_norm", F32, 10**7, W, 80)
+    for bad in (lambda: NormTile(512, 4, 8), lambda: NormTile(32, 4, staged=True),
                 lambda: NormTile(128, 4, handout=True), lambda: NormTile(32, 4, 2, staged=True),
                 lambda: NormTile(48, 4), lambda: BulkRing(1024, 3, 2, 3, True, 2),
-                lambda: SmemRows(512, 2, 4, 4)):
+                lambda: SmemRows(512, 2, 4, 4), lambda: NormPacked(3, 4), lambda: NormPacked(8, 9)):
         with pytest.raises(ValueError):
             bad()
     with pytest.raises(ValueError, match="not a configuration"):
@@ -233,14 +261,14 @@ def test_a_configuration_that_cannot_run_the_input_raises():
 
 
 def test_dynamic_shared_memory_is_opted_in_at_48k(monkeypatch):
-    """48 KB of ring with no weight or bias staged (16K-32K 16-bit layer_norm rows without them) plus the
-    kernel's static shared memory is past the default limit: the opt-in is made for it too."""
+    """48 KB of ring with no weight or bias staged plus the kernel's static shared memory is past the default
+    limit: the opt-in is made for it too."""
     pytest.importorskip("cuda.bindings")
     from cuda.bindings import driver
 
     from kernelkit.runtime import allow_shared
 
-    shmem = nc.BULK_LAYER_NORM[8][32768].shared_bytes(False, False)
+    shmem = BulkRing(1024, 4, 1, 3, True, 4).shared_bytes(False, False)
     assert shmem == 48 * 1024  # the case that once failed to launch
     calls = []
     monkeypatch.setattr(driver, "cuKernelSetAttribute",
@@ -281,21 +309,15 @@ def test_handout_counters_one_buffer_per_device_and_stream():
     assert set(counters.buffers) == {(0, 0), (1, 0), (0, 77)}
 
 
-def test_norm_smem_kernels_claim_bulk_copies_and_wide_stores():
-    """Every norm_smem kernel on sm_90: UBLKCP in its SASS, 128-bit stores, no spills; a report without the
-    bulk copy fails its claim."""
-    pytest.importorskip("cuda.core")
-    import dataclasses
-
-    from kernelkit.analyze.ladder_inspect import analyze_op
-
-    smem = [r for r in analyze_op("rms_norm", "sm_90") if r.variant == "fast" and "norm_smem<" in r.kernel.name]
-    want = {c.name(d) for d in DTYPES for c in norm.configs(d, aligned=True) if isinstance(c, SmemRows)}
-    assert want and {r.kernel.name for r in smem} == want
-    for r in smem:
-        assert not r.claim_failures(), (r.kernel.name, r.claim_failures())
-        assert any(o.startswith("UBLKCP") for o in r.opcodes) and max(r.store_widths) == 128 and r.local_ops == 0
-    assert dataclasses.replace(smem[0], opcodes=frozenset({"FADD"})).claim_failures()
+def test_kernel_claims_of_each_kind():
+    """Register tiles: 128-bit loads, stores of 128 bits (window: partial vectors below), 32-bit pair stores
+    out of phase; staged ones claim their asynchronous copies, handed-out ones their atomic; packed rows
+    claim the copies in and 128-bit stores out; norm_smem claims bulk copies."""
+    k = NormTile(512, 4, 2, staged=True, handout=True).kernel(F16, W)
+    assert (k.load_bits, k.store_bits, k.sass, k.min_sm) == (128, 128, ("LDGSTS", "ATOMG"), 90)
+    assert NormTile(32, 4).kernel(BF16, WI).store_bits == 32 and NormTile(32, 4).kernel(F32, A).sass == ()
+    assert NormPacked(8, 4).kernel(F16, A).sass == ("LDGSTS",) and NormPacked(8, 4).kernel(F16, A).store_bits == 128
+    assert SmemRows(1024, 2, 4, 7, 1).kernel(BF16).sass == ("UBLKCP",)
 
 
 def test_per_vec():
@@ -303,15 +325,6 @@ def test_per_vec():
 
 
 # ---- the lanes -----------------------------------------------------------------------------------
-def test_rows_matter_exactly_where_the_rule_reads_the_row_count():
-    """rows_matter is False only where rows_class is (False, False) for every row count."""
-    rows = sorted({r + e for r in ROWS for e in (-1, 0, 1)} - {0})
-    for dtype in DTYPES:
-        for rms in (False, True):
-            classes = {nc.rows_class(dtype, r, rms) for r in rows}
-            assert nc.rows_matter(dtype, rms) == (classes != {(False, False)}), (dtype, rms)
-
-
 def test_the_lane_key_of_normalized_shape():
     """An int for one dim, a tuple for several, from ints, tuples, lists and torch.Size of plain ints;
     None (the checked path) for anything the checked path could read otherwise or refuses."""
@@ -325,8 +338,8 @@ def test_the_lane_key_of_normalized_shape():
 
 
 def _recording_form(record):
-    """A fake form(vec, rows): runners that record (vec, rows class, rows, args) instead of launching."""
-    def form(vec, rows):
+    """A fake form(vec): runners that record (vec, rows, args) instead of launching."""
+    def form(vec):
         return lambda r, args: record.append((vec, r, args))
     return form
 
@@ -360,7 +373,7 @@ def test_the_lane_launches_what_the_checked_path_launches(dtype, rms):
                     assert out.shape == x.shape and out.dtype == dtype
                     assert out.stride() == torch.empty(x.shape).stride()
                     wp, bp = (0 if t is None else t.data_ptr() for t in (w, b))
-                    want_eps = np.float32(torch.finfo(dtype).eps if eps is None else eps)
+                    want_eps = np.float32(torch.finfo(torch.float32).eps if eps is None else eps)
                     args = (x.data_ptr(), out.data_ptr(), wp, bp, rows, len_, want_eps, np.int32(rms))
                     vec = row_form(len_, dtype, x.data_ptr(), out.data_ptr(), wp, bp)
                     got_vec, got_rows, got_args = record[-1]
@@ -406,26 +419,17 @@ def test_cpu_tensors_make_no_lane():
     assert not norm._lanes[False] and not norm._lanes[True]
 
 
-def test_the_lane_asks_a_form_per_rows_class_where_rows_matter():
-    """fp16 rows of 4096: the rule reads the row count (staged up to 8192 rows; rms_norm within its row
-    range), so the lane keeps a runner per (alignment, rows_class) and asks the form with the rows of the
-    first call of each; fp32: one per alignment."""
-    for dtype, rms, rows_list in ((F16, False, (1, 8192, 8193, 20000)), (F16, True, (1, 3583, 3584, 5632, 5633, 8193)),
-                                  (F32, False, (1, 8193))):
-        asked = []
+def test_the_lane_asks_a_form_once_per_row_form():
+    """The lane keeps a runner per row form and asks the form once for each, whatever the row count."""
+    asked = []
 
-        def form(vec, rows):
-            asked.append((vec, rows))
-            return lambda r, args: None
+    def form(vec):
+        asked.append(vec)
+        return lambda r, args: None
 
-        lane = norm.build_lane(dtype, torch.device("cpu"), 4096, False, False, rms, form)
-        for rows in rows_list:
-            assert lane(torch.empty(rows, 4096, dtype=dtype), None, None, 1e-5) is not None
-        classes = {nc.rows_class(dtype, r, rms) for r in rows_list}
-        want = [(True, r) for r in rows_list if nc.rows_matter(dtype, rms)] or [(True, rows_list[0])]
-        seen, firsts = set(), []
-        for vec, r in want:
-            if nc.rows_class(dtype, r, rms) not in seen:
-                seen.add(nc.rows_class(dtype, r, rms))
-                firsts.append((vec, r))
-        assert asked == firsts and len(asked) == (len(classes) if nc.rows_matter(dtype, rms) else 1)
+    lane = norm.build_lane(F16, torch.device("cpu"), 4096, False, False, False, form)
+    for rows in (1, 8192, 8193, 20000):
+        assert lane(torch.empty(rows, 4096, dtype=F16), None, None, 1e-5) is not None
+    x = torch.empty(3 * 4096 + 1, dtype=F16)[1:].view(3, 4096)
+    assert lane(x, None, None, 1e-5) is not None
+    assert asked == [ALIGNED, WINDOW_IN]

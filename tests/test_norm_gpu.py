@@ -1,17 +1,16 @@
 """layer_norm and rms_norm on the GPU: every rung x dtype x row length against float64, every
 configuration the rules can choose (forced by config=), with and without weight/bias, multi-dim
-normalized_shape, views, special values, handed-out rows, errors."""
+normalized_shape, views, special values, packed short rows, cluster rows handed out, errors."""
 import dataclasses
 
 import pytest
 import torch
 
 import kernelkit
-from kernelkit.ops.reduction._rows import WINDOW
+from kernelkit.ops.reduction._rows import ALIGNED, WINDOW
 from kernelkit import reference
 from kernelkit.ops._shared.launch_rules import compute_capability
 from kernelkit.ops.reduction import norm
-from kernelkit.ops.reduction import norm_configs as nc
 from kernelkit.ops.reduction._rows import handout_counters, per_vec
 from gpu_helpers import assert_close, poisoned_like, random_input
 
@@ -104,6 +103,33 @@ def test_small_special_values_match_torch(dtype):
                     assert (got[1][~torch.isnan(got[1])] == 0).all(), (variant, len_)
 
 
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+def test_rms_norm_default_eps_is_torchs(dtype):
+    """rms_norm without eps adds float32's epsilon for every dtype, as torch computes it (not finfo(x.dtype).eps,
+    which its documentation names): rows of a few small values, where the two differ by 30x, match torch."""
+    x = torch.tensor([[1e-3], [2e-3], [-5e-4]], device="cuda", dtype=dtype)
+    got = kernelkit.rms_norm(x, (1,))
+    torch.testing.assert_close(got, torch.nn.functional.rms_norm(x, (1,)), rtol=1e-2, atol=0)
+    assert_close(got, reference.rms_norm(x, (1,), eps=torch.finfo(torch.float32).eps), dtype, "eps None")
+    y = (torch.randn(4096, 3, device="cuda") * 1e-2).to(dtype)
+    torch.testing.assert_close(kernelkit.rms_norm(y, (3,)).float(), torch.nn.functional.rms_norm(y, (3,)).float(),
+                               rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("len_", (2, 3, 7))
+def test_nearly_constant_short_rows_keep_float64(len_):
+    """fp32 rows of a few nearly equal values (variance below eps, where rstd multiplies each rounding up to
+    1 / sqrt(eps)): packed rows take the deviations from the row's first element, which keeps the result at
+    float64's to fp32 precision of the spread, where deviations from an fp32 mean lose 3-4e-4 of it."""
+    base = torch.randn(20000, 1, device="cuda") * 2 + 0.5
+    x = base + torch.randn(20000, len_, device="cuda") * 3e-3
+    w, b = torch.randn(2, len_, device="cuda")
+    got = kernelkit.layer_norm(x, (len_,), w, b)
+    want = reference.layer_norm(x, (len_,), w, b)
+    err = (got.double() - want).abs() / (want.abs() + want.abs().max() / 64)
+    assert float(err.max()) < 2e-5, float(err.max())
+
+
 def test_bad_arguments_raise_clearly():
     x = torch.randn(3, 4, device="cuda")
     with pytest.raises(ValueError, match="normalized_shape"):
@@ -164,15 +190,18 @@ def _runs_here(cfg) -> bool:
 
 def _lengths(cfg, dtype, aligned: bool) -> list[int]:
     """Row lengths a configuration is tested at: the longest it holds, a vector short (aligned) or an odd
-    length (element-wise), one vector (every CTA of a cluster but the first empty), a cluster's last CTA
+    length (misaligned), one vector (every CTA of a cluster but the first empty), a cluster's last CTA
     empty, a row ending inside a slice's second chunk."""
     n = per_vec(dtype)
     if isinstance(cfg, norm.Welford):
         return [1000, 4097] if aligned else [999, 4097]
+    if isinstance(cfg, norm.NormPacked):
+        cap = cfg.capacity(dtype)
+        return sorted({max(1, v) for v in (cap, cap - 1, (cap + 1) // 2, 1)})
     cap, cluster, chunks = cfg.capacity(dtype), getattr(cfg, "cluster", 1), getattr(cfg, "chunks", 1)
     part = cap // cluster
     odd = 0 if aligned else 1
-    if not aligned and isinstance(cfg, norm.NormTile) and cfg.form(WINDOW) == WINDOW:
+    if not aligned and isinstance(cfg, norm.NormTile):
         cap -= n - 1  # misaligned rows take the window form: N - 1 elements of the row before
     lens = {max(1, v) for v in (cap, cap - n - odd, n if aligned else 3)}
     if cluster > 1:
@@ -185,7 +214,7 @@ def _lengths(cfg, dtype, aligned: bool) -> list[int]:
 def _persistent(cfg) -> bool:
     if isinstance(cfg, norm.NormTile):
         return cfg.staged
-    return not isinstance(cfg, norm.Welford)
+    return isinstance(cfg, (norm.BulkRing, norm.SmemRows))
 
 
 def _every_form(dtype):
@@ -193,22 +222,24 @@ def _every_form(dtype):
     forms = {}
     for rung in RUNGS:
         for aligned in (True, False):
-            for cfg in norm.configs(dtype, aligned=aligned, rung=rung):
-                forms[(cfg, aligned)] = None
+            for cfg in norm.configs(dtype, form=ALIGNED if aligned else WINDOW, rung=rung):
+                if aligned or not isinstance(cfg, (norm.BulkRing, norm.SmemRows)):
+                    forms[(cfg, aligned)] = None
     return list(forms)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_configuration(dtype):
-    """Every configuration the rules can choose (each instantiation a rung lists: aligned and element-wise
-    forms, staged, handed out, bulk-copy rings, rows kept in shared memory), forced by config= onto the
-    lengths of _lengths, misaligned views for the element-wise forms, more rows than resident CTAs for the
-    persistent ones, with and without weight and bias, against float64 into poisoned outputs."""
+    """Every configuration the rules can choose (each instantiation a rung lists: packed rows, warp slices,
+    CTA rows, staged, handed-out clusters, bulk-copy rings, rows kept in shared memory), forced by config=
+    onto the lengths of _lengths, misaligned views (the window forms) where they take them, more rows than
+    resident CTAs for the persistent ones, with and without weight and bias, against float64 into poisoned
+    outputs."""
     for cfg, aligned in _every_form(dtype):
         if not _runs_here(cfg):
             continue
         offset = 0 if aligned else 1
-        rows = 301 if _persistent(cfg) else 5
+        rows = 301 if _persistent(cfg) else 5 if not isinstance(cfg, norm.NormPacked) else 3001
         for len_ in _lengths(cfg, dtype, aligned):
             x = random_input(rows * len_, dtype, offset).view(rows, len_).add_(1)  # a view: offset kept
             w, b = random_input(len_, dtype, offset), random_input(len_, dtype, offset)
@@ -225,10 +256,14 @@ def test_config_that_cannot_run_the_input_raises():
     x = torch.randn(4, 4096, device="cuda", dtype=torch.float16)
     with pytest.raises(ValueError, match="holds 2048 elements, the row needs 4096"):
         kernelkit.layer_norm(x, (4096,), config=norm.NormTile(128, 2))
-    with pytest.raises(ValueError, match="aligned"):
-        kernelkit.rms_norm(x.flatten()[1:1 + 4 * 4088].view(4, 4088), (4088,), config=norm.NormTile(128, 4, early=True))
+    with pytest.raises(ValueError, match="holds rows of 8 elements"):
+        kernelkit.layer_norm(x, (4096,), config=norm.NormPacked(2, 4))
+    if _sm() >= 90:
+        with pytest.raises(ValueError, match="aligned"):
+            kernelkit.rms_norm(x.flatten()[1:1 + 4 * 4088].view(4, 4088), (4088,),
+                               config=norm.BulkRing(1024, 1, 1, 3, True, 1))
     with pytest.raises(ValueError, match="not both"):
-        kernelkit.layer_norm(x, (4096,), variant="fast", config=norm.NormTile(128, 4))
+        kernelkit.layer_norm(x, (4096,), variant="auto", config=norm.NormTile(128, 4))
     with pytest.raises(TypeError, match="config must be"):
         kernelkit.layer_norm(x, (4096,), config=(128, 4, 1))
     if _sm() < 90:
@@ -236,15 +271,15 @@ def test_config_that_cannot_run_the_input_raises():
             kernelkit.layer_norm(x, (4096,), config=norm.NormTile(128, 4, 2, staged=True))
 
 
-def _check_weight_bias_combinations(x, len_: int, dtype, label: str) -> None:
+def _check_weight_bias_combinations(x, len_: int, dtype, label: str, config=None) -> None:
     """layer_norm of x's rows with every weight/bias combination and rms_norm with a weight, each into a
-    poisoned output, against float64."""
+    poisoned output, against float64 (config: forced, else the default dispatch)."""
     w, b = random_input(len_, dtype), random_input(len_, dtype)
     for wb in ((w, b), (w, None), (None, b), (None, None)):
-        got = kernelkit.layer_norm(x, (len_,), *wb, out=poisoned_like(x))
+        got = kernelkit.layer_norm(x, (len_,), *wb, out=poisoned_like(x), config=config)
         assert_close(got, reference.layer_norm(x, (len_,), *wb), dtype,
                      f"{label} weight={wb[0] is not None} bias={wb[1] is not None}")
-    got = kernelkit.rms_norm(x, (len_,), w, out=poisoned_like(x))
+    got = kernelkit.rms_norm(x, (len_,), w, out=poisoned_like(x), config=config)
     assert_close(got, reference.rms_norm(x, (len_,), w), dtype, f"{label} rms_norm")
 
 
@@ -253,62 +288,56 @@ def _need_sm90():
         pytest.skip("clusters and bulk copies need sm_90")
 
 
-def _chosen(dtype, len_, rms, rows):
-    """What the default dispatch launches on this device for aligned rows."""
-    return norm.config_for("fast", dtype, len_, aligned=True, rms=rms, rows=rows, sm=_sm())
+def _chosen(dtype, len_, form=ALIGNED):
+    """What the default dispatch launches on this device."""
+    return norm.config_for("auto", dtype, len_, form=form, sm=_sm())
 
 
-def test_cluster_rows_take_fp16_64k_rows():
-    """fp16 rows of 32K-64K elements on sm_90 run the tight register-tile clusters (norm_configs.CLUSTER_ROWS:
-    persistent, weight and bias staged, 64 registers): the default dispatch picks them, and they match
-    float64 on more rows than resident clusters, at lengths that fill the cluster, end a vector short, or
-    leave its last CTAs empty, with every weight/bias combination and a mean 20x the spread."""
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cluster_rows(dtype):
+    """Rows past a CTA on sm_90 run persistent clusters staging weight and bias and taking rows handed out
+    (the rule's cluster_row): the default dispatch picks them, and they match float64 on more rows than
+    resident clusters, aligned and misaligned (the window forms, weight and bias read shifted from their staged
+    chunks), at lengths that fill the cluster, end a vector short, or leave its last CTAs empty, with every
+    weight/bias combination and a mean 20x the spread; the same clusters dealt rows in a fixed stride give the
+    same bits."""
     _need_sm90()
-    dtype = torch.float16
-    want = nc.CLUSTER_ROWS[dtype][65536]
-    for rows, len_ in ((700, 65536), (301, 65528), (301, 40000), (150, 32776)):
-        x = (random_input(rows * len_, dtype).view(rows, len_) + 0.3) if len_ != 40000 else \
-            (torch.randn(rows, len_, device="cuda") * 0.5 + 10).to(dtype)
-        _check_weight_bias_combinations(x, len_, dtype, f"cluster rows {rows}x{len_}")
-        assert _chosen(dtype, len_, False, rows) == want == _chosen(dtype, len_, True, rows), len_
+    for len_ in (65536, 40000, 16400, 131072):
+        cfg = _chosen(dtype, len_)
+        assert cfg.cluster > 1 and cfg.handout and cfg.staged, cfg
+        part = cfg.capacity(dtype) // cfg.cluster
+        for rows, n, offset in ((301, len_, 0), (150, len_ - 1, 1), (150, part + 3, 1), (77, len_ - per_vec(dtype), 0)):
+            if n > cfg.capacity(dtype) - per_vec(dtype) * offset or n <= part:
+                continue
+            x = (torch.randn(rows * n + offset, device="cuda") * 0.5 + 10).to(dtype)[offset:].view(rows, n)
+            _check_weight_bias_combinations(x, n, dtype, f"cluster rows {cfg} {rows}x{n} offset {offset}", cfg)
+        x = random_input(301 * len_, dtype).view(301, len_)
+        w, b = random_input(len_, dtype), random_input(len_, dtype)
+        handed_out = kernelkit.layer_norm(x, (len_,), w, b)
+        fixed = kernelkit.layer_norm(x, (len_,), w, b, config=dataclasses.replace(cfg, handout=False))
+        assert torch.equal(handed_out, fixed), (dtype, len_)
 
 
-def test_cluster_rows_take_fp32_64k_rms_norm_rows():
-    """fp32 rms_norm rows of 32K-64K elements on sm_90 run the tight clusters of 4 x 512 threads
-    (norm_configs.CLUSTER_ROWS_RMS, the weight slice alone staged, rows handed out): picked by the default
-    dispatch, matching float64 with and without a weight on more rows than resident clusters, at lengths
-    that fill the cluster, end a vector short, or leave its last CTAs empty."""
-    _need_sm90()
-    dtype = torch.float32
-    want = nc.CLUSTER_ROWS_RMS[dtype][65536]
-    for rows, len_ in ((301, 65536), (130, 65532), (130, 40000), (70, 32772)):
-        x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 20
-        w = random_input(len_, dtype)
-        for weight in (w, None):
-            got = kernelkit.rms_norm(x, (len_,), weight, out=poisoned_like(x))
-            assert_close(got, reference.rms_norm(x, (len_,), weight), dtype, f"fp32 cluster rows {rows}x{len_}")
-        assert _chosen(dtype, len_, True, rows) == want
-
-
-def test_cluster_rows_take_fp32_32k_layer_norm_rows():
-    """fp32 layer_norm rows of 31K-32K elements on sm_90 run the tight clusters of 2 x 512 threads
-    (norm_configs.CLUSTER_ROWS_LN, weight and bias staged, rows handed out): picked by the default dispatch,
-    matching float64 with every weight/bias combination on more rows than resident clusters, at lengths
-    that fill the cluster, end a vector short, or leave the second CTA's slice short, and giving the bits
-    of the same clusters dealt rows in a fixed stride; shorter rows keep the one-CTA tile."""
-    _need_sm90()
-    dtype = torch.float32
-    want = nc.CLUSTER_ROWS_LN[dtype][32768]
-    for rows, len_ in ((301, 32768), (150, 32764), (150, 32000), (70, 31748)):
-        x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 20
-        _check_weight_bias_combinations(x, len_, dtype, f"fp32 cluster rows {rows}x{len_}")
-        assert _chosen(dtype, len_, False, rows) == want and _chosen(dtype, len_, True, rows) != want
-    assert _chosen(dtype, 24576, False, 3) == norm.NormTile(1024, 6)
-    x = random_input(301 * 32768, dtype).view(301, 32768)
-    w, b = random_input(32768, dtype), random_input(32768, dtype)
-    handed_out = kernelkit.layer_norm(x, (32768,), w, b)
-    fixed = kernelkit.layer_norm(x, (32768,), w, b, config=dataclasses.replace(want, handout=False))
-    assert torch.equal(handed_out, fixed)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_packed_rows(dtype):
+    """Rows of up to 16 vectors move in blocks of whole rows through shared memory (the rule's packed_rows):
+    every length up to the rule's last, row counts that leave the last block short, x and out at any phase
+    (the same or another: stores gathered element by element), weight and bias off their boundaries, against
+    float64 into poisoned outputs."""
+    n = per_vec(dtype)
+    for len_ in range(1, 16 * n - n + 2):
+        assert isinstance(_chosen(dtype, len_, WINDOW), norm.NormPacked)
+        per = 256 * 4 * n // len_
+        rows = (2 * per + 3) if len_ % 5 else 7
+        for xo, oo, wo in ((0, 0, 0), (1, 1, 3), (3, 0, 1)):
+            x = (random_input(rows * len_, dtype, xo) + 0.5).view(rows, len_)
+            w, b = random_input(len_, dtype, wo), random_input(len_, dtype, (wo + 1) % 8)
+            out = poisoned_like(x, oo)
+            kernelkit.layer_norm(x, (len_,), w, b, out=out)
+            assert_close(out, reference.layer_norm(x, (len_,), w, b), dtype, f"packed {rows}x{len_} x+{xo} out+{oo}")
+            out = poisoned_like(x, oo)
+            kernelkit.rms_norm(x, (len_,), w, out=out)
+            assert_close(out, reference.rms_norm(x, (len_,), w), dtype, f"packed rms {rows}x{len_} x+{xo} out+{oo}")
 
 
 def test_cluster_rows_handed_out_give_the_fixed_stride_bits_on_any_stream():
@@ -320,7 +349,7 @@ def test_cluster_rows_handed_out_give_the_fixed_stride_bits_on_any_stream():
     rows, len_ = 1500, 65536  # more rows than resident clusters (62 on an H100)
     x = random_input(rows * len_, torch.float16).view(rows, len_) + 0.3
     w, b = random_input(len_, torch.float16), random_input(len_, torch.float16)
-    stride = dataclasses.replace(nc.CLUSTER_ROWS[torch.float16][65536], handout=False)
+    stride = dataclasses.replace(_chosen(torch.float16, len_), handout=False)
     for op, args in (("layer_norm", (w, b)), ("rms_norm", (w, None))):
         if op == "layer_norm":
             fixed = kernelkit.layer_norm(x, (len_,), *args, out=poisoned_like(x), config=stride)
@@ -346,31 +375,32 @@ def test_cluster_rows_handed_out_give_the_fixed_stride_bits_on_any_stream():
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
 def test_bulk_rows_handed_out_give_the_same_bits_every_launch(dtype):
-    """layer_norm's one-CTA bulk-copy rings (norm_configs.BULK_LAYER_NORM, 16-bit rows of 16K-32K) take rows
-    handed out at run time (norm_bulk_dyn): which CTA takes a row changes from launch to launch, its bits
-    do not; they match float64 with more rows than resident CTAs, fewer, lengths whose last chunk is short
-    or empty, with and without weight and bias, on a second stream and replayed from a CUDA graph; the
-    counters read zero after."""
+    """The bulk_ring rung's one-CTA bulk-copy rings (16-bit rows of up to 4 x 1024 vectors) take rows handed
+    out at run time (norm_bulk_dyn): which CTA takes a row changes from launch to launch, its bits do not;
+    they match float64 with more rows than resident CTAs, fewer, lengths whose last chunk is short or
+    empty, with and without weight and bias, on a second stream and replayed from a CUDA graph; the counters
+    read zero after."""
     _need_sm90()
-    want = nc.BULK_LAYER_NORM[per_vec(dtype)][32768]
+    want = norm.config_for("bulk_ring", dtype, 32768, form=ALIGNED, sm=_sm())
+    assert isinstance(want, norm.BulkRing) and want.cluster == 1
     for rows, len_ in ((400, 32768), (40, 32768), (300, 32760), (150, 20000)):
-        assert _chosen(dtype, len_, False, rows) == want
         x = random_input(rows * len_, dtype).view(rows, len_) * 2 + 5
         w, b = random_input(len_, dtype), random_input(len_, dtype)
         for wb in ((w, b), (None, None)):
-            first = call("layer_norm", x, len_, *wb, poisoned_like(x), None)
+            first = call("layer_norm", x, len_, *wb, poisoned_like(x), "bulk_ring")
             assert_close(first, ref("layer_norm", x, len_, *wb), dtype, f"bulk rings {rows}x{len_}")
             for i in range(2):
-                got = call("layer_norm", x, len_, *wb, poisoned_like(x), None)
+                got = call("layer_norm", x, len_, *wb, poisoned_like(x), "bulk_ring")
                 assert torch.equal(got, first), f"{rows}x{len_} launch {i}: bits differ"
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
-                got = call("layer_norm", x, len_, *wb, poisoned_like(x), None)
+                got = call("layer_norm", x, len_, *wb, poisoned_like(x), "bulk_ring")
             torch.cuda.current_stream().wait_stream(side)
             assert torch.equal(got, first), f"{rows}x{len_}: a second stream differs"
-    want_bits = call("layer_norm", x, len_, w, b, poisoned_like(x), None)
-    _assert_graph_replays_give(want_bits, lambda out: call("layer_norm", x, len_, w, b, out, None), "bulk rings")
+    want_bits = call("layer_norm", x, len_, w, b, poisoned_like(x), "bulk_ring")
+    _assert_graph_replays_give(want_bits, lambda out: call("layer_norm", x, len_, w, b, out, "bulk_ring"),
+                               "bulk rings")
     _assert_counters_zero()
 
 
@@ -427,53 +457,40 @@ def test_smem_rows_keep_a_large_mean_exact():
     for dtype in DTYPES:
         y = (torch.randn(6, len_, device="cuda") * 2 + 50).to(dtype)
         w, b = random_input(len_, dtype, scale=1.0), random_input(len_, dtype, scale=1.0)
-        for cfg in norm.configs(dtype, aligned=True):
+        for cfg in norm.configs(dtype, form=ALIGNED, rung="smem_rows"):
             if isinstance(cfg, norm.SmemRows) and cfg.capacity(dtype) >= len_:
                 got = kernelkit.layer_norm(y, (len_,), w, b, config=cfg)
                 assert_close(got, reference.layer_norm(y, (len_,), w, b), dtype, f"layer_norm large mean {cfg}")
 
 
-@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_staged_rows_loop_over_more_rows_than_resident_ctas(dtype):
-    """16-bit layer_norm rows of 2K-4K elements run persistent CTAs that stage weight and bias once and
-    loop over rows (norm_configs.STAGED_ROWS): more rows than resident CTAs, with and without weight and
-    bias, against float64."""
-    for rows, len_ in ((3001, 4096), (2500, 2056)):
-        assert _chosen(dtype, len_, False, rows) == norm.NormTile(128, 4, staged=True)
-        x = random_input(rows * len_, dtype).view(rows, len_) + 0.3
-        w, b = random_input(len_, dtype), random_input(len_, dtype)
+    """The staged rung: persistent CTAs staging weight and bias once and looping over more rows than are
+    resident, aligned (each thread its own chunks) and misaligned (the CTA's chunks, read shifted), every
+    weight/bias combination and rms_norm, against float64."""
+    for rows, len_, offset in ((3001, 4096, 0), (2500, 2056, 0), (2000, 4099, 1), (1500, 1000, 3)):
+        cfg = norm.config_for("staged", dtype, len_, form=WINDOW if offset or len_ % per_vec(dtype) else ALIGNED,
+                              sm=_sm())
+        assert cfg.staged and cfg.cluster == 1, cfg
+        x = (random_input(rows * len_, dtype, offset) + 0.3).view(rows, len_)
+        w, b = random_input(len_, dtype, offset), random_input(len_, dtype)
         for wb in ((w, b), (w, None), (None, b), (None, None)):
-            got = kernelkit.layer_norm(x, (len_,), *wb, out=poisoned_like(x))
+            got = call("layer_norm", x, len_, *wb, poisoned_like(x, offset), "staged")
             assert_close(got, reference.layer_norm(x, (len_,), *wb), dtype,
                          f"staged {rows}x{len_} weight={wb[0] is not None} bias={wb[1] is not None}")
-
-
-def test_staged_rms_norm_rows():
-    """fp16 rms_norm rows of 2K-4K elements in norm_configs.STAGED_RMS_ROWS' row range run the staged
-    persistent kernel (the weight staged by asynchronous copies, more rows than resident CTAs): with and
-    without a weight, rows ending inside a thread's vectors, against float64 with poisoned outputs."""
-    lo, hi = nc.STAGED_RMS_ROWS[torch.float16]
-    for rows, len_ in ((lo, 4096), (hi, 2056), (4099, 4088)):
-        assert lo <= rows <= hi
-        assert _chosen(torch.float16, len_, True, rows) == norm.NormTile(128, 4, staged=True)
-        x = random_input(rows * len_, torch.float16).view(rows, len_) * 3 + 1
-        w = random_input(len_, torch.float16)
-        for wt in (w, None):
-            got = kernelkit.rms_norm(x, (len_,), wt, out=poisoned_like(x))
-            assert_close(got, reference.rms_norm(x, (len_,), wt), torch.float16,
-                         f"staged rms_norm {rows}x{len_} weight={wt is not None}")
+        got = call("rms_norm", x, len_, w, None, poisoned_like(x, offset), "staged")
+        assert_close(got, reference.rms_norm(x, (len_,), w), dtype, f"staged rms_norm {rows}x{len_}")
 
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.float32))
 def test_tight_rows_read_weight_and_bias_per_row(dtype):
-    """The tight one-CTA rows (norm.cu's norm_tight_blocks: values kept as loaded, few registers) that
-    read weight and bias at the output: fp16 4096-element layer_norm rows past STAGED_MAX_ROWS, and fp32
-    rows of 2K-4K elements (both ops); rows that end inside a thread's vectors, every weight/bias
+    """One-CTA rows of 4 vectors a thread at 56 registers (the words a thread holds plus the overhead), that
+    read weight and bias at the output: rows that end inside a thread's vectors, every weight/bias
     combination, a mean 13x the spread; against float64 with poisoned outputs."""
-    rows = nc.STAGED_MAX_ROWS[dtype] + 3 if dtype == torch.float16 else 301
+    rows = 301
     for len_ in (4096, 2056, 4088):
-        if len_ != 2056 or dtype == torch.float16:  # fp32 2056: the rule's 160 x 4 tile, not the tight one
-            assert _chosen(dtype, len_, False, rows) == norm.NormTile(128 if dtype == torch.float16 else 256, 4)
+        if len_ == 4096:
+            assert _chosen(dtype, len_) == norm.NormTile(128 if dtype == torch.float16 else 256, 4)
         x = random_input(rows * len_, dtype).view(rows, len_) * 3 + 40
         _check_weight_bias_combinations(x, len_, dtype, f"tight {rows}x{len_}")
 
@@ -514,7 +531,7 @@ def test_the_lane_gives_the_checked_paths_result(op):
                              _lane_call(op, x, len_, w, b)]
                     for got in (first, *lanes):
                         assert _same_bits(got, checked), (op, dtype, len_, rows, offset)
-                    # the op's default eps: rms_norm's is finfo(dtype).eps, as torch's (eps=None)
+                    # the op's default eps: rms_norm's is finfo(float32).eps, what torch computes (eps=None)
                     want = ref(op, x, len_, w, b, None) if rms else ref(op, x, len_, w, b)
                     assert_close(lanes[0], want, dtype, f"lane {op} {rows}x{len_} offset={offset}")
                 for eps in (1e-3, 0.5) + ((None,) if rms else ()):
@@ -528,25 +545,6 @@ def test_the_lane_gives_the_checked_paths_result(op):
     assert (torch.float32, x.device, (5, 48), True, True) in norm._lanes[rms]
 
 
-@pytest.mark.parametrize("op", OPS)
-def test_the_lane_follows_the_row_count_rules(op):
-    """fp16 rows of 4096 elements: the configuration depends on the row count (staged persistent CTAs up
-    to STAGED_MAX_ROWS rows, rms_norm within STAGED_RMS_ROWS); one lane across those row counts launches
-    what the checked path launches for each."""
-    from kernelkit.ops._shared.plans import clear_plans
-
-    clear_plans()
-    len_, dtype = 4096, torch.float16
-    lo, hi = nc.STAGED_RMS_ROWS[dtype]
-    w, b = random_input(len_, dtype), random_input(len_, dtype)
-    for rows in (1, lo - 1, lo, hi, hi + 1, nc.STAGED_MAX_ROWS[dtype], nc.STAGED_MAX_ROWS[dtype] + 1, 2):
-        x = (random_input(rows * len_, dtype) + 0.7).view(rows, len_)
-        bias = b if op == "layer_norm" else None
-        got = _lane_call(op, x, (len_,), w, bias)
-        assert _same_bits(got, _lane_call(op, x, (len_,), w, bias, out=poisoned_like(x))), rows
-        assert_close(got, ref(op, x, len_, w, bias), dtype, f"{op} {rows} rows")
-
-
 def test_a_lane_only_where_it_takes_the_call():
     """No lane after calls with out=, variant=, config=, a non-contiguous input or weight, or an empty
     input; one after a plain call; calls the checked path refuses still raise with a lane there, and one
@@ -556,7 +554,7 @@ def test_a_lane_only_where_it_takes_the_call():
     clear_plans()
     x, w = torch.randn(8, 256, device="cuda"), torch.randn(256, device="cuda")
     kernelkit.layer_norm(x, (256,), w, w, out=torch.empty_like(x))
-    kernelkit.layer_norm(x, (256,), w, w, variant="fast")
+    kernelkit.layer_norm(x, (256,), w, w, variant="auto")
     kernelkit.layer_norm(x, (256,), w, w, config=norm.NormTile(64, 1))
     kernelkit.layer_norm(torch.randn(256, 8, device="cuda").t(), (256,))
     kernelkit.layer_norm(x, (256,), torch.randn(512, device="cuda")[::2])

@@ -11,25 +11,29 @@ from kernelkit.ops.reduction._rows import (ALIGNED, WINDOW, WINDOW_IN, cluster_t
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 DTYPES = (F32, F16, BF16)
-Tile, Loop = sm.SoftmaxTile, sm.Loop
+Tile, Loop, Packed = sm.SoftmaxTile, sm.Loop, sm.SoftmaxPacked
 
 # (rung, dtype, len, form, sm) -> (configuration, kernel)
 A, W, WI = ALIGNED, WINDOW, WINDOW_IN
 CHOSEN = [
-    ("auto", F32, 65536, A, 90, Tile(512, 8, 4), "kk::softmax_rows<float, 512, 8, 4, 1>"),
+    ("auto", F32, 65536, A, 90, Tile(512, 8, 4), "kk::softmax_rows<float, kk::RowConfig<512, 8, 4, 1>>"),
     ("auto", F32, 65536, A, 80, Loop("online"), "kk::softmax_online<float, 512>"),
-    ("auto", F16, 1000, W, 90, Tile(32, 4), "kk::softmax_rows<__half, 32, 4, 1, 2>"),
-    ("auto", BF16, 7, W, 90, Tile(1, 2), "kk::softmax_rows<__nv_bfloat16, 1, 2, 1, 2>"),
-    ("auto", F32, 7, WI, 90, Tile(1, 3), "kk::softmax_rows<float, 1, 3, 1, 3>"),
-    ("auto", BF16, 50257, W, 90, Tile(416, 4, 4), "kk::softmax_rows<__nv_bfloat16, 416, 4, 4, 2>"),
-    ("auto", BF16, 32001, W, 90, Tile(1024, 4), "kk::softmax_rows<__nv_bfloat16, 1024, 4, 1, 2>"),
-    ("auto", BF16, 5120, A, 90, Tile(160, 4), "kk::softmax_rows<__nv_bfloat16, 160, 4, 1, 1>"),
-    ("auto", BF16, 300001, W, 90, Tile(960, 5, 8), "kk::softmax_rows<__nv_bfloat16, 960, 5, 8, 2>"),
-    ("auto", F32, 300001, W, 90, Loop("online"), "kk::softmax_online<float, 512>"),
+    ("auto", F16, 1000, W, 90, Tile(32, 4), "kk::softmax_rows<__half, kk::RowConfig<32, 4, 1, 2>>"),
+    ("auto", BF16, 7, W, 90, Packed(2, 4), "kk::softmax_packed<__nv_bfloat16, kk::PackedConfig<2, 4>>"),
+    ("auto", F32, 3, WI, 90, Packed(1, 3), "kk::softmax_packed<float, kk::PackedConfig<1, 3>>"),
+    ("auto", F16, 121, W, 80, Packed(32, 4), "kk::softmax_packed<__half, kk::PackedConfig<32, 4>>"),
+    ("auto", F16, 122, W, 90, Tile(8, 3), "kk::softmax_rows<__half, kk::RowConfig<8, 3, 1, 2>>"),
+    ("packed_rows", F32, 62, A, 90, Loop("online"), "kk::softmax_online<float, 512>"),
+    ("auto", BF16, 50257, W, 90, Tile(416, 4, 4), "kk::softmax_rows<__nv_bfloat16, kk::RowConfig<416, 4, 4, 2>>"),
+    ("auto", BF16, 32001, W, 90, Tile(1024, 4), "kk::softmax_rows<__nv_bfloat16, kk::RowConfig<1024, 4, 1, 2>>"),
+    ("auto", BF16, 5120, A, 90, Tile(160, 4), "kk::softmax_rows<__nv_bfloat16, kk::RowConfig<160, 4, 1, 1>>"),
+    ("auto", BF16, 300001, W, 90, Tile(960, 5, 8), "kk::softmax_rows<__nv_bfloat16, kk::RowConfig<960, 5, 8, 2>>"),
+    ("auto", F32, 300001, W, 90, Tile(960, 10, 8), "kk::softmax_rows<float, kk::RowConfig<960, 10, 8, 2>>"),
+    ("auto", F32, 330000, W, 90, Loop("online"), "kk::softmax_online<float, 512>"),
     ("warp_rows", F16, 2000, A, 90, Loop("online"), "kk::softmax_online<__half, 512>"),
-    ("cta_row", F16, 7, A, 90, Tile(64, 1), "kk::softmax_rows<__half, 64, 1, 1, 1>"),
-    ("cluster_row", F16, 1000, A, 90, Tile(64, 2), "kk::softmax_rows<__half, 64, 2, 1, 1>"),
-    ("cluster_row", F16, 50000, A, 90, Tile(416, 4, 4), "kk::softmax_rows<__half, 416, 4, 4, 1>"),
+    ("cta_row", F16, 7, A, 90, Tile(64, 1), "kk::softmax_rows<__half, kk::RowConfig<64, 1, 1, 1>>"),
+    ("cluster_row", F16, 1000, A, 90, Tile(64, 2), "kk::softmax_rows<__half, kk::RowConfig<64, 2, 1, 1>>"),
+    ("cluster_row", F16, 50000, A, 90, Tile(416, 4, 4), "kk::softmax_rows<__half, kk::RowConfig<416, 4, 4, 1>>"),
     ("cluster_row", F16, 1000, A, 80, Loop("online"), "kk::softmax_online<__half, 512>"),
     ("three_pass", F32, 1000, A, 90, Loop("three_pass"), "kk::softmax_three_pass<float, 512>"),
 ]
@@ -54,8 +58,13 @@ def test_every_tile_holds_its_row_and_no_smaller_one_would(dtype, form):
         for sm_ in (80, 90):
             c = sm.config_for("auto", dtype, len_, sm=sm_, form=form)
             if isinstance(c, Loop):
-                assert window_len(len_, dtype, form) > 32768 and (sm_ == 80 or dtype == F32 or len_ > 500000), (len_, sm_)
+                assert window_len(len_, dtype, form) > 32768 and (sm_ == 80 or len_ > 327000), (len_, sm_)
                 continue
+            if isinstance(c, Packed):
+                assert len_ + per_vec(dtype) - 1 <= 16 * per_vec(dtype) and c.holds(dtype, len_, form)
+                assert c.group == 1 or c.group // 2 * 4 < len_  # the fewest lanes of 4 elements
+                continue
+            assert len_ + per_vec(dtype) - 1 > 16 * per_vec(dtype)
             need = window_len(len_, dtype, form)
             assert c.holds(dtype, len_, form) and c.capacity(dtype) >= need
             vectors = -(-need // (n * c.cluster))
@@ -76,19 +85,24 @@ def test_each_holder_rule():
     assert cluster_tile(16384, 8, 8) == (512, 8, 4)
     assert cluster_tile(37502, 4, 8) == (960, 5, 8) and cluster_tile(70000, 4, 8) is None
     assert sm.config_for("auto", F16, 2**17, sm=90) == Tile(512, 4, 8)
+    # fp32 rows past 8 x 1024 x 32 values: 40 values a thread, exponentials recomputed (softmax_rows' kKeep)
+    assert sm.config_for("auto", F32, 300001, sm=90, form=WINDOW) == Tile(960, 10, 8)
+    assert sm.packed_rows(F16, 122, WINDOW, 90) is None and sm.packed_rows(F32, 61, WINDOW, 90) == Packed(16, 4)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_configs_round_trip(dtype):
-    for rung in ("three_pass", "online", "warp_rows", "cta_row", "cluster_row", "auto"):
+    for rung in ("three_pass", "online", "packed_rows", "warp_rows", "cta_row", "cluster_row", "auto"):
         for cfg in sm.configs(dtype, rung):
             assert parse_config(config_text(cfg), sm.CONFIG_CLASSES) == cfg
 
 
 def test_the_auto_rung_lists_every_tile_in_three_forms():
+    """A register tile in each form; a packed tile (any form) and the online fallback once."""
     names = [k.name for k in kernelkit.ladder("softmax")[-1].kernels(F16)]
     tiles = [c for c in sm.configs(F16, "auto") if isinstance(c, Tile)]
-    assert len(names) == len(set(names)) == 3 * len(tiles) + 1
+    packed = [c for c in sm.configs(F16, "auto") if isinstance(c, Packed)]
+    assert packed and len(names) == len(set(names)) == 3 * len(tiles) + len(packed) + 1
 
 
 def test_row_forms():
@@ -105,7 +119,10 @@ def test_a_configuration_that_cannot_run_the_input_raises():
         Tile(1024, 8).check(F32, 32768, WINDOW, 90)
     with pytest.raises(ValueError, match="need sm_90"):
         Tile(512, 8, 4).check(F32, 65536, ALIGNED, 80)
-    for bad in (lambda: Tile(100, 4), lambda: Tile(48, 4), lambda: Tile(32, 4, 2), lambda: Loop("fast")):
+    with pytest.raises(ValueError, match="holds rows of 8 elements"):
+        Packed(2, 4).check(F32, 9, ALIGNED, 90)
+    for bad in (lambda: Tile(100, 4), lambda: Tile(48, 4), lambda: Tile(32, 4, 2), lambda: Loop("fast"),
+                lambda: Packed(6, 2), lambda: Packed(64, 1), lambda: Packed(4, 0)):
         with pytest.raises(ValueError):
             bad()
 

@@ -227,3 +227,28 @@ def test_a_lane_only_where_it_takes_the_call():
         kernelkit.softmax(x.cpu())
     xt = torch.randn(256, 8, device="cuda").t()  # not contiguous: the checked path, through a copy
     assert_close(kernelkit.softmax(xt), reference.softmax(xt), torch.float32, "non-contiguous beside a lane")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_packed_rows(dtype):
+    """Rows of up to 16 vectors move in blocks of whole rows through shared memory (softmax's packed_rows):
+    every length up to the rule's last, row counts that leave the last block short, x and out at the same
+    phase or another, special values, against float64 into poisoned outputs."""
+    from kernelkit.ops.reduction import softmax as sm
+
+    n = 16 // torch.tensor([], dtype=dtype).element_size()
+    for len_ in range(1, 16 * n - n + 2):
+        assert isinstance(sm.config_for("auto", dtype, len_, sm=90, form=2), sm.SoftmaxPacked)
+        rows = 2 * (256 * 4 * n // len_) + 3
+        for xo, oo in ((0, 0), (1, 1), (3, 0)):
+            x = random_input(rows * len_, dtype, xo).view(rows, len_) * 3
+            if len_ > 2:
+                x[1, len_ // 2] = float("inf")
+                x[2, :] = float("-inf")
+                x[3, 0] = float("nan")
+            out = poisoned_like(x, oo)
+            kernelkit.softmax(x, -1, out=out)
+            want = torch.softmax(x.double(), -1)
+            assert torch.equal(torch.isnan(out), torch.isnan(want)), (len_, xo, oo)
+            keep = ~torch.isnan(want).any(-1)
+            assert_close(out[keep], reference.softmax(x[keep], -1), dtype, f"packed {rows}x{len_} x+{xo} out+{oo}")

@@ -71,7 +71,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -
 
 
 def rms_norm(x, normalized_shape, weight=None, eps=None) -> torch.Tensor:
-    eps = torch.finfo(x.dtype).eps if eps is None else eps
+    eps = torch.finfo(torch.float32).eps if eps is None else eps  # torch's own default for every dtype
     x, dims = _rows(x, normalized_shape)
     y = x / torch.sqrt((x * x).mean(dims, keepdim=True) + eps)
     return y * weight.double() if weight is not None else y

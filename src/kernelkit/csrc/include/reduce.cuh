@@ -240,6 +240,7 @@ enum : int { kRowElems = 0, kRowAligned = 1, kRowWindow = 2, kRowWindowIn = 3 };
 
 template <typename T, int kGroup, int kVecs>
 struct RowTile {
+  using Elem = T;
   static constexpr int N = 16 / sizeof(T);
   static constexpr int kStride = kGroup * N;  // elements between a thread's consecutive vectors
   static constexpr int kCount = kVecs;
@@ -267,12 +268,23 @@ struct RowTile {
           for (int j = 0; j < N; ++j) v[k].v[j] = fill;
         }
       } else if constexpr (kForm >= kRowWindow) {
-        // the vector is read whole if it holds any of the row's elements; the rest become fill
+        // the vector is read whole if it holds any of the row's elements; the rest become fill, chosen on
+        // whole 32-bit words (a choice per 16-bit element merges register halves: a PRMT and a register each)
         v[k] = load_vec_or(valid(k, 0, rem), reinterpret_cast<const Vec<T, N>*>(p + k * kStride), fill);
         if (!whole(k, head, rem)) {
+          constexpr int kPer = 4 / sizeof(T);  // elements a word
+          unsigned w[4];
+          memcpy(w, &v[k], 16);
+          const unsigned f = fill_word(fill);
 #pragma unroll
-          for (int j = 0; j < N; ++j)
-            if (!valid(k, j, head, rem)) v[k].v[j] = fill;
+          for (int i = 0; i < 4; ++i) {
+            unsigned keep = 0;
+#pragma unroll
+            for (int e = 0; e < kPer; ++e)
+              if (valid(k, i * kPer + e, head, rem)) keep |= (kPer == 1 ? 0xffffffffu : 0xffffu << (16 * e));
+            w[i] = (w[i] & keep) | (f & ~keep);
+          }
+          memcpy(&v[k], w, 16);
         }
       } else {
 #pragma unroll
@@ -288,25 +300,130 @@ struct RowTile {
     for (int k = 0; k < kVecs; ++k) v[k] = load_vec_or(valid(k, 0, rem), reinterpret_cast<const Vec<T, N>*>(p + k * kStride), fill);
   }
 
+  // vector k alone (kernels that write each vector as soon as it is computed keep its values short-lived)
+  template <int kForm>
+  __device__ __forceinline__ void store_one(int k, T* __restrict__ p, int rem, int head = 0) const {
+    if constexpr (kForm == kRowAligned) {
+      if (valid(k, 0, rem)) store_global16(reinterpret_cast<Vec<T, N>*>(p + k * kStride), v[k]);
+    } else if constexpr (kForm == kRowWindow) {
+      if (whole(k, head, rem)) {  // (written as st.global.v4: NVVM merged a plain store with the
+                                  // element-wise branch into four 32-bit STGs)
+        store_global16(reinterpret_cast<Vec<T, N>*>(p + k * kStride), v[k]);
+      } else if (valid(k, 0, rem)) {  // the row's head or tail vector
+        store_words(k, p, rem, head);
+      }
+    } else if constexpr (kForm == kRowWindowIn) {
+      if (valid(k, 0, rem)) store_words(k, p, rem, head);
+    } else {
+#pragma unroll
+      for (int j = 0; j < N; ++j)
+        if (valid(k, j, head, rem)) p[k * kStride + j] = v[k].v[j];
+    }
+  }
+
   template <int kForm>
   __device__ __forceinline__ void store(T* __restrict__ p, int rem, int head = 0) const {
 #pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      if constexpr (kForm == kRowAligned) {
-        if (valid(k, 0, rem)) store_vec(reinterpret_cast<Vec<T, N>*>(p + k * kStride), v[k]);
-      } else if constexpr (kForm == kRowWindow) {
-        if (whole(k, head, rem)) {  // (written as st.global.v4: NVVM merged a plain store with the
-                                    // element-wise branch into four 32-bit STGs)
-          store_global16(reinterpret_cast<Vec<T, N>*>(p + k * kStride), v[k]);
-        } else if (valid(k, 0, rem)) {  // the row's head or tail vector
+    for (int k = 0; k < kVecs; ++k) store_one<kForm>(k, p, rem, head);
+  }
+
+  // vector k's elements within the row, a 32-bit word at a time where both its halves are (16-bit T), at
+  // any alignment of p (kRowWindowIn) or at p's 16-byte boundary (kRowWindow): taken from the words as
+  // loaded, not element by element (which splits each 16-bit value into a register of its own)
+  __device__ __forceinline__ void store_words(int k, T* __restrict__ p, int rem, int head) const {
+    unsigned w[4];
+    memcpy(w, &v[k], 16);
+    T* const q = p + k * kStride;
 #pragma unroll
-          for (int j = 0; j < N; ++j)
-            if (valid(k, j, head, rem)) p[k * kStride + j] = v[k].v[j];
-        }
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (sizeof(T) == 4) {
+        if (valid(k, i, head, rem)) reinterpret_cast<unsigned*>(q)[i] = w[i];
       } else {
+        const bool lo = valid(k, 2 * i, head, rem), hi = valid(k, 2 * i + 1, head, rem);
+        unsigned short* const h = reinterpret_cast<unsigned short*>(q + 2 * i);
+        if (lo && hi && (reinterpret_cast<unsigned long long>(h) & 3) == 0) {
+          *reinterpret_cast<unsigned*>(h) = w[i];
+        } else {
+          if (lo) h[0] = (unsigned short)(w[i] & 0xffffu);
+          if (hi) h[1] = (unsigned short)(w[i] >> 16);
+        }
+      }
+    }
+  }
+};
+
+// The row tile of kernels that keep a row as loaded and convert at each use (the norms): RowTile's layout
+// and forms over 16-byte words (uint4), never over 16-bit elements. NVVM gives each 16-bit element of a
+// Vec a register of its own once any is touched alone (a mask, an element store), merged back by a PRMT
+// each: the masks of the window forms and the element-wise head and tail stores here work on whole words.
+template <typename T, int kGroup, int kVecs>
+struct WordTile {
+  using Elem = T;
+  using Shape = RowTile<T, kGroup, kVecs>;
+  static constexpr int N = 16 / sizeof(T);
+  static constexpr int kStride = kGroup * N;
+  static constexpr int kCount = kVecs;
+  static constexpr int kPer = 4 / sizeof(T);  // elements a word
+  uint4 v[kVecs];
+
+  __device__ __forceinline__ static bool valid(int k, int j, int rem) { return Shape::valid(k, j, rem); }
+  __device__ __forceinline__ static bool valid(int k, int j, int head, int rem) { return Shape::valid(k, j, head, rem); }
+  __device__ __forceinline__ static bool whole(int k, int head, int rem) { return Shape::whole(k, head, rem); }
+  __device__ __forceinline__ static unsigned word(const uint4& u, int i) {
+    return i == 0 ? u.x : i == 1 ? u.y : i == 2 ? u.z : u.w;
+  }
+
+  // kRowAligned or a window form (RowTile's); elements outside the row read as `fill`
+  template <int kForm>
+  __device__ __forceinline__ void load(const T* __restrict__ p, int rem, T fill, int head = 0) {
+    static_assert(kForm != kRowElems, "word tiles move 16-byte vectors");
+    const unsigned f = fill_word(fill);
 #pragma unroll
-        for (int j = 0; j < N; ++j)
-          if (valid(k, j, head, rem)) p[k * kStride + j] = v[k].v[j];
+    for (int k = 0; k < kVecs; ++k) {
+      v[k] = valid(k, 0, rem) ? *reinterpret_cast<const uint4*>(p + k * kStride) : make_uint4(f, f, f, f);
+      if constexpr (kForm >= kRowWindow) {
+        if (!whole(k, head, rem)) {  // the row's head or tail vector: the elements outside it become fill
+          unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            unsigned keep = 0;
+#pragma unroll
+            for (int e = 0; e < kPer; ++e)
+              if (valid(k, i * kPer + e, head, rem)) keep |= kPer == 1 ? 0xffffffffu : 0xffffu << (16 * e);
+            w[i] = (w[i] & keep) | (f & ~keep);
+          }
+          v[k] = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+      }
+    }
+  }
+
+  // vector k (RowTile::store_one's forms), the head and tail a word at a time where both halves belong
+  template <int kForm>
+  __device__ __forceinline__ void store_one(int k, T* __restrict__ p, int rem, int head = 0) const {
+    T* const q = p + k * kStride;
+    const bool in_row = kForm == kRowAligned ? valid(k, 0, rem) : whole(k, head, rem);
+    if (kForm != kRowWindowIn && in_row) {
+      asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(q), "r"(v[k].x), "r"(v[k].y), "r"(v[k].z),
+                   "r"(v[k].w));
+    } else if (kForm != kRowAligned && valid(k, 0, rem)) {
+      // p's words: at a 4-byte boundary for every vector (they are 16 bytes apart) or for none
+      const bool pairs = (reinterpret_cast<unsigned long long>(p) & 3) == 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const unsigned w = word(v[k], i);
+        if constexpr (kPer == 1) {
+          if (valid(k, i, head, rem)) reinterpret_cast<unsigned*>(q)[i] = w;
+        } else {
+          const bool lo = valid(k, 2 * i, head, rem), hi = valid(k, 2 * i + 1, head, rem);
+          unsigned short* const h = reinterpret_cast<unsigned short*>(q + 2 * i);
+          if (lo && hi && pairs) {
+            *reinterpret_cast<unsigned*>(h) = w;
+          } else {
+            if (lo) h[0] = (unsigned short)(w & 0xffffu);
+            if (hi) h[1] = (unsigned short)(w >> 16);
+          }
+        }
       }
     }
   }
@@ -330,6 +447,54 @@ constexpr int kRowBlockThreads = 128;
 __host__ __device__ constexpr int row_block(int group) { return group <= 32 ? kRowBlockThreads : group; }
 __host__ __device__ constexpr int row_min_blocks(int group) {
   return row_block(group) >= 512 ? 1 : 512 / row_block(group);
+}
+
+// The configuration of a register-tile row kernel (softmax_rows, norm_rows): the one struct its kernels
+// read, written by the host as kk::RowConfig<threads, vecs, cluster, form, rows, weights>.
+//   kGroup     threads holding a row slice: <= 32 a power-of-two slice of a warp (several rows a block of
+//              kRowBlockThreads), else the whole CTA
+//   kVecs      16-byte vectors a thread holds;  kCluster  CTAs of a thread-block cluster sharing a row (sm_90)
+//   kForm      how the row moves (the RowTile forms above)
+//   kRows      how rows reach groups: kRowsEach (a group or cluster a row, the grid covering the rows),
+//              kRowsStride (persistent: only resident CTAs, looping over rows in a fixed stride) or
+//              kRowsHandout (persistent clusters taking rows from a counter at run time: RowHandout)
+//   kWeights   the norms' weight and bias: kWeightsGlobal (read at the output from global memory, L1/L2) or
+//              kWeightsStaged (each persistent CTA copies its slice into shared memory once)
+enum : int { kRowsEach = 0, kRowsStride = 1, kRowsHandout = 2 };
+enum : int { kWeightsGlobal = 0, kWeightsStaged = 1 };
+
+template <int kThreads, int kVecs_, int kCluster_, int kForm_, int kRows_ = kRowsEach, int kWeights_ = kWeightsGlobal>
+struct RowConfig {
+  static constexpr int kGroup = kThreads;
+  static constexpr int kVecs = kVecs_;
+  static constexpr int kCluster = kCluster_;
+  static constexpr int kForm = kForm_;
+  static constexpr int kRows = kRows_;
+  static constexpr int kWeights = kWeights_;
+  static constexpr int kBlock = row_block(kThreads);
+};
+
+// The register budget of a row kernel whose threads hold `words` 32-bit registers of row values (as loaded):
+// those plus kRowOverhead for addresses, statistics and the weight, bias and output vectors of the element
+// being written, in steps of 8, at most 64. A row kernel lives on bytes in flight, so the budget is as
+// tight as the values allow: at 64 an SM holds 1024 threads, at 48 (4 vectors a thread) 1365, at 40 1638
+// (docs/design/row-reductions.md). `extra`: registers a kernel needs besides (16-bit values' conversions,
+// the shifted weight reads of the window forms).
+constexpr int kRowOverhead = 32;
+__host__ __device__ constexpr int row_registers(int words, int extra = 0) {
+  return (words + kRowOverhead + extra + 7) / 8 * 8 < 64 ? (words + kRowOverhead + extra + 7) / 8 * 8 : 64;
+}
+// The registers a thread ptxas allows a kernel that must fit `blocks` CTAs of `block` threads an SM: each of
+// the 4 SM sub-partitions' 16384 registers over its share of the warps (rounded up), in steps of 8.
+__host__ __device__ constexpr int launch_registers(int blocks, int block) {
+  return 16384 / (32 * ((blocks * ((block + 31) / 32) + 3) / 4)) / 8 * 8;
+}
+// The __launch_bounds__ minimum of blocks an SM that holds a kernel of `block` threads to that budget: the
+// most blocks for which ptxas still allows it.
+__host__ __device__ constexpr int row_budget_blocks(int block, int words, int extra = 0) {
+  int blocks = 65536 / (row_registers(words, extra) * block);
+  while (blocks > 1 && launch_registers(blocks, block) < row_registers(words, extra)) --blocks;
+  return blocks < 1 ? 1 : blocks;
 }
 
 // Where a row's group of threads sits: one row per kGroup lanes of a block (kGroup <= 32), or one

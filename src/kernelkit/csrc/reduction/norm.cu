@@ -5,12 +5,14 @@
 // The ladder:
 //   norm_welford  one block per row: a read with a Welford (count, mean, M2) per thread, merged over
 //                 the block with Chan's formula, then a read and a write for the output (any length)
-//   norm_rows     the row held in registers (RowTile): per warp the mean, then the sum of squared
-//                 deviations from it (two passes over registers, no cancellation), warps merged by
-//                 Chan's formula, then the output: one read, one write. Rows belong to kGroup lanes
-//                 of a warp, to one CTA, or to a cluster of kCluster CTAs (sm_90) that merge their
-//                 (mean, M2) with Chan's formula through distributed shared memory (ClusterShare:
-//                 pushed by st.async, no cluster barrier).
+//   norm_rows     the row held in registers (RowTile, configured by a RowConfig): per warp the mean, then
+//                 the sum of squared deviations from it (two passes over registers, no cancellation),
+//                 warps merged by Chan's formula, then the output: one read, one write. Rows belong to
+//                 kGroup lanes of a warp, to one CTA, or to a cluster of kCluster CTAs (sm_90) that merge
+//                 their (mean, M2) with Chan's formula through distributed shared memory (ClusterShare:
+//                 pushed by st.async, no cluster barrier); at any row alignment (the window forms).
+//   norm_packed   short rows (rows_packed.cuh): a CTA moves a block of whole rows through shared memory as
+//                 16-byte vectors of one contiguous stream, a few lanes reducing each row there.
 //   norm_bulk     long aligned rows on sm_90: persistent clusters (or one-CTA rings taking rows handed out
 //                 at run time: norm_bulk_dyn) whose row slices arrive in a ring of
 //                 shared-memory stages by bulk copies issued rows ahead (norm_bulk.cuh, bulk.cuh).
@@ -19,6 +21,7 @@
 #include "norm.cuh"
 #include "norm_bulk.cuh"
 #include "rows_smem.cuh"
+#include "rows_packed.cuh"
 
 namespace kk {
 
@@ -49,211 +52,156 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
 }
 
 
-// Rows that fit one CTA (kCluster == 1) take one group per row and read weight and bias at the output
-// from global memory: the row's whole weight and bias sit in L1 (<= 64 KB), shared by the CTAs of an
-// SM. Rows split over a cluster would make each CTA read its slice of weight and bias from L2 at every
-// row (the CTAs of an SM hold different slices: L1 cannot keep them), two more streams as large as the
-// row itself. So cluster launches are persistent: the grid holds only resident CTAs, each stages its
-// weight and bias slice in shared memory once (each thread its own elements: no barrier) and loops over
-// rows (docs/design/row-reductions.md). The loop bound is uniform per block and per cluster, so groups
-// sharing a warp run the same iterations and every CTA of a cluster the same barriers.
-// At most 64 registers a thread (2048 / block size blocks per SM) for 16 values a thread: memory
-// parallelism is what these kernels live on, and ptxas left alone picks 55-76, one or two fewer blocks
-// per SM. Kernels holding 32 values, or reading element by element (the unaligned fallback: more
-// address arithmetic), get up to 128.
+// norm_rows: the row held in registers, configured by one RowConfig (reduce.cuh).
 //
-// Tight rows: one-CTA rows of 4 vectors a thread that read weight and bias at the output (from L1, or
-// staged) are held to few registers for more CTAs an SM, their values kept as loaded and converted at
-// each use (TileValues) and chosen and converted on whole words (load_words, affine_words): converted
-// once, or merged a 16-bit element at a time, they spill there. fp16 at 128 threads: 48 registers, 10
-// CTAs an SM (+6% at 4096^2 fp16 layer_norm); fp32 at 256 threads: 40 registers, 6 CTAs. fp16 cluster
-// rows of 256 x 4 and fp32 ones of 512 x 8 are held the same way to 64 registers (4 and 2 CTAs an SM).
-// bf16 spills in these budgets and keeps the plain code (docs/design/row-reductions.md).
-template <typename T> constexpr bool kIsHalf = false;
-template <> constexpr bool kIsHalf<__half> = true;
-template <typename T>
-__host__ __device__ constexpr int norm_tight_blocks(int group, int vecs, int cluster, bool vec, bool early) {
-  return !vec || early                                               ? 0
-         : sizeof(T) == 4 && cluster != 1 && group == 512 && vecs == 8 ? 2
-         : vecs != 4                                                   ? 0
-         : cluster != 1                          ? (kIsHalf<T> && group == 256 ? 4 : 0)
-         : kIsHalf<T> && group == 128            ? 10
-         : sizeof(T) == 4 && group == 256        ? 6
-                                                 : 0;
-}
-__host__ __device__ constexpr int norm_min_blocks(int group, int values, bool vec, int tight_blocks) {
-  return tight_blocks ? tight_blocks : values > 16 || !vec ? row_min_blocks(group) : 1024 / row_block(group);
+// The values stay as loaded (16-byte words) and are converted to float at each use, with every choice
+// between data and fill made on whole words where the form allows: converted once, 16-bit rows take twice
+// the registers, and the budget (row_registers: the words a thread holds plus a fixed overhead, at most 64)
+// is what keeps enough threads an SM to hold the bytes in flight a row kernel lives on.
+//
+// Weight and bias (kWeights):
+//   kWeightsGlobal  read at the output from global memory (L1 holds a one-CTA row's whole weight and bias,
+//                   shared by the CTAs of an SM); rows at any alignment read them shifted (ColumnChunks)
+//   kWeightsStaged  persistent CTAs (kRowsStride, kRowsHandout) copy their slice of the arrays' memory into
+//                   shared memory once, by asynchronous copies issued behind the first row's loads: cluster
+//                   rows need it (the CTAs of an SM hold different slices, which L1 cannot keep, and reading
+//                   them from L2 at every row adds two streams as large as the row). Aligned rows copy each
+//                   thread's own chunks (no barrier); rows at any alignment copy the slice's chunks together
+//                   and read them shifted.
+// Rows (kRows): a group (or cluster) a row; persistent CTAs in a fixed stride; persistent clusters taking rows
+// handed out at run time (RowHandout: the SMs under a cluster differ in load, and a fixed stride runs at the
+// pace of the slowest). The loop bound is uniform per block and per cluster, so groups sharing a warp run the
+// same iterations and every CTA of a cluster the same barriers; rows past the end run as empty groups.
+template <typename T, typename C>
+__host__ __device__ constexpr int norm_min_blocks() {
+  // 4 words a 16-byte vector; 16-bit values convert a pair at a time through temporaries, the shifted weight
+  // and bias reads of the window forms hold two chunks each, and staged weight and bias take their
+  // shared-memory addresses
+  return row_budget_blocks(C::kBlock, 4 * C::kVecs, (sizeof(T) == 2 ? 8 : 0) + (C::kForm >= kRowWindow ? 16 : 0) +
+                                                        (C::kWeights == kWeightsStaged ? 8 : 0));
 }
 
-// kEarlyWB: weight and bias requested before the row rather than at the output, so that their L1/L2
-// latency overlaps the row's loads and reductions (the host asks for it where the registers it takes
-// cost no CTA an SM: fp16 rows of 128 x 4).
-// kStage: each CTA stages its weight and bias slice in shared memory once (persistent launches: cluster
-// rows, and one-CTA rows where the host asks); without it they are read at the output (or early).
-// kDynamic (norm_rows_dyn): rows past the grid's first are handed out at run time (RowHandout, reduce.cuh),
-// for persistent cluster launches; `counters` is the host's buffer for the stream.
-// kForm: how rows move (RowTile's forms); the window forms (rows at any alignment) read weight and bias at
-// the output by shifted loads (load_shifted), for one-CTA or warp rows that stage nothing.
-template <typename T, int kGroup, int kVecs, int kCluster, int kForm, bool kEarlyWB, bool kStage, bool kDynamic>
-__device__ __forceinline__ void norm_rows_body(const T* __restrict__ in, T* __restrict__ out,
-                                               const T* __restrict__ weight, const T* __restrict__ bias, i64 rows,
-                                               i64 len, float eps, int rms, unsigned* __restrict__ counters) {
-  constexpr int kBlock = row_block(kGroup);
-  using Tile = RowTile<T, kGroup, kVecs>;
+template <typename T, typename C>
+__global__ void __launch_bounds__(C::kBlock, (norm_min_blocks<T, C>()))
+norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight, const T* __restrict__ bias,
+          i64 rows, i64 len, float eps, int rms, unsigned* __restrict__ counters) {
+  constexpr int kGroup = C::kGroup, kVecs = C::kVecs, kCluster = C::kCluster, kForm = C::kForm, kBlock = C::kBlock;
+  using Tile = WordTile<T, kGroup, kVecs>;
   using V = Vec<T, Tile::N>;
   constexpr int N = Tile::N;
-  constexpr i64 kSlice = (i64)kGroup * kVecs * N;
+  constexpr int kSlice = kGroup * kVecs * N;  // window elements of a CTA's slice
   constexpr int kUnits = kGroup <= 32 ? kBlock / kGroup : 1;  // rows a block holds at once
   constexpr bool kVec = kForm == kRowAligned;
   constexpr bool kWindow = kForm >= kRowWindow;
-  static_assert(!kWindow || (kCluster == 1 && !kStage && !kEarlyWB), "window rows: one CTA or warp slice, nothing staged");
-  constexpr bool kTight = norm_tight_blocks<T>(kGroup, kVecs, kCluster, kVec, kEarlyWB) > 0;
-  static_assert(kCluster == 1 || kStage, "cluster rows stage weight and bias");
+  constexpr bool kStaged = C::kWeights == kWeightsStaged;
+  constexpr bool kPersistent = C::kRows != kRowsEach;
+  constexpr bool kHandout = C::kRows == kRowsHandout;
+  static_assert(kForm != kRowElems, "norm rows move as 16-byte vectors (aligned or window forms)");
+  static_assert(!kStaged || (kPersistent && kGroup > 32), "weight and bias are staged by persistent CTA rows");
+  static_assert(kCluster == 1 || kStaged, "cluster rows stage their slices of weight and bias");
+  static_assert(!kHandout || kCluster > 1, "rows are handed out to clusters");
+  constexpr int kStagedChunks = kSlice / N + 2;  // a slice's chunks, and one more each side (window phases)
   __shared__ float smem[96];  // group reductions: 32 floats (sums) or 96 (Welford triples)
   __shared__ float2 slots[2][kCluster];
   __shared__ unsigned long long pushed[2];
-  extern __shared__ __align__(16) unsigned char staged[];  // kStage: weight slice, then bias slice
+  extern __shared__ __align__(16) unsigned char staged[];  // kStaged: weight chunks, then bias chunks
   const RowPlace<kGroup, kBlock, kCluster> p;
   ClusterShare<kCluster> share{slots, pushed, p.rank};
-  static_assert(!kDynamic || (kGroup > 32 && kCluster > 1), "rows handed out to clusters");
-  constexpr int kHandout = kDynamic ? kCluster : 2;  // (an unused RowHandout<2> otherwise)
-  __shared__ float2 handout_slots[2][kHandout];
+  constexpr int kHandoutCluster = kHandout ? kCluster : 2;  // (an unused RowHandout<2> otherwise)
+  __shared__ float2 handout_slots[2][kHandoutCluster];
   __shared__ unsigned long long handout_bars[2];
-  RowHandout<kHandout> handout{counters, ClusterShare<kHandout>{handout_slots, handout_bars, p.rank}};
+  RowHandout<kHandoutCluster> handout{counters, ClusterShare<kHandoutCluster>{handout_slots, handout_bars, p.rank}};
   handout.share.joined = true;  // the statistics' ClusterShare arrives and waits for both
-  if constexpr (kDynamic) {
+  if constexpr (kHandout) {
     if (threadIdx.x == 0) handout.init_barriers();  // announced by share.init()'s fence
   }
   if constexpr (kCluster > 1) share.init();
-  const i64 col = (i64)p.rank * kSlice + p.lane * N;  // this thread's first element within a row
-  const int n = (int)max((i64)0, min(kSlice, len - (i64)p.rank * kSlice));
-  const int rem = n - p.lane * N;
-  T* const ws = reinterpret_cast<T*>(staged) + p.lane * N;  // this thread's staged elements
-  T* const bs = ws + kSlice;
-  // Aligned slices are staged by asynchronous copies issued after the first row's loads, so that the
-  // grid's copies of weight and bias (from L2) do not queue ahead of its first row's DRAM reads; others
-  // by loads and stores before the loop.
-  constexpr bool kStageAsync = kStage && kVec;
-  if constexpr (kStage && !kStageAsync) {
-    stage_weight_bias<kVec, Tile>(weight, bias, col, rem, ws, bs);
-  }
+
+  const int slice0 = (int)p.rank * kSlice;  // the CTA's first window element
+  const int lane = p.lane;
+  // staged chunks: those of the arrays' memory from q0 = slice0 / N - 1 (columns slice0 - N + 1 ..
+  // slice0 + kSlice - 1 at any phase)
+  uint4* const wst = reinterpret_cast<uint4*>(staged);
+  uint4* const bst = wst + kStagedChunks;
+  const int q0 = slice0 / N - 1;
+  const ColumnChunks<T, false> wg = global_columns(weight, len), bg = global_columns(bias, len);
+  const ColumnChunks<T, true> ws{wst - q0, wg.phase, max(wg.lo, q0), min(wg.hi, q0 + kStagedChunks - 1)};
+  const ColumnChunks<T, true> bs{bst - q0, bg.phase, max(bg.lo, q0), min(bg.hi, q0 + kStagedChunks - 1)};
+
   const i64 first = kGroup <= 32 ? (i64)blockIdx.x * kUnits : (i64)blockIdx.x / kCluster;
-  const i64 stride = kGroup <= 32 ? (i64)gridDim.x * kUnits : (i64)gridDim.x / kCluster;
+  const i64 stride = !kPersistent ? rows : kGroup <= 32 ? (i64)gridDim.x * kUnits : (i64)gridDim.x / kCluster;
   const int unit = kGroup <= 32 ? threadIdx.x / kGroup : 0;
   Tile t;
   for (i64 r0 = first; r0 < rows;) {
     const i64 row = r0 + unit;
     const bool live = row < rows;  // groups past the end run empty: the shuffles stay full-warp
-    // window forms: the row starts `a` elements into its first vector; this thread's first element is
-    // at `at` of the row, its valid ones [head, wrem) of its own
-    const int a = row_phase<kForm>(in + (live ? row : 0) * len);
-    const i64 at = col - a;
-    const int wn = kWindow ? (int)min(kSlice, a + len) : n;
-    const int wrem = wn - p.lane * N;
-    const int head = a - p.lane * N;
-    const int rrem = live ? wrem : -p.lane * N - 1;
-    // vector k's weight and bias from global memory; a vector past the row reads the row's first one
-    // (never stored): no predicated loads
-    const auto weight_bias_at = [&](int k, V& wv, V& bv) {
-      const i64 at = Tile::valid(k, 0, rrem) ? col + k * Tile::kStride : 0;
-      if constexpr (kTight) {
-        load_weight_bias_words(wv, bv, weight, bias, at);
-      } else {
-        load_weight_bias(wv, bv, weight, bias, at);
-      }
-    };
-    V wvs[kEarlyWB ? kVecs : 1], bvs[kEarlyWB ? kVecs : 1];
-    if constexpr (kEarlyWB) {
-      static_assert(kVec && !kStage, "early weight/bias loads are for one-CTA vector rows");
+    const T* const xrow = in + (live ? row : 0) * len;
+    // the row starts `a` elements into its first window vector (0 but in the window forms); the slice's
+    // valid window elements are [lo, n), this thread's first column `col`
+    const int a = row_phase<kForm>(xrow);
+    const int lo = live ? max(0, a - slice0) : 0;
+    const int n = live ? (int)max((i64)0, min((i64)kSlice, (i64)a + len - slice0)) : 0;
+    const int rem = n - lane * N, head = lo - lane * N;
+    const int col = slice0 + lane * N - a;  // (a row in registers is far shorter than 2^31 elements)
+    t.template load<kForm>(xrow + col, rem, from_float<T>(0.0f), head);
+    if constexpr (kStaged) {
+      if (r0 == first) {  // behind the first row's loads: the grid's copies do not queue ahead of its reads
+        if constexpr (kVec) {  // each thread its own chunks, read back by it alone
 #pragma unroll
-      for (int k = 0; k < kVecs; ++k) weight_bias_at(k, wvs[k], bvs[k]);
-    }
-    if constexpr (kTight) {
-      t.load_words(in + (live ? row : 0) * len + col, rrem, from_float<T>(0.0f));
-    } else {
-      t.template load<kForm>(in + (live ? row : 0) * len + at, rrem, from_float<T>(0.0f), head);
-    }
-    if constexpr (kStageAsync) {
-      if (r0 == first) stage_weight_bias_async<Tile>(weight, bias, col, rem, ws, bs);
-    }
-    if constexpr (kDynamic) handout.take(rows);
-    // the values as floats for the statistics and the output: converted once, or (tight rows) at each use
-    float xs[kTight ? 1 : kVecs][N];
-    float2 st;
-    if constexpr (kTight) {
-      st = row_stats<kGroup, kCluster, kVec, true, true>(TileValues<Tile>{t}, live ? n : 0, rrem, len, kSlice, eps, rms, smem,
-                                             share);
-    } else {
-#pragma unroll
-      for (int k = 0; k < kVecs; ++k)
-#pragma unroll
-        for (int j = 0; j < N; ++j) xs[k][j] = to_float(t.v[k].v[j]);
-      st = row_stats<kGroup, kCluster, kVec, true, true>(FloatValues<kVecs, N>{xs}, live ? wn : 0, rrem, len, kSlice, eps, rms,
-                                             smem, share, live ? a : 0);
-    }
-    const i64 next_r0 = kDynamic ? handout.next(stride) : r0 + stride;  // after row_stats' block barriers
-    if constexpr (kStageAsync) staged_wait();  // this thread's copies (at once after the first)
-#pragma unroll
-    for (int k = 0; k < kVecs; ++k) {
-      const int off = k * Tile::kStride;
-      V wv, bv;
-      if constexpr (kEarlyWB) {
-        wv = wvs[k];
-        bv = bvs[k];
-      } else if constexpr (kStage && kTight) {
-        wv = lds_volatile_if(weight != nullptr, reinterpret_cast<const V*>(ws + off));
-        bv = lds_volatile_if(bias != nullptr, reinterpret_cast<const V*>(bs + off));
-      } else if constexpr (kStage) {
-        if (weight) wv = lds_volatile(reinterpret_cast<const V*>(ws + off));
-        if (bias) bv = lds_volatile(reinterpret_cast<const V*>(bs + off));
-      } else if constexpr (kWindow) {
-        if (weight) wv = load_shifted<N>(weight, at + off, len);
-        if (bias) bv = load_shifted<N>(bias, at + off, len);
-      } else if constexpr (kVec) {
-        weight_bias_at(k, wv, bv);
-      } else {
-#pragma unroll
-        for (int j = 0; j < N; ++j) {
-          if (weight && Tile::valid(k, j, rrem)) wv.v[j] = weight[col + off + j];
-          if (bias && Tile::valid(k, j, rrem)) bv.v[j] = bias[col + off + j];
+          for (int k = 0; k < kVecs; ++k) {
+            if (Tile::valid(k, 0, rem)) {
+              const int j = lane + k * kGroup + 1;
+              if (weight) cp_async16(wst + j, wg.chunks + q0 + j);
+              if (bias) cp_async16(bst + j, bg.chunks + q0 + j);
+            }
+          }
+        } else {  // the slice's chunks, read back by every thread at row-dependent shifts
+          for (int j = threadIdx.x; j < kStagedChunks; j += kBlock) {
+            if (weight && ws.lo <= q0 + j && q0 + j <= ws.hi) cp_async16(wst + j, wg.chunks + q0 + j);
+            if (bias && bs.lo <= q0 + j && q0 + j <= bs.hi) cp_async16(bst + j, bg.chunks + q0 + j);
+          }
         }
       }
-      if constexpr (kTight) {
-        float x[N];
-        vec_to_floats(t.v[k], x);
-        affine_words(t.v[k], x, st, wv, bv, weight, bias);
-      } else {
-        affine(t.v[k], xs[k], st, wv, bv, weight, bias);
+    }
+    if constexpr (kHandout) handout.take(rows);
+    const float2 st = row_stats<kGroup, kCluster, kVec, true, true>(TileValues<Tile>{t}, n, rem, len, kSlice, eps,
+                                                                    rms, smem, share, lo, a);
+    const i64 next_r0 = kHandout ? handout.next(stride) : r0 + stride;  // after row_stats' block barriers
+    if constexpr (kStaged) {
+      if (r0 == first) {
+        staged_wait();  // this thread's copies
+        if constexpr (!kVec) __syncthreads();  // and every other thread's
       }
     }
-    if (live) t.template store<kForm>(out + row * len + at, wrem, head);
+    // weight and bias chunks and shift of this thread's vector 0 (the window forms)
+    const int wq = wg.first(col), wb = wg.shift(col), bq = bg.first(col), bb = bg.shift(col);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      V wv, bv;
+      if constexpr (kVec && kStaged) {
+        wv = lds_volatile_if(weight != nullptr, reinterpret_cast<const V*>(wst + lane + k * kGroup + 1));
+        bv = lds_volatile_if(bias != nullptr, reinterpret_cast<const V*>(bst + lane + k * kGroup + 1));
+      } else if constexpr (kVec) {
+        // a vector past the row reads the row's first (never stored): no predicated loads
+        load_weight_bias_words(wv, bv, weight, bias, (i64)(Tile::valid(k, 0, rem) ? col + k * Tile::kStride : 0));
+      } else if constexpr (kStaged) {
+        if (weight) wv = ws.at(wq + k * kGroup, wb);
+        if (bias) bv = bs.at(bq + k * kGroup, bb);
+      } else {
+        if (weight) wv = wg.at(wq + k * kGroup, wb);
+        if (bias) bv = bg.at(bq + k * kGroup, bb);
+      }
+      float x[N];
+#pragma unroll
+      for (int j = 0; j < N; ++j) x[j] = TileValues<Tile>{t}(k, j);
+      V o;
+      affine_words(o, x, st, wv, bv, weight, bias);
+      memcpy(&t.v[k], &o, 16);
+      if (live) t.template store_one<kForm>(k, out + row * len + col, rem, head);
+    }
     r0 = next_r0;
   }
-  if constexpr (kStageAsync) staged_wait();  // a CTA given no row leaves no copy in flight
-}
-
-template <typename T, int kGroup, int kVecs, int kCluster, int kForm, bool kEarlyWB>
-__host__ __device__ constexpr int norm_rows_min_blocks() {
-  return norm_min_blocks(kGroup, kVecs * 16 / sizeof(T), kForm == kRowAligned,
-                         norm_tight_blocks<T>(kGroup, kVecs, kCluster, kForm == kRowAligned, kEarlyWB));
-}
-
-// Rows dealt to groups (or clusters) in a fixed stride: one group a row, or persistent (kStage).
-template <typename T, int kGroup, int kVecs, int kCluster, int kForm, bool kEarlyWB, bool kStage>
-__global__ void __launch_bounds__(row_block(kGroup), (norm_rows_min_blocks<T, kGroup, kVecs, kCluster, kForm, kEarlyWB>()))
-norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
-          const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms) {
-  norm_rows_body<T, kGroup, kVecs, kCluster, kForm, kEarlyWB, kStage, false>(in, out, weight, bias, rows, len, eps, rms,
-                                                                            nullptr);
-}
-
-// Persistent clusters of aligned rows, weight and bias staged, rows handed out at run time.
-template <typename T, int kGroup, int kVecs, int kCluster>
-__global__ void __launch_bounds__(row_block(kGroup), (norm_rows_min_blocks<T, kGroup, kVecs, kCluster, kRowAligned, false>()))
-norm_rows_dyn(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight,
-              const T* __restrict__ bias, i64 rows, i64 len, float eps, int rms, unsigned* __restrict__ counters) {
-  norm_rows_body<T, kGroup, kVecs, kCluster, kRowAligned, false, true, true>(in, out, weight, bias, rows, len, eps, rms,
-                                                                     counters);
+  if constexpr (kStaged) staged_wait();  // a CTA given no row leaves no copy in flight
 }
 
 // norm_smem: a persistent CTA (kCluster == 1) or cluster per row, the CTA's slice resident in shared
@@ -267,6 +215,69 @@ norm_smem(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   constexpr int kSlice = kBlock * kPer * (16 / (int)sizeof(T)) * kChunks;
   NormRow<T, kBlock, kCluster, kSlice> op{weight, bias, len, eps, rms};
   smem_rows<T, kBlock, kPer, kChunks, kStages, kCluster>(in, out, rows, len, op);
+}
+
+// Short rows, a block of them at a time through shared memory (rows_packed.cuh): each CTA stages the
+// row's weight and bias (kG kE elements at most) in shared memory once; the statistics are two passes (the
+// mean, then the squared deviations from it) over kE values a lane and shuffles within kG lanes.
+template <typename T, typename C>
+__global__ void __launch_bounds__(C::kBlock, C::kMinBlocks)
+norm_packed(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight, const T* __restrict__ bias,
+            i64 rows, i64 len, float eps, int rms, i64 per_block) {
+  constexpr int kG = C::kG, kE = C::kE;
+  __shared__ __align__(16) T buf[PackedRows<T, C>::kElems];
+  __shared__ float wb[2][kG * kE];
+  const PackedRows<T, C> pr{buf};
+  for (int j = threadIdx.x; j < len; j += C::kBlock) {  // read before the first block's barrier
+    wb[0][j] = weight ? to_float(weight[j]) : 1.0f;
+    wb[1][j] = bias ? to_float(bias[j]) : 0.0f;
+  }
+  const int g = (int)threadIdx.x % kG;
+  const float inv_len = 1.0f / (float)len;
+  packed_blocks<T, C>(in, out, rows, len, per_block, pr, [&](int nr, int a) {
+    for (int i0 = 0; i0 < nr; i0 += C::kBlock / kG) {  // every thread runs every pass (whole-warp shuffles)
+      const int i = i0 + (int)threadIdx.x / kG;
+      T* const row = buf + a + (i < nr ? i : 0) * (int)len;
+      float x[kE];
+#pragma unroll
+      for (int e = 0; e < kE; ++e) {
+        const int j = g + e * kG;
+        x[e] = i < nr && j < len ? to_float(row[j]) : 0.0f;
+      }
+      // layer_norm: the deviations from the row's first element (exact where the values are close), then from
+      // their mean: rows of a few nearly equal values (their variance below eps, where rstd multiplies every
+      // rounding up to 1 / sqrt(eps)) keep the float64 result to ~3e-6 of the sweep's measure, where deviations
+      // from an fp32 mean lose it to 4e-4 (docs/design/row-reductions.md)
+      const float x0 = rms ? 0.0f : __shfl_sync(0xffffffffu, x[0], 0, kG);
+      float sum = 0.0f;
+#pragma unroll
+      for (int e = 0; e < kE; ++e) {
+        if (g + e * kG < len) x[e] -= x0;
+        sum += rms ? x[e] * x[e] : x[e];
+      }
+      sum = warp_allreduce<SumOp, kG>(sum);
+      float rstd;
+      if (rms) {
+        rstd = rms_rstd(sum, len, eps);
+      } else {
+        const float c = sum * inv_len;
+        float m2 = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kE; ++e) {
+          x[e] -= c;
+          if (g + e * kG < len) m2 += x[e] * x[e];
+        }
+        rstd = rsqrtf(warp_allreduce<SumOp, kG>(m2) * inv_len + eps);
+      }
+      if (i < nr) {
+#pragma unroll
+        for (int e = 0; e < kE; ++e) {
+          const int j = g + e * kG;
+          if (j < len) row[j] = from_float<T>(fmaf(x[e] * rstd, wb[0][j], wb[1][j]));
+        }
+      }
+    }
+  });
 }
 
 }  // namespace kk

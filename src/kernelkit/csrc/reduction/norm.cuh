@@ -87,9 +87,11 @@ __device__ __forceinline__ T norm_out(float x, float mean, float rstd, const T* 
 // NaN row: torch itself differs by row length, so kernelkit keeps the formula).
 __device__ __forceinline__ float rms_rstd(float ss, i64 len, float eps) { return rsqrtf(ss / (float)len + eps); }
 
-// Elements of slice r (of kSlice) of a row of len: what slice r's mean was taken over.
-__device__ __forceinline__ float slice_count(i64 len, int r, i64 slice) {
-  return (float)max((i64)0, min(slice, len - r * slice));
+// Elements of slice r (of `slice`) of a row of len whose window starts `a` elements before it (the window
+// forms; 0 otherwise): what slice r's mean was taken over.
+// (32-bit: a row split over a cluster is far shorter than 2^31 elements)
+__device__ __forceinline__ float slice_count(int len, int r, int slice, int a = 0) {
+  return (float)max(0, min((r + 1) * slice, a + len) - max(r * slice, a));
 }
 
 // The cluster merges below read the kCluster slots in one of two forms: every thread reads every slot
@@ -120,14 +122,14 @@ __device__ __forceinline__ float cluster_sum(float ss, ClusterShare<kCluster>& s
 // merge_warps does), M2 = sum M2_r + n_r (mean_r - mean)^2 (kCluster == 1: the slice is the row).
 template <bool kLanes = false, int kCluster>
 __device__ __forceinline__ float2 cluster_chan(float mine, float m2, i64 len, i64 slice,
-                                               ClusterShare<kCluster>& share) {
+                                               ClusterShare<kCluster>& share, int a = 0) {
   float mean = mine;
   if constexpr (kCluster > 1 && kLanes) {
     const float2* all = share.share(make_float2(mine, m2));
     const int r = threadIdx.x & (kCluster - 1);
     const float2 s = all[r];
     const float m0 = __shfl_sync(0xffffffffu, s.x, 0, kCluster);  // slice 0's mean, from its group's lane 0
-    const float c = slice_count(len, r, slice);
+    const float c = slice_count((int)len, r, (int)slice, a);
     mean = m0 + warp_allreduce<SumOp, kCluster>(c * (s.x - m0)) / (float)len;
     const float d = s.x - mean;
     m2 = warp_allreduce<SumOp, kCluster>(s.y + c * d * d);
@@ -137,21 +139,45 @@ __device__ __forceinline__ float2 cluster_chan(float mine, float m2, i64 len, i6
     const float m0 = all[0].x;
     float total = 0.0f;
 #pragma unroll
-    for (int r = 0; r < kCluster; ++r) total += slice_count(len, r, slice) * (all[r].x - m0);
+    for (int r = 0; r < kCluster; ++r) total += slice_count((int)len, r, (int)slice, a) * (all[r].x - m0);
     mean = m0 + total / (float)len;
     m2 = 0.0f;
 #pragma unroll
     for (int r = 0; r < kCluster; ++r) {
       const float d = all[r].x - mean;
-      m2 += all[r].y + slice_count(len, r, slice) * d * d;
+      m2 += all[r].y + slice_count((int)len, r, (int)slice, a) * d * d;
     }
   }
   return {mean, m2};
 }
 
+template <typename T> constexpr bool kIsBf16 = false;
+template <> constexpr bool kIsBf16<__nv_bfloat16> = true;
+
+// Element e (0: the low half) of a 32-bit word of T values, as a float.
+template <typename T>
+__device__ __forceinline__ float word_value(unsigned w, int e) {
+  if constexpr (sizeof(T) == 4) {
+    return __uint_as_float(w);
+  } else if constexpr (kIsBf16<T>) {
+    // volatile: converted at each use, as meant (a plain shift was computed once and held, 32 registers)
+    float r;
+    if (e) {
+      asm("and.b32 %0, %1, 0xffff0000;" : "=f"(r) : "r"(w));
+    } else {
+      asm("shl.b32 %0, %1, 16;" : "=f"(r) : "r"(w));
+    }
+    return r;
+  } else {
+    __half2 h;
+    memcpy(&h, &w, 4);
+    return e ? __high2float(h) : __low2float(h);
+  }
+}
+
 // A thread's row values for row_stats, x(k, j) being element j of its vector k: converted to float once
-// (FloatValues), or held as loaded and converted at each use (TileValues: half the registers of 16-bit
-// values, for the kernels held to 48 registers).
+// (FloatValues), or held as loaded in a WordTile and converted at each use (TileValues: half the registers
+// of 16-bit values).
 template <int kVecs_, int N_>
 struct FloatValues {
   static constexpr int kVecs = kVecs_, N = N_;
@@ -162,19 +188,21 @@ template <typename Tile>
 struct TileValues {
   static constexpr int kVecs = Tile::kCount, N = Tile::N;
   const Tile& t;
-  __device__ __forceinline__ float operator()(int k, int j) const { return to_float(t.v[k].v[j]); }
+  __device__ __forceinline__ float operator()(int k, int j) const {  // element j out of its word
+    return word_value<typename Tile::Elem>(Tile::word(t.v[k], j * 4 / N), j % (N / 4));
+  }
 };
 
 // (mean, rstd) of the row whose slice this thread group holds in `x` (its kVecs vectors of N values,
 // as FloatValues or TileValues; the slice's elements [lo, n) valid (lo > 0: a window form's head), rem =
 // n less this thread's first element; kVec: whole vectors are valid or not, so the bounds are checked
-// per vector, not per element).
+// per vector, not per element; a: the row's window phase, which sets what each cluster slice holds).
 // Clusters exchange (sum of squares) or (slice mean, M2) through `share` (one push per CTA per row).
 // kLanes: the cluster merges' lane-parallel form (above).
 template <int kGroup, int kCluster, bool kVec, bool kWarpPasses = true, bool kLanes = false, typename X>
 __device__ __forceinline__ float2 row_stats(const X& x, int n, int rem, i64 len, i64 slice,
                                             float eps, int rms, float* smem, ClusterShare<kCluster>& share,
-                                            int lo = 0) {
+                                            int lo = 0, int a = 0) {
   constexpr int kVecs = X::kVecs, N = X::N;
   constexpr int kStride = kGroup * N;  // as RowTile: elements between a thread's vectors
   const int head = lo - (n - rem);  // the valid start from this thread's first element
@@ -241,7 +269,7 @@ __device__ __forceinline__ float2 row_stats(const X& x, int n, int rem, i64 len,
     mine = n > lo ? total / (float)(n - lo) : 0.0f;
     m2 = group_allreduce<SumOp, kGroup>(squared_deviations(mine), smem);
   }
-  const float2 mm = cluster_chan<kLanes>(mine, m2, len, slice, share);
+  const float2 mm = cluster_chan<kLanes>(mine, m2, len, slice, share, a);
   return {mm.x, rsqrtf(mm.y / (float)len + eps)};
 }
 
@@ -294,14 +322,21 @@ __device__ __forceinline__ void affine_words(Vec<T, N>& o, const float (&x)[N], 
 // bs (its slots of the staged slices): read back by the same thread only, so no barrier is needed.
 template <bool kVec, typename Tile, typename T>
 __device__ __forceinline__ void stage_weight_bias(const T* weight, const T* bias, i64 col, int rem, T* ws, T* bs) {
+  // written by plain vector stores: the tile's own aligned store is a global one (st.global), which
+  // faults on a shared-memory address
+  const auto put = [](const Tile& s, T* dst, int rem) {
+#pragma unroll
+    for (int k = 0; k < Tile::kCount; ++k)
+      if (Tile::valid(k, 0, rem)) store_vec(reinterpret_cast<Vec<T, Tile::N>*>(dst + k * Tile::kStride), s.v[k]);
+  };
   Tile s;
   if (weight) {
     s.template load<kVec>(weight + col, rem, from_float<T>(1.0f));
-    s.template store<true>(ws, rem);
+    put(s, ws, rem);
   }
   if (bias) {
     s.template load<kVec>(bias + col, rem, from_float<T>(0.0f));
-    s.template store<true>(bs, rem);
+    put(s, bs, rem);
   }
 }
 
@@ -332,38 +367,69 @@ __device__ __forceinline__ void stage_weight_bias_async(const T* weight, const T
   }
 }
 
-// Elements [c, c + N) of a per-column array `w` of `len` elements (weight or bias) as one vector, for the
-// window forms: a row starting `a` elements past a 16-byte boundary puts column c at window position c + a,
-// so w's elements for a window vector sit at a phase that changes from row to row. Read as the two aligned
-// 16-byte chunks that cover them (indices clamped to w's own chunks: elements outside [0, len) are never
-// used) and shifted by the phase: a word select by its two bits, then a funnel shift for a 16-bit half.
-template <int N, typename T>
-__device__ __forceinline__ Vec<T, N> load_shifted(const T* __restrict__ w, i64 c, i64 len) {
-  constexpr int kLog = N == 8 ? 3 : 2;
-  const unsigned long long addr = reinterpret_cast<unsigned long long>(w);
-  const uint4* chunks = reinterpret_cast<const uint4*>(addr & ~15ull);
-  const i64 e = (i64)((addr & 15) / sizeof(T)) + c;  // element index from the first chunk's start
-  const i64 last = ((i64)((addr & 15) / sizeof(T)) + len - 1) >> kLog;
-  // the chunks below and above, each clamped on its own (one outside w holds only unused elements)
-  const i64 below = e >> kLog;
-  const i64 q = min(max(below, (i64)0), last), q1 = min(max(below + 1, (i64)0), last);
-  const int bytes = (int)(e & (N - 1)) * (int)sizeof(T);  // the shift: 0 .. 15 bytes
-  const uint4 lo = chunks[q], hi = chunks[q1];
+// 16 bytes starting `bytes` (0 .. 15, a multiple of the element size) into the 32 bytes of two consecutive
+// aligned chunks: a word select by bit 3, a word select by bit 2, then (16-bit) a half-word funnel shift.
+template <typename T>
+__device__ __forceinline__ uint4 shift16(uint4 lo, uint4 hi, int bytes) {
   const unsigned src[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
   unsigned t[6], u[5];
 #pragma unroll
   for (int i = 0; i < 6; ++i) t[i] = bytes & 8 ? src[i + 2] : src[i];
 #pragma unroll
   for (int i = 0; i < 5; ++i) u[i] = bytes & 4 ? t[i + 1] : t[i];
-  uint4 r;
-  const unsigned sh = (bytes & 3) * 8;
-  r.x = __funnelshift_r(u[0], u[1], sh);
-  r.y = __funnelshift_r(u[1], u[2], sh);
-  r.z = __funnelshift_r(u[2], u[3], sh);
-  r.w = __funnelshift_r(u[3], u[4], sh);
-  Vec<T, N> v;
-  memcpy(&v, &r, 16);
-  return v;
+  if constexpr (sizeof(T) == 4) {
+    return uint4{u[0], u[1], u[2], u[3]};
+  } else {
+    const unsigned sh = (bytes & 2) * 8;
+    return uint4{__funnelshift_r(u[0], u[1], sh), __funnelshift_r(u[1], u[2], sh), __funnelshift_r(u[2], u[3], sh),
+                 __funnelshift_r(u[3], u[4], sh)};
+  }
+}
+
+// A per-column array of the norms (weight or bias) read as 16-byte vectors of columns [c, c + N) for any c:
+// rows at any alignment (the window forms) put a thread's columns at a phase that changes from row to row.
+// The array's memory is a run of aligned 16-byte chunks, chunk q holding its elements [q N - phase, q N -
+// phase + N) (phase: its start past a 16-byte boundary, in elements), so columns [c, c + N) are the two
+// chunks from q = floor((phase + c) / N), shifted by (phase + c) mod N elements. Reads are clamped to the
+// chunks [lo, hi] (the array's own, or those a CTA staged in shared memory): a clamped chunk holds no
+// column the thread uses. kShared: the chunks a CTA staged in shared memory, every chunk its threads' columns
+// can reach (no clamp; volatile reads: kept per row rather than hoisted into registers across the row loop).
+template <typename T, bool kShared>
+struct ColumnChunks {
+  static constexpr int N = 16 / sizeof(T);
+  static constexpr int kLog = N == 8 ? 3 : 2;
+  const uint4* chunks;  // chunk 0's place (staged: the buffer less its first chunk's number)
+  int phase, lo, hi;
+
+  __device__ __forceinline__ uint4 chunk(int q) const {
+    const uint4* c = chunks + (kShared ? q : min(max(q, lo), hi));
+    if constexpr (kShared) {
+      uint4 r;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(shared_addr(c)));
+      return r;
+    } else {
+      return __ldg(c);
+    }
+  }
+  // the first chunk of columns from c, and the shift in bytes (the same for c + k N: every vector of a thread)
+  __device__ __forceinline__ int first(i64 c) const { return (phase + (int)c) >> kLog; }
+  __device__ __forceinline__ int shift(i64 c) const { return ((phase + (int)c) & (N - 1)) * (int)sizeof(T); }
+  __device__ __forceinline__ Vec<T, N> at(int q, int bytes) const {
+    const uint4 r = shift16<T>(chunk(q), chunk(q + 1), bytes);
+    Vec<T, N> v;
+    memcpy(&v, &r, 16);
+    return v;
+  }
+};
+
+// The reader of `w` (len elements) over its own chunks in global memory.
+template <typename T>
+__device__ __forceinline__ ColumnChunks<T, false> global_columns(const T* w, i64 len) {
+  constexpr int N = 16 / sizeof(T);
+  const unsigned long long addr = reinterpret_cast<unsigned long long>(w);
+  const int phase = (int)((addr & 15) / sizeof(T));
+  return {reinterpret_cast<const uint4*>(addr & ~15ull), phase, 0, (int)((phase + len - 1) / N)};
 }
 
 // The weight and bias vectors (where present) at element `at` of a row, from global memory.

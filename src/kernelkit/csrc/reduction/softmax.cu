@@ -8,10 +8,13 @@
 //   softmax_rows        the row held in registers (RowTile): one read, one write. A row belongs to
 //                       kGroup lanes of a warp (short rows), to one CTA, or to a cluster of kCluster
 //                       CTAs (sm_90) that exchange their (max, sum) through distributed shared memory.
+//   softmax_packed      short rows (rows_packed.cuh): a CTA moves a block of whole rows through shared
+//                       memory as 16-byte vectors of one contiguous stream, kG lanes reducing each row.
 //
 // Special values follow torch's formula exp(x - max) / sum: a row with +inf or NaN is NaN everywhere,
 // a row of -inf is NaN, -inf elements of any other row give 0.
 #include "reduce.cuh"
+#include "rows_packed.cuh"
 
 namespace kk {
 
@@ -105,13 +108,14 @@ softmax_online(const T* __restrict__ in, T* __restrict__ out, i64 len) {
   for (i64 i = threadIdx.x; i < len; i += kBlock) y[i] = from_float<T>(exp_shifted(to_float(x[i]) - st.m) * inv);
 }
 
-// Rows short enough to hold: kGroup threads x kVecs 16-byte vectors per row slice, kCluster slices.
-// kForm: how the row moves (RowTile's forms: element by element, aligned vectors, or the vectors of
-// the aligned window covering a row at any alignment).
-template <typename T, int kGroup, int kVecs, int kCluster, int kForm>
-__global__ void __launch_bounds__(row_block(kGroup), row_min_blocks(kGroup))
+// Rows short enough to hold, configured by a RowConfig (reduce.cuh): kGroup threads x kVecs 16-byte
+// vectors per row slice, kCluster slices; kForm: how the row moves (RowTile's forms: aligned vectors, or
+// the vectors of the aligned window covering a row at any alignment).
+template <typename T, typename C>
+__global__ void __launch_bounds__(C::kBlock, row_min_blocks(C::kGroup))
 softmax_rows(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len) {
-  constexpr int kBlock = row_block(kGroup);
+  constexpr int kGroup = C::kGroup, kVecs = C::kVecs, kCluster = C::kCluster, kForm = C::kForm, kBlock = C::kBlock;
+  static_assert(C::kRows == kRowsEach, "softmax rows: a group (or cluster) a row");
   using Tile = RowTile<T, kGroup, kVecs>;
   constexpr int N = Tile::N;
   constexpr i64 kSlice = (i64)kGroup * kVecs * N;
@@ -174,6 +178,46 @@ softmax_rows(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len) {
       t.v[k].v[j] = from_float<T>(dead ? scale : ex * scale);
     }
   t.template store<kForm>(out + base, rem, head);
+}
+
+// Short rows, a block of them at a time through shared memory (rows_packed.cuh); per_block: rows a block
+// (PackedRows::rows_per_block of the row length).
+template <typename T, typename C>
+__global__ void __launch_bounds__(C::kBlock, C::kMinBlocks)
+softmax_packed(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len, i64 per_block) {
+  constexpr int kG = C::kG, kE = C::kE;
+  __shared__ __align__(16) T buf[PackedRows<T, C>::kElems];
+  const PackedRows<T, C> pr{buf};
+  const int g = (int)threadIdx.x % kG;
+  packed_blocks<T, C>(in, out, rows, len, per_block, pr, [&](int nr, int a) {
+    // every thread runs every pass (the shuffles span whole warps); row i of the block from element a + i len
+    for (int i0 = 0; i0 < nr; i0 += C::kBlock / kG) {
+      const int i = i0 + (int)threadIdx.x / kG;
+      T* const row = buf + a + (i < nr ? i : 0) * (int)len;
+      float x[kE];
+      float m = neg_inf();
+#pragma unroll
+      for (int e = 0; e < kE; ++e) {
+        const int j = g + e * kG;
+        x[e] = i < nr && j < len ? to_float(row[j]) : neg_inf();
+        m = max_nan(m, x[e]);
+      }
+      m = warp_allreduce<MaxOp, kG>(m);
+      float s = 0.0f;
+#pragma unroll
+      for (int e = 0; e < kE; ++e) {
+        // torch's exp(x - max): a row holding +inf or NaN, or of -inf only, comes out NaN
+        x[e] = g + e * kG < len ? exp_shifted(x[e] - m) : 0.0f;
+        s += x[e];
+      }
+      const float inv = 1.0f / warp_allreduce<SumOp, kG>(s);
+      if (i < nr) {
+#pragma unroll
+        for (int e = 0; e < kE; ++e)
+          if (g + e * kG < len) row[g + e * kG] = from_float<T>(x[e] * inv);
+      }
+    }
+  });
 }
 
 }  // namespace kk

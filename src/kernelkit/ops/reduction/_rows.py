@@ -1,21 +1,22 @@
-"""What softmax and the norms share: the row tile, the row forms, the rule sizing a tile from a row's
-length, launches, the handout counters.
+"""What softmax and the norms share: the row tile, the row forms, the rules sizing a tile from a row's
+length, the packed short rows, launches, the handout counters.
 
-A row kernel (softmax_rows, norm_rows) is instantiated per tile: ``threads`` threads (a warp slice
-when <= 32, several rows to a block of ROW_BLOCK; else a whole CTA) hold ``vecs`` 16-byte vectors
-each, and ``cluster`` CTAs (sm_90 thread-block clusters) split one row; and per row form (how rows
-move: ``ALIGNED`` 16-byte vectors, ``WINDOW`` the vectors of the aligned window covering a row at any
-alignment, ``WINDOW_IN`` the same loads with element-wise stores, ``ELEMS`` element by element).
-``warp_tile``, ``cta_tile`` and ``cluster_tile`` size a tile from the row's vectors. Each op's
-configurations are typed frozen dataclasses that know their kernel, block, shared memory and launch;
-rules in the op's module choose one per input, and the public functions take one through ``config=``
-(tuning and tests).
+A row kernel (softmax_rows, norm_rows) is instantiated per tile (C++: one ``kk::RowConfig``):
+``threads`` threads (a warp slice when <= 32, several rows to a block of ROW_BLOCK; else a whole CTA)
+hold ``vecs`` 16-byte vectors each, and ``cluster`` CTAs (sm_90 thread-block clusters) split one row;
+and per row form (how rows move: ``ALIGNED`` 16-byte vectors, ``WINDOW`` the vectors of the aligned
+window covering a row at any alignment, ``WINDOW_IN`` the same loads with element-wise stores).
+``warp_tile``, ``cta_tile`` and ``cluster_tile`` size a tile from the row's vectors; ``packed_tile``
+the lanes of a packed short row (softmax_packed, norm_packed: blocks of whole rows through shared
+memory). Each op's configurations are typed frozen dataclasses that know their kernel, block, shared
+memory and launch; rules in the op's module choose one per input, and the public functions take one
+through ``config=`` (tuning and tests).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable
 
 import torch
 
@@ -65,9 +66,10 @@ def window_len(len_: int, dtype: torch.dtype, form: int) -> int:
 
 
 def form_bits(dtype: torch.dtype, form: int) -> tuple[int, int]:
-    """(load bits, store bits) of the main body of a form: 16-byte vectors, or the element's width."""
+    """(load bits, store bits) of the main body of a form: 16-byte vectors; out at another phase than x
+    (WINDOW_IN) stored a 32-bit word (a pair of 16-bit elements) at a time where it can; element by element."""
     e = torch.finfo(dtype).bits
-    return (128 if form != ELEMS else e), (128 if form in (ALIGNED, WINDOW) else e)
+    return (128 if form != ELEMS else e), (128 if form in (ALIGNED, WINDOW) else 32 if form == WINDOW_IN else e)
 
 
 @dataclass(frozen=True)
@@ -130,11 +132,14 @@ def warp_tile(vectors: int):
     return lanes, cdiv(vectors, lanes)
 
 
-def cta_tile(vectors: int, most_vecs: int, min_threads: int = MIN_CTA):
+def cta_tile(vectors: int, most_vecs: int, min_threads: int = MIN_CTA, max_threads: int = 1024):
     """(threads, vecs) of one CTA holding ``vectors`` vectors: VECS_A_THREAD a thread over a multiple of 32
-    threads; past 1024 threads, more vectors a thread up to ``most_vecs`` (None beyond), spread over the
-    fewest warps that hold the row at that many."""
-    vecs = max(VECS_A_THREAD, cdiv(vectors, 1024)) if vectors > 1024 * VECS_A_THREAD else VECS_A_THREAD
+    threads; past ``max_threads`` threads, more vectors a thread up to ``most_vecs`` (None beyond), spread
+    over the fewest warps that hold the row at that many."""
+    if vectors > max_threads * VECS_A_THREAD:
+        vecs = max(VECS_A_THREAD, cdiv(vectors, max_threads))
+    else:
+        vecs = VECS_A_THREAD
     if vecs > most_vecs:
         return None
     threads = max(min_threads, 32 * cdiv(cdiv(vectors, vecs), 32))
@@ -161,17 +166,74 @@ def cluster_tile(vectors: int, most_vecs: int, longest_vecs: int):
     return threads, cdiv(per, threads), MAX_CLUSTER
 
 
-def pick(len_: int, table: Mapping[int, object]):
-    """The configuration of the smallest capacity holding a row of ``len_`` elements, or None."""
-    for cap in sorted(table):
-        if cap >= len_:
-            return table[cap]
-    return None
+# ---- packed short rows ---------------------------------------------------------------------------
+# Rows whose window spans at most PACKED_VECTORS 16-byte vectors (a slice of 4 lanes x 4 vectors) move as
+# blocks of whole rows through shared memory (rows_packed.cuh): a block is one contiguous run of the
+# tensor, so only its first and last vectors are partial, where a row held by its own lanes has a partial
+# vector at each end (and rows of a few elements share their vectors with their neighbours).
+PACKED_VECTORS = 16
+PACKED_BLOCK, PACKED_BLOCK_VECS = 256, 4  # PackedConfig's kBlock and kVecs (rows_packed.cuh)
+PACKED_ELEMS = 4  # elements a lane of a packed row takes (its statistics: kE values, then shuffles)
 
 
-def without_clusters(table: Mapping[int, RowTile]) -> dict[int, RowTile]:
-    """A table's entries that need no clusters (what an sm_80 device launches; longer rows loop)."""
-    return {cap: t for cap, t in table.items() if t.cluster == 1}
+def packs(len_: int, dtype: torch.dtype) -> bool:
+    """Whether rows of ``len_`` elements are short enough to pack: their window (any alignment) spans at most
+    PACKED_VECTORS vectors."""
+    return 1 <= len_ and len_ + per_vec(dtype) - 1 <= PACKED_VECTORS * per_vec(dtype)
+
+
+def packed_tile(len_: int) -> tuple[int, int]:
+    """(lanes, elements a lane) of a packed row: the fewest power-of-two lanes taking PACKED_ELEMS elements
+    each (rows of fewer elements: one lane, the row's elements)."""
+    lanes = min(32, pow2_at_least(cdiv(len_, PACKED_ELEMS)))
+    return lanes, cdiv(len_, lanes)
+
+
+def packed_rows_per_block(len_: int, dtype: torch.dtype) -> int:
+    """Rows a packed block holds: its window (the rows and up to N - 1 elements before them) fits the CTA's
+    buffer of PACKED_BLOCK x PACKED_BLOCK_VECS vectors (PackedRows::rows_per_block)."""
+    n = per_vec(dtype)
+    return (PACKED_BLOCK * PACKED_BLOCK_VECS * n - (n - 1)) // len_
+
+
+@dataclass(frozen=True)
+class PackedTile:
+    """A packed short-row kernel's configuration (C++: ``kk::PackedConfig<group, elems>``): ``group`` lanes
+    a row (a power of two <= 32), ``elems`` elements a lane; CTAs of PACKED_BLOCK threads move blocks of
+    whole rows through shared memory."""
+
+    group: int
+    elems: int
+    block = PACKED_BLOCK
+
+    def __post_init__(self):
+        if not (_pow2(self.group) and self.group <= 32 and 1 <= self.elems <= 2 * PACKED_ELEMS):
+            raise ValueError(f"{self}: group a power of two <= 32, elems 1 .. {2 * PACKED_ELEMS}")
+
+    def capacity(self, dtype: torch.dtype) -> int:
+        return self.group * self.elems
+
+    def holds(self, dtype: torch.dtype, len_: int, form: int) -> bool:
+        return len_ <= self.capacity(dtype) and packed_rows_per_block(len_, dtype) >= 1
+
+    def config(self) -> str:
+        return f"kk::PackedConfig<{self.group}, {self.elems}>"
+
+    def min_sm(self) -> int:
+        return 0
+
+    def runner_for(self, kernel, dtype: torch.dtype, len_: int, dev: int, n_args: int):
+        """``go(rows, args)``: a CTA a block of rows (grid-stride past the grid's limit), the block's row count
+        appended to the first ``n_args`` of args."""
+        per = packed_rows_per_block(len_, dtype)
+        run = plain_launcher(kernel, dev, "packed row kernel")
+
+        def go(rows: int, args: tuple) -> None:
+            run(min(MAX_GRID, -(-rows // per)), PACKED_BLOCK, 0, args[:n_args] + (per,))
+        return go
+
+
+MAX_GRID = 2**31 - 1
 
 
 def vec_ok(len_: int, dtype: torch.dtype, *ptrs: int) -> bool:
@@ -224,26 +286,27 @@ def parse_config(text: str, classes: Iterable[type]) -> object:
 # A plan holds a runner ``go(rows, args)`` made once from its configuration and loaded kernel; the
 # checked path and an op's lane both launch through it, so they launch the same thing.
 
-def row_runner(kernel, tile: RowTile, dev: int):
+def row_runner(kernel, tile: RowTile, dev: int, tail: tuple = ()):
     """``go(rows, args)``: one group (or cluster) a row, the whole grid at once (``tile.grid(rows)``
-    CTAs of ``tile.block`` threads). Without clusters, one C call (runtime.plain_launcher)."""
+    CTAs of ``tile.block`` threads), ``tail`` appended to the arguments. Without clusters, one C call
+    (runtime.plain_launcher)."""
     if tile.cluster > 1:
         cluster, block = tile.cluster, tile.block
 
         def go(rows: int, args: tuple) -> None:
-            launch(kernel, rows * cluster, block, *args, cluster=cluster, name="row kernel", device_index=dev)
+            launch(kernel, rows * cluster, block, *args, *tail, cluster=cluster, name="row kernel", device_index=dev)
         return go
     run = plain_launcher(kernel, dev, "row kernel")
     if tile.threads <= 32:
         per_block = ROW_BLOCK // tile.threads
 
         def go(rows: int, args: tuple) -> None:
-            run(-(-rows // per_block), ROW_BLOCK, 0, args)
+            run(-(-rows // per_block), ROW_BLOCK, 0, args + tail)
     else:
         block = tile.block
 
         def go(rows: int, args: tuple) -> None:
-            run(rows, block, 0, args)
+            run(rows, block, 0, args + tail)
     return go
 
 

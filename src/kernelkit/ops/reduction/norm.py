@@ -1,16 +1,18 @@
 """layer_norm and rms_norm (torch.nn.functional semantics): ladder, dispatch, public functions.
 
 Both ops live here because they share every kernel (norm.cu takes `rms` as a run-time flag) and one
-dispatcher: Welford over a looping block, then the row in registers (mean, then squared deviations
-from it: two passes over registers), then per row length warp-packed rows, a CTA per row or a cluster
-per row, and on sm_90 bulk-copy rings and rows kept in shared memory. The configurations and the rule
-choosing one are in norm_configs.py; ``config=`` launches a given one (tuning and tests). A plain eager
-call on contiguous tensors, once accepted by the checked path, makes a lane for its (dtype, device,
-normalized shape, weight and bias given): later such calls check those tensors' dtype, shape, device
-and layout, allocate and launch the same plan's runner.
+dispatcher. The rungs, naive first: Welford over a looping block; then each a way of holding the row
+(packed short rows through shared memory, warp slices, a CTA, a thread-block cluster, staged weight and
+bias, bulk-copy rings, rows kept in shared memory); ``auto`` (the default) takes the first of packed_rows,
+warp_rows, cta_row and cluster_row that holds the row. The configurations and the rules are in
+norm_configs.py; ``config=`` launches a given one (tuning and tests). A plain eager call on contiguous
+tensors, once accepted by the checked path, makes a lane for its (dtype, device, normalized shape, weight
+and bias given): later such calls check those tensors' dtype, shape, device and layout, allocate and
+launch the same plan's runner.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Optional, Sequence, Union
 
@@ -24,51 +26,65 @@ from .._shared.custom_op import out_op
 from .._shared.launch_rules import compute_capability
 from .._shared.plans import plan_cache, remember
 from ._rows import ALIGNED, WINDOW, WINDOW_IN, config_text, parse_config, per_vec, row_form
-from .norm_configs import (CONFIG_CLASSES, SRC, BulkRing, NormConfig, NormTile, SmemRows, Welford,  # noqa: F401
-                           config_for, config_order, configs, rows_class, rows_matter)
+from .norm_configs import (CONFIG_CLASSES, SRC, BulkRing, NormConfig, NormPacked, NormTile, SmemRows,  # noqa: F401
+                           Welford, config_for, config_order, configs, shared_per_block)
 
 __all__ = ["layer_norm", "rms_norm"]
+
+# rms_norm's eps where none is given: float32's, the precision of the statistics, for every input dtype, which
+# is what torch computes (its documentation names torch.finfo(x.dtype).eps; for 16-bit rows of a few elements,
+# whose mean square can be as small as that, the two differ: docs/design/row-reductions.md)
+RMS_EPS = torch.finfo(torch.float32).eps
 
 
 def _kernels(rung: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
     """The instantiations the rung launches for dtype at the rule's sample lengths: each configuration it
-    chooses, in the row forms that reach it (aligned rows: 16-byte vectors; others: the window forms, or
-    element by element)."""
-    forms = {f: set(configs(dtype, aligned=f, rung=rung)) for f in (ALIGNED, WINDOW, WINDOW_IN)}
+    chooses, in the row forms that reach it (register tiles: aligned rows as 16-byte vectors, any other
+    alignment in the window forms; the others one kernel for every form)."""
+    forms = {f: set(configs(dtype, form=f, rung=rung)) for f in (ALIGNED, WINDOW)}
     seen: dict[str, Kernel] = {}
-    for c in sorted(set().union(*forms.values()), key=config_order):
-        for f in (ALIGNED, WINDOW, WINDOW_IN):
-            if c in forms[f]:
-                k = c.kernel(dtype, f)
-                seen.setdefault(k.name, k)
+    for c in sorted(forms[ALIGNED] | forms[WINDOW], key=config_order):
+        if isinstance(c, NormTile):
+            reach = ([ALIGNED] if c in forms[ALIGNED] else []) + ([WINDOW, WINDOW_IN] if c in forms[WINDOW] else [])
+        else:
+            reach = [ALIGNED]
+        for f in reach:
+            k = c.kernel(dtype, f)
+            seen.setdefault(k.name, k)
     return tuple(seen.values())
+
+
+@functools.cache
+def _shared_per_block(dev: int) -> int:
+    props = torch.cuda.get_device_properties(dev)
+    return getattr(props, "shared_memory_per_block_optin", 0) or shared_per_block(compute_capability(dev))
 
 
 _plans = plan_cache()
 
 
-def _plan(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: int, vec: bool, rms: bool,
-          rows: int, weight: bool, bias: bool) -> tuple:
+def _plan(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: int, form: int, rms: bool,
+          weight: bool, bias: bool) -> tuple:
     """(configuration, loaded kernel, dynamic shared bytes, runner ``go(rows, args)``) for a plan key."""
     op = "rms_norm" if rms else "layer_norm"
     sm = compute_capability(dev)
     if text is None:
-        cfg = config_for(rung, dtype, len_, aligned=vec, rms=rms, rows=rows, sm=sm)
+        cfg = config_for(rung, dtype, len_, form=form, sm=sm, smem=_shared_per_block(dev))
     else:
         cfg = parse_config(text, CONFIG_CLASSES)
-        cfg.check(op, dtype, len_, vec, sm)
-    kernel = get_kernel(SRC, cfg.name(dtype, cfg.form(vec) if hasattr(cfg, "form") else vec), device_index=dev)
+        cfg.check(op, dtype, len_, form, sm)
+    kernel = get_kernel(SRC, cfg.name(dtype, form), device_index=dev)
     shmem = cfg.shared_bytes(weight, bias)
-    return cfg, kernel, shmem, cfg.runner(kernel, shmem, dev)
+    return cfg, kernel, shmem, cfg.runner(kernel, shmem, dev, len_, dtype)
 
 
-def _runner(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: int, vec: bool, rms: bool,
-            rows: int, weight: bool, bias: bool):
-    """The runner of the plan for this input (the plan key holds what config_for reads of ``rows``)."""
-    key = (rung, text, dtype, dev, len_, vec, rms, rows_class(dtype, rows, rms), weight, bias)
+def _runner(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: int, form: int, rms: bool,
+            weight: bool, bias: bool):
+    """The runner of the plan for this input."""
+    key = (rung, text, dtype, dev, len_, form, rms, weight, bias)
     plan = _plans.get(key)
     if plan is None:
-        plan = remember(_plans, key, _plan(rung, text, dtype, dev, len_, vec, rms, rows, weight, bias))
+        plan = remember(_plans, key, _plan(rung, text, dtype, dev, len_, form, rms, weight, bias))
     return plan[3]
 
 
@@ -88,7 +104,7 @@ def _run(rung: str, text: Optional[str], x, out, w, b, rows: int, len_: int, eps
     xp, op = x.data_ptr(), out.data_ptr()
     wp = 0 if w is None else w.data_ptr()
     bp = 0 if b is None else b.data_ptr()
-    go = _runner(rung, text, x.dtype, x.get_device(), len_, row_form(len_, x.dtype, xp, op, wp, bp), rms, rows,
+    go = _runner(rung, text, x.dtype, x.get_device(), len_, row_form(len_, x.dtype, xp, op, wp, bp), rms,
                  w is not None, b is not None)
     go(rows, (xp, op, wp, bp, rows, len_, _f32(eps), _RMS[rms]))
 
@@ -179,15 +195,14 @@ def build_lane(dtype: torch.dtype, device: torch.device, shape_key, has_weight: 
     over ``shape_key`` (an int or a tuple of ints) with a weight and bias where ``has_weight``/``has_bias``,
     or None for a call it does not take: x or a weight or bias not contiguous, a weight or bias of another
     dtype, shape or device or not a plain tensor (or Parameter), eps not a float (rms_norm: or None),
-    x empty or not ending in the normalized shape. ``form(vec, rows)`` gives the runner of the plan
-    for the alignment and row count (asked once per alignment and rows_class)."""
+    x empty or not ending in the normalized shape. ``form(vec)`` gives the runner of the plan for the row
+    form (asked once per form)."""
     ns = (shape_key,) if type(shape_key) is int else shape_key
     k, len_ = len(ns), math.prod(ns)
     whole = len_ % per_vec(dtype) == 0
-    by_rows = rows_matter(dtype, rms)
     forms: dict = {}
     eps_of: dict = {}
-    none_eps = np.float32(torch.finfo(dtype).eps) if rms else None
+    none_eps = np.float32(RMS_EPS) if rms else None
     rms32 = _RMS[rms]
 
     def lane(x: torch.Tensor, w, b, eps) -> Optional[torch.Tensor]:
@@ -225,10 +240,9 @@ def build_lane(dtype: torch.dtype, device: torch.device, shape_key, has_weight: 
         xp, op = x.data_ptr(), out.data_ptr()
         rows = n // len_
         vec = ALIGNED if whole and not (xp | op | wp | bp) & 15 else WINDOW if not (xp ^ op) & 15 else WINDOW_IN
-        fk = (vec, rows_class(dtype, rows, rms)) if by_rows else vec
-        go = forms.get(fk)
+        go = forms.get(vec)
         if go is None:
-            go = forms[fk] = form(vec, rows)
+            go = forms[vec] = form(vec)
         go(rows, (xp, op, wp, bp, rows, len_, e, rms32))
         return out
     return lane
@@ -249,8 +263,8 @@ def _make_lane(rms: bool, x: torch.Tensor, normalized_shape, weight, bias) -> No
     rung = OPS["rms_norm" if rms else "layer_norm"].default_variant.name
     len_ = math.prod((shape_key,) if type(shape_key) is int else shape_key)
 
-    def form(vec: bool, rows: int):
-        return _runner(rung, None, dtype, dev, len_, vec, rms, rows, has_w, has_b)
+    def form(vec: int):
+        return _runner(rung, None, dtype, dev, len_, vec, rms, has_w, has_b)
 
     remember(_lanes[rms], key, build_lane(dtype, x.device, shape_key, has_w, has_b, rms, form))
 
@@ -267,11 +281,12 @@ def layer_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.
     ``weight``, ``bias``: optional tensors of shape ``normalized_shape`` in x's dtype on x's device.
     ``eps``: added to the variance.
     ``out``: optional result of x's shape, dtype and device, returned. None: a new contiguous tensor.
-    ``variant``: a rung of ``kernelkit.ladder("layer_norm")`` (naive first); None runs the default.
+    ``variant``: a rung of ``kernelkit.ladder("layer_norm")`` (naive first); None runs ``auto``, which
+    picks the holder of the row by its length.
     ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
-    ``Welford``, ``NormTile``, ``BulkRing`` or ``SmemRows`` of kernelkit.ops.reduction.norm;
-    ``norm.configs(dtype, aligned=...)`` lists those the rules choose); raises ValueError if it cannot
-    run this input.
+    ``Welford``, ``NormPacked``, ``NormTile``, ``BulkRing`` or ``SmemRows`` of kernelkit.ops.reduction.norm;
+    ``norm.configs(dtype, form=...)`` lists those the rules choose); raises ValueError if it cannot run
+    this input.
 
     Raises TypeError for a non-tensor, a dtype other than the three, a weight or bias of another dtype,
     an ``out`` of another dtype or a config of another class; ValueError for a CPU tensor, a
@@ -304,13 +319,15 @@ def rms_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.Te
     (non-contiguous through a contiguous copy).
     ``normalized_shape``: an int or a sequence of ints. ``weight``: an optional tensor of shape
     ``normalized_shape`` in x's dtype on x's device. ``eps``: added to the mean square; None is
-    ``torch.finfo(x.dtype).eps``, as in torch.
+    ``torch.finfo(torch.float32).eps`` for every dtype, what torch computes (its documentation says
+    ``torch.finfo(x.dtype).eps``).
     ``out``: optional result of x's shape, dtype and device, returned. None: a new contiguous tensor.
-    ``variant``: a rung of ``kernelkit.ladder("rms_norm")`` (naive first); None runs the default.
+    ``variant``: a rung of ``kernelkit.ladder("rms_norm")`` (naive first); None runs ``auto``, which picks
+    the holder of the row by its length.
     ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
-    ``Welford``, ``NormTile``, ``BulkRing`` or ``SmemRows`` of kernelkit.ops.reduction.norm;
-    ``norm.configs(dtype, aligned=...)`` lists those the rules choose); raises ValueError if it cannot
-    run this input.
+    ``Welford``, ``NormPacked``, ``NormTile``, ``BulkRing`` or ``SmemRows`` of kernelkit.ops.reduction.norm;
+    ``norm.configs(dtype, form=...)`` lists those the rules choose); raises ValueError if it cannot run
+    this input.
 
     Raises TypeError for a non-tensor, a dtype other than the three, a weight of another dtype, an
     ``out`` of another dtype or a config of another class; ValueError for a CPU tensor, a
@@ -326,7 +343,7 @@ def rms_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.Te
                 return got
     fresh = out is None
     len_, out = _check("rms_norm", x, normalized_shape, weight, None, out)
-    eps = torch.finfo(x.dtype).eps if eps is None else float(eps)
+    eps = RMS_EPS if eps is None else float(eps)
     text = _config_arg("rms_norm", variant, config)
     _norm_out(x, out, weight, None, len_, eps, True, variant, text)
     if fresh and text is None and variant is None:
@@ -337,18 +354,26 @@ def rms_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.Te
 RUNGS = (
     ("welford", "one block per row: Welford (count, mean, M2) per thread in one read, merged by Chan's "
      "formula; a second read writes (2 reads + 1 write)"),
-    ("registers", "one CTA per row holding it in registers: mean, then squared deviations (two passes "
-     "over registers), then the output; one read, one write; > 16K elements fall back to welford"),
-    ("fast", "per row length and dtype (norm_configs.config_for): rows packed into warps, a CTA per row, or "
-     "(sm_90) a thread-block cluster per row merging (mean, M2) through distributed shared memory, persistent "
-     "with weight and bias staged in shared memory once by asynchronous copies; 16-bit rows of 2K-4K elements: "
-     "persistent CTAs staging weight and bias once (layer_norm, fp16 up to 8K rows; fp16 rms_norm at 3.5K-5.5K "
-     "rows), fp16 rms_norm otherwise requesting them before the row; aligned rows on sm_90: fp16 rows of "
-     "32K-64K, fp32 rms_norm rows of 32K-64K "
-     "and fp32 layer_norm rows of 31K-32K as persistent clusters held to 64 registers that take their rows "
-     "handed out at run time by a counter, bf16 rows of 32K-64K kept whole in shared memory, the rest past 32K "
-     "elements (16-bit layer_norm: past 16K) by bulk (TMA) copies into rings of shared-memory stages; "
-     "welford beyond the tables"),
+    ("packed_rows", "rows of up to 16 vectors packed: a CTA moves a block of whole rows through shared memory "
+     "as 16-byte vectors of one contiguous stream (asynchronous copies in), a few lanes reducing each row by "
+     "shuffles, weight and bias staged once a CTA; welford beyond"),
+    ("warp_rows", "rows of up to 128 vectors in registers, a power-of-two slice of a warp a row (several rows a "
+     "warp): mean, then squared deviations (two passes over registers), one read, one write; 16-byte vectors of "
+     "the aligned window covering each row at any alignment, weight and bias read shifted to the row's phase; "
+     "values kept as loaded, converted at each use, within a register budget; welford beyond"),
+    ("cta_row", "a CTA a row in registers (4 vectors a thread up to 512 threads where clusters can take longer "
+     "rows, else 1024, then up to 32 values a thread), the warps merged by Chan's formula; welford beyond"),
+    ("cluster_row", "rows past a CTA as a thread-block cluster a row (sm_90): persistent clusters, each CTA staging "
+     "its slice of weight and bias in shared memory once, (mean, M2) pushed to its peers by st.async, rows handed "
+     "out at run time by a counter (shorter rows as cta_row); welford beyond, and before sm_90"),
+    ("staged", "persistent CTAs a row (or clusters past a CTA) staging weight and bias in shared memory once by "
+     "asynchronous copies behind the first row's loads; welford beyond"),
+    ("bulk_ring", "aligned rows on sm_90 reaching shared memory by bulk (TMA) copies into a ring of stages "
+     "issued rows ahead, one-CTA rings taking rows handed out, clusters beyond; welford otherwise"),
+    ("smem_rows", "aligned rows on sm_90 kept whole in shared memory, fed by bulk copies into a ring of chunk "
+     "stages running ahead into the next rows; welford otherwise"),
+    ("auto", "the first of packed_rows, warp_rows, cta_row and cluster_row that holds the row (welford beyond): "
+     "the lanes, threads, vectors a thread and cluster size computed from the row's length"),
 )
 
 
@@ -376,7 +401,7 @@ for _op, _fn, _torch in (
 ):
     OPS[_op] = register(Op(
         name=_op, family="reduction",
-        variants=kind_variants(RUNGS, _kernels),
+        variants=kind_variants(RUNGS, _kernels, default="auto"),
         bytes_moved=_bytes,
         flops=lambda x, *a, **k: 8 * x.numel(),
         call=_fn, torch_fn=_torch, example=_example(_op),

@@ -1,34 +1,43 @@
-"""layer_norm's and rms_norm's launch configurations: the typed configs, their tables, the rules.
+"""layer_norm's and rms_norm's launch configurations: the typed configs, the rules choosing one, the rungs.
 
 Each configuration is a frozen dataclass that knows its kernel (norm.cu), block, shared memory and
-launch: ``Welford`` (a looping block a row), ``NormTile`` (the row in registers: warp-packed rows, a
-CTA or a cluster a row, optionally persistent with weight and bias staged in shared memory, optionally
-taking rows handed out at run time), ``BulkRing`` (row slices reaching shared memory by bulk copies)
-and ``SmemRows`` (rows kept whole in shared memory). ``config_for`` is the rule choosing one per
-input; ``configs`` lists every configuration it can choose. The numbers behind the tables are in
-docs/design/row-reductions.md.
+launch: ``Welford`` (a looping block a row), ``NormPacked`` (short rows: blocks of whole rows through
+shared memory), ``NormTile`` (the row in registers: warp-packed rows, a CTA or a cluster a row;
+``staged``: persistent CTAs with their slice of weight and bias staged in shared memory; ``handout``:
+persistent clusters taking rows from a counter), ``BulkRing`` (row slices reaching shared memory by bulk
+copies) and ``SmemRows`` (rows kept whole in shared memory). Each rung is one technique, its configuration
+sized by a rule: a short function of the row's length, its element size and the device (compute
+capability, shared memory per block). ``auto`` takes the first of packed_rows, warp_rows, cta_row and
+cluster_row that holds the row. The numbers behind the rules are in docs/design/row-reductions.md.
 """
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
-from typing import Union
+from dataclasses import dataclass
+from typing import Callable, Optional, Union
 
 import torch
 
 from ...ladder import Kernel
-from .._shared.cxx import CXX_TYPE, cxx_bool
 from ...runtime import plain_launcher
-from ._rows import (ALIGNED, CLUSTER_SM, ELEMS, VECS_A_THREAD, WINDOW, WINDOW_IN, RowTile, cdiv, check_config,
-                    cta_tile, form_bits, needs_sm90, per_vec, persistent_runner, pick, row_runner, warp_tile,
-                    window_len)
+from .._shared.cxx import CXX_TYPE, cxx_bool
+from ._rows import (ALIGNED, CLUSTER_SM, WINDOW, WINDOW_IN, PackedTile, RowTile, cdiv, check_config,
+                    cluster_tile, cta_tile, form_bits, needs_sm90, packed_tile, packs, per_vec, persistent_runner,
+                    row_runner, warp_tile, window_len)
 
 SRC = "reduction/norm.cu"
 LOOP_BLOCK = 512  # norm_welford's block
+STATIC_SHARED = 1024  # a row kernel's own shared memory (reductions, slots, mbarriers) beside the dynamic
 
 
-# Every configuration's ``runner(kernel, shmem, dev)`` gives ``go(rows, args)``, its launch of ``rows`` rows
-# with args = (x, out, weight, bias, rows, len, eps, rms): pointers (0 for an absent weight or bias),
+def shared_per_block(sm: int) -> int:
+    """Bytes of shared memory a block may opt into, by compute capability (the rules' device limit where the
+    device is not at hand): 227 KB on sm_90, 163 KB on sm_80 and sm_87, 99 KB on sm_86 and sm_89."""
+    return 227 * 1024 if sm >= 90 else 163 * 1024 if sm in (80, 87) else 99 * 1024
+
+
+# Every configuration's ``runner(kernel, shmem, dev, len_)`` gives ``go(rows, args)``, its launch of ``rows``
+# rows with args = (x, out, weight, bias, rows, len, eps, rms): pointers (0 for an absent weight or bias),
 # two ints, np.float32 eps, np.int32 rms.
 
 
@@ -41,17 +50,17 @@ class Welford:
     def name(self, dtype: torch.dtype, form: int) -> str:
         return f"kk::norm_welford<{CXX_TYPE[dtype]}, {LOOP_BLOCK}>"
 
-    def kernel(self, dtype: torch.dtype, vec: bool) -> Kernel:
+    def kernel(self, dtype: torch.dtype, form: int) -> Kernel:
         bits = torch.finfo(dtype).bits
-        return Kernel(SRC, self.name(dtype, vec), bits, bits, block=self.block)
+        return Kernel(SRC, self.name(dtype, form), bits, bits, block=self.block)
 
-    def check(self, op: str, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
+    def check(self, op: str, dtype: torch.dtype, len_: int, form: int, sm: int) -> None:
         pass
 
     def shared_bytes(self, weight: bool, bias: bool) -> int:
         return 0
 
-    def runner(self, kernel, shmem: int, dev: int):
+    def runner(self, kernel, shmem: int, dev: int, len_: int, dtype: torch.dtype):
         run = plain_launcher(kernel, dev, "norm_welford")
 
         def go(rows: int, args: tuple) -> None:
@@ -60,75 +69,96 @@ class Welford:
 
 
 @dataclass(frozen=True)
+class NormPacked(PackedTile):
+    """norm_packed: short rows, a block of whole rows at a time through shared memory (PackedTile: ``group``
+    lanes a row, ``elems`` elements a lane), weight and bias staged there once a CTA."""
+
+    def name(self, dtype: torch.dtype, form: int) -> str:
+        return f"kk::norm_packed<{CXX_TYPE[dtype]}, {self.config()}>"
+
+    def kernel(self, dtype: torch.dtype, form: int) -> Kernel:
+        # rows arrive by asynchronous 16-byte copies (LDGSTS: the only global loads are the staged weight's)
+        return Kernel(SRC, self.name(dtype, form), None, 128, block=self.block, sass=("LDGSTS",))
+
+    def check(self, op: str, dtype: torch.dtype, len_: int, form: int, sm: int) -> None:
+        check_config(op, self.holds(dtype, len_, form), self,
+                     f"it holds rows of {self.capacity(dtype)} elements, the row has {len_}")
+
+    def shared_bytes(self, weight: bool, bias: bool) -> int:
+        return 0
+
+    def runner(self, kernel, shmem: int, dev: int, len_: int, dtype: torch.dtype):
+        return self.runner_for(kernel, dtype, len_, dev, 8)
+
+
+@dataclass(frozen=True)
 class NormTile(RowTile):
-    """norm_rows: the row held in registers (RowTile). ``staged``: persistent CTAs (resident ones only,
-    looping over rows) stage their slice of weight and bias in shared memory once; clusters always do.
-    ``early``: one-CTA aligned rows request weight and bias before the row. ``handout``: persistent
-    clusters take rows handed out at run time by a counter (norm_rows_dyn; aligned rows)."""
+    """norm_rows (C++: a ``kk::RowConfig``): the row held in registers (RowTile) at any alignment.
+    ``staged``: persistent CTAs (only resident ones, looping over rows) copy their slice of weight and bias
+    into shared memory once; cluster rows always do. ``handout``: persistent clusters take their rows from
+    a counter at run time (RowHandout); without it they go in a fixed stride."""
 
     staged: bool = False
-    early: bool = False
     handout: bool = False
 
     def __post_init__(self):
         super().__post_init__()
         if self.cluster > 1 and not self.staged:
             raise ValueError(f"{self}: cluster rows are persistent and stage weight and bias (staged=True)")
-        if self.early and (self.staged or self.cluster > 1):
-            raise ValueError(f"{self}: early weight reads are for unstaged one-CTA rows")
+        if self.staged and self.threads <= 32:
+            raise ValueError(f"{self}: weight and bias are staged by CTA rows (threads > 32)")
         if self.handout and self.cluster == 1:
             raise ValueError(f"{self}: rows are handed out to clusters (cluster > 1)")
 
-    def form(self, form: int) -> int:
-        """The form this tile runs rows of ``form`` in: the window forms are for one-CTA (or warp) rows
-        that stage nothing; staged and cluster rows at any other alignment move element by element."""
-        return ELEMS if form >= WINDOW and (self.staged or self.cluster > 1) else int(form)
+    @property
+    def rows_mode(self) -> int:
+        """RowConfig's kRows: a group a row (0), persistent in a fixed stride (1), handed out (2)."""
+        return 2 if self.handout else 1 if self.staged else 0
 
     def name(self, dtype: torch.dtype, form: int) -> str:
-        t, g, v, c = CXX_TYPE[dtype], self.threads, self.vecs, self.cluster
-        if self.handout:
-            return f"kk::norm_rows_dyn<{t}, {g}, {v}, {c}>"
-        return (f"kk::norm_rows<{t}, {g}, {v}, {c}, {self.form(form)}, {cxx_bool(self.early)}, "
-                f"{cxx_bool(self.staged)}>")
+        return (f"kk::norm_rows<{CXX_TYPE[dtype]}, kk::RowConfig<{self.threads}, {self.vecs}, {self.cluster}, "
+                f"{int(form)}, {self.rows_mode}, {int(self.staged)}>>")
 
     def kernel(self, dtype: torch.dtype, form: int) -> Kernel:
-        form = self.form(form)
         load, store = form_bits(dtype, form)
-        # aligned staged slices arrive by asynchronous copies (LDGSTS: cp.async)
-        sass = ("LDGSTS",) if self.staged and form == ALIGNED else ()
-        # window rows of 32 values a thread past 512 threads (bf16: ~36 bytes) may spill a few bytes too
-        spills = self in SPILLING.get(per_vec(dtype), ()) or (form >= WINDOW and self.vecs * per_vec(dtype) >= 32
-                                                             and self.threads > 512)
+        # staged slices arrive by asynchronous copies (LDGSTS); handed-out rows by a global atomic (ATOMG)
+        sass = ("LDGSTS",) * self.staged + ("ATOMG",) * self.handout
+        # cluster rows of 32 values a thread with out at another phase than x (stored word by word) may spill
+        # a few bytes at the 64-register cap (fp32 512 x 8: 12)
+        spills = form == WINDOW_IN and self.cluster > 1 and self.vecs * per_vec(dtype) >= 32
         return Kernel(SRC, self.name(dtype, form), load, store, block=self.block, min_sm=self.min_sm(), sass=sass,
                       spills=spills, dyn_shared=self.shared_bytes(True, True))
 
     def check(self, op: str, dtype: torch.dtype, len_: int, form: int, sm: int) -> None:
-        need = window_len(len_, dtype, self.form(form))
+        need = window_len(len_, dtype, form)
+        check_config(op, form in (ALIGNED, WINDOW, WINDOW_IN), self, "norm rows move as 16-byte vectors")
         check_config(op, self.capacity(dtype) >= need, self, f"it holds {self.capacity(dtype)} elements, "
                      f"the row needs {need}")
         if self.cluster > 1:
             needs_sm90(op, self, sm, "thread-block clusters")
-        check_config(op, form == ALIGNED or not (self.early or self.handout), self,
-                     "early weight reads and handed-out rows need 16-byte aligned rows of whole vectors")
+
+    def staged_chunks(self) -> int:
+        """16-byte chunks of each staged array: the slice's and one more each side (rows at any phase)."""
+        return self.threads * self.vecs + 2
 
     def shared_bytes(self, weight: bool, bias: bool) -> int:
-        """The staged weight and bias slices (handed-out clusters: the bias slice only with a bias)."""
+        """The staged weight chunks, then the bias chunks (placed after the weight's room)."""
+        return self.staged_chunks() * 16 * (2 if bias else 1) if self.staged else 0
+
+    def runner(self, kernel, shmem: int, dev: int, len_: int, dtype: torch.dtype):
         if not self.staged:
-            return 0
-        slice_bytes = self.threads * self.vecs * 16
-        return slice_bytes * (1 + bias) if self.handout else 2 * slice_bytes
-
-    def runner(self, kernel, shmem: int, dev: int):
-        if not self.staged:
-            return row_runner(kernel, self, dev)
-        return persistent_runner(kernel, self.block, self.cluster, shmem, dev, handout=self.handout)
+            return row_runner(kernel, self, dev, tail=(0,))  # no row-handout counter
+        if self.handout:
+            return persistent_runner(kernel, self.block, self.cluster, shmem, dev, handout=True)
+        go_persistent = persistent_runner(kernel, self.block, self.cluster, shmem, dev)
+        return lambda rows, args: go_persistent(rows, args + (0,))
 
 
-def _check_bulk_rows(cfg, op: str, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
+def _check_bulk_rows(cfg, op: str, dtype: torch.dtype, len_: int, form: int, sm: int) -> None:
     """The checks of the configurations whose rows arrive by bulk copies (BulkRing, SmemRows): sm_90,
     aligned rows of whole vectors, the row within the configuration's capacity."""
     needs_sm90(op, cfg, sm, "bulk copies")
-    check_config(op, vec == ALIGNED, cfg, "bulk copies need 16-byte aligned rows of whole vectors")
+    check_config(op, form == ALIGNED, cfg, "bulk copies need 16-byte aligned rows of whole vectors")
     check_config(op, cfg.capacity(dtype) >= len_, cfg, f"it holds {cfg.capacity(dtype)} elements, "
                  f"the row has {len_}")
 
@@ -160,14 +190,14 @@ class BulkRing:
     def capacity(self, dtype: torch.dtype) -> int:
         return self.threads * self.vecs * per_vec(dtype) * self.cluster
 
-    def name(self, dtype: torch.dtype, vec: bool = True) -> str:
+    def name(self, dtype: torch.dtype, form: int = ALIGNED) -> str:
         t, g, v = CXX_TYPE[dtype], self.threads, self.vecs
         tail = f"{self.stages}, {cxx_bool(self.staged)}, {self.chunks}>"
         if self.cluster == 1:
             return f"kk::norm_bulk_dyn<{t}, {g}, {v}, {tail}"
         return f"kk::norm_bulk<{t}, {g}, {v}, {self.cluster}, {tail}"
 
-    def kernel(self, dtype: torch.dtype, vec: bool = True) -> Kernel:
+    def kernel(self, dtype: torch.dtype, form: int = ALIGNED) -> Kernel:
         # the handed-out rings take their rows by a global atomic (ATOMG); 32 values a thread at 1024
         # threads (64 registers) may spill a few bytes (bf16)
         sass = ("UBLKCP", "ATOMG") if self.cluster == 1 else ("UBLKCP",)
@@ -175,15 +205,15 @@ class BulkRing:
                       spills=self.threads == 1024 and self.vecs * per_vec(dtype) > 16,
                       dyn_shared=self.shared_bytes(True, True))
 
-    def check(self, op: str, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
-        _check_bulk_rows(self, op, dtype, len_, vec, sm)
+    def check(self, op: str, dtype: torch.dtype, len_: int, form: int, sm: int) -> None:
+        _check_bulk_rows(self, op, dtype, len_, form, sm)
 
     def shared_bytes(self, weight: bool, bias: bool) -> int:
         """The ring, then the staged weight and bias slices (those present)."""
         slice_bytes = self.threads * self.vecs * 16
         return self.stages * slice_bytes // self.chunks + ((weight + bias) * slice_bytes if self.staged else 0)
 
-    def runner(self, kernel, shmem: int, dev: int):
+    def runner(self, kernel, shmem: int, dev: int, len_: int, dtype: torch.dtype):
         return persistent_runner(kernel, self.block, self.cluster, shmem, dev, handout=self.cluster == 1)
 
 
@@ -211,154 +241,161 @@ class SmemRows:
     def capacity(self, dtype: torch.dtype) -> int:
         return self.threads * self.per * per_vec(dtype) * self.chunks * self.cluster
 
-    def name(self, dtype: torch.dtype, vec: bool = True) -> str:
+    def name(self, dtype: torch.dtype, form: int = ALIGNED) -> str:
         return (f"kk::norm_smem<{CXX_TYPE[dtype]}, {self.threads}, {self.per}, {self.chunks}, {self.stages}, "
                 f"{self.cluster}>")
 
-    def kernel(self, dtype: torch.dtype, vec: bool = True) -> Kernel:
+    def kernel(self, dtype: torch.dtype, form: int = ALIGNED) -> Kernel:
         # the row arrives by bulk copies (UBLKCP: no global load of it to claim a width for)
         return Kernel(SRC, self.name(dtype), None, 128, block=self.block, min_sm=CLUSTER_SM, sass=("UBLKCP",),
                       dyn_shared=self.shared_bytes(True, True))
 
-    def check(self, op: str, dtype: torch.dtype, len_: int, vec: bool, sm: int) -> None:
-        _check_bulk_rows(self, op, dtype, len_, vec, sm)
+    def check(self, op: str, dtype: torch.dtype, len_: int, form: int, sm: int) -> None:
+        _check_bulk_rows(self, op, dtype, len_, form, sm)
 
     def shared_bytes(self, weight: bool = True, bias: bool = True) -> int:
         """The ring of chunk stages."""
         return self.stages * self.threads * self.per * 16
 
-    def runner(self, kernel, shmem: int, dev: int):
+    def runner(self, kernel, shmem: int, dev: int, len_: int, dtype: torch.dtype):
         return persistent_runner(kernel, self.block, self.cluster, shmem, dev)
 
 
-NormConfig = Union[Welford, NormTile, BulkRing, SmemRows]
-CONFIG_CLASSES = (Welford, NormTile, BulkRing, SmemRows)
+NormConfig = Union[Welford, NormPacked, NormTile, BulkRing, SmemRows]
+CONFIG_CLASSES = (Welford, NormPacked, NormTile, BulkRing, SmemRows)
 WELFORD = Welford()
-T = NormTile  # short, for the tables
 
-# ---- the rule -------------------------------------------------------------------------------------
-# The row in registers: warp-packed rows, then a CTA a row (_rows.warp_tile, cta_tile: up to 1024 threads x
-# 32 values); the registers rung holds VECS_A_THREAD vectors a thread at most (welford beyond); on sm_90
-# the tuned persistent forms below take over for their rows.
-def register_tile(rung: str, dtype: torch.dtype, len_: int, form: int) -> "NormTile | None":
-    """The register tile of a rung for rows of ``len_`` in ``form`` (None: the row needs more)."""
-    vectors = cdiv(window_len(len_, dtype, form), per_vec(dtype))
-    got = None if rung == "registers" else warp_tile(vectors)
-    if got is None:
-        got = cta_tile(vectors, VECS_A_THREAD if rung == "registers" else 32 // per_vec(dtype),
-                       min_threads=128 if rung == "registers" else 64)
+
+# ---- the rules: each rung's holder of a row, None where the row is beyond it ---------------------------
+# A thread holds at most 32 values (fp32 8 vectors, 16-bit 4) within its 64-register budget (norm.cu:
+# row_registers); 16-bit threads at 64 values spill hundreds of bytes.
+def most_vecs(dtype: torch.dtype) -> int:
+    return 32 // per_vec(dtype)
+
+
+def _vectors(dtype: torch.dtype, len_: int, form: int) -> int:
+    return cdiv(window_len(len_, dtype, form), per_vec(dtype))
+
+
+# One-CTA rows are held to CTA_ROW threads where clusters can take longer rows: two rows an SM then keep
+# its loads in flight across the gaps of a row (its reductions, its weight and bias reads, its stores),
+# where a 1024-thread row leaves the SM without loads in flight between rows.
+CTA_ROW = 512
+
+
+def packed_rows(dtype: torch.dtype, len_: int, form: int, sm: int, smem: int) -> Optional[NormPacked]:
+    """The shortest rows (their window at most _rows.PACKED_VECTORS vectors): blocks of whole rows through
+    shared memory as 16-byte vectors of one stream."""
+    return NormPacked(*packed_tile(len_)) if packs(len_, dtype) else None
+
+
+def warp_rows(dtype: torch.dtype, len_: int, form: int, sm: int, smem: int) -> Optional[NormTile]:
+    """Rows of up to 128 vectors: a power-of-two slice of a warp a row, several rows a warp, shuffles only."""
+    got = warp_tile(_vectors(dtype, len_, form))
     return None if got is None else NormTile(*got)
 
 
-# Rows that cannot move as 16-byte vectors read element by element, which costs registers: the 32K
-# tiles would spill, so those rows take these clusters (sm_90) or welford (sm_80).
-VEC_ONLY = {4: frozenset({T(1024, 8)}), 8: frozenset({T(1024, 4)})}
-REGISTER_ROWS = {4: 32768, 8: 32768}  # the longest rows of a one-CTA register tile (1024 threads x 32 values)
-UNALIGNED = {4: T(256, 4, 8, staged=True), 8: T(512, 2, 4, staged=True)}
-UNALIGNED_LONG = {4: {32768: UNALIGNED[4], 65536: T(512, 4, 8, staged=True)},
-                  8: {32768: UNALIGNED[8], 65536: T(1024, 4, 2, staged=True)}}
-# 32 values a thread at 1024 threads (64 registers): ptxas spills a few bytes for some (arch, dtype)
-# pairs; still the fastest for their rows, so these may use local memory.
-SPILLING = {4: frozenset({T(1024, 8)}), 8: frozenset({T(1024, 4), T(1024, 4, 2, staged=True)})}
-
-# 16-bit layer_norm rows of 2K-4K elements: persistent CTAs staging weight and bias once (+10% at
-# 4096 x 4096 fp16), for fp16 up to STAGED_MAX_ROWS rows (more: a CTA a row, weight and bias read at the
-# output) and for fp16 rms_norm within STAGED_RMS_ROWS (elsewhere its early weight reads win).
-STAGED_ROWS = {8: T(128, 4)}
-STAGED_MAX_ROWS = {torch.float16: 8192}
-STAGED_RMS_ROWS = {torch.float16: (3584, 5632)}  # inclusive
-
-# Aligned rows on sm_90 past the register tiles, tried in this order (docs/design/row-reductions.md):
-# the tight register-tile clusters (64 registers, weight and bias staged, rows handed out) for fp16 rows
-# of 32K-64K, fp32 rms_norm rows of 32K-64K and fp32 layer_norm rows of 31K-32K (where both slices of
-# the cluster are nearly full; shorter rows keep the one-CTA tile) ...
-CLUSTER_ROWS = {torch.float16: {65536: T(256, 4, 8, staged=True, handout=True)}}
-CLUSTER_ROWS_FROM = 32768
-CLUSTER_ROWS_RMS = {torch.float32: {65536: T(512, 8, 4, staged=True, handout=True)}}
-CLUSTER_ROWS_LN = {torch.float32: {32768: T(512, 8, 2, staged=True, handout=True)}}
-CLUSTER_ROWS_LN_FROM = 31744
-# ... bf16 rows of 32K-64K kept whole in shared memory (bf16 spills in the tight clusters) ...
-SMEM = {"rms_norm": {torch.bfloat16: {65536: SmemRows(1024, 2, 4, 7, 1)}},
-        "layer_norm": {torch.bfloat16: {65536: SmemRows(512, 2, 4, 6, 2)}}}
-SMEM_FROM = 32768
-# ... and bulk-copy rings: the rest past 32K elements (fp32 layer_norm's 64K rows, every dtype's 128K
-# rows; 3 stages for fp32 64K rows), and 16-bit layer_norm rows of 16K-32K as one-CTA rings with weight
-# and bias staged (93.7% of a same-bytes copy against 88.8% for the register tile at 32768^2 fp16).
-BULK = {4: {65536: BulkRing(1024, 2, 8, 3, True), 131072: BulkRing(1024, 4, 8, 3, False)},
-        8: {131072: BulkRing(1024, 4, 4, 3, False)}}
-BULK_FROM = 32768
-BULK_LAYER_NORM = {8: {32768: BulkRing(1024, 4, 1, 3, True, 4)}}
-BULK_LAYER_NORM_FROM = 16384
+def cta_row(dtype: torch.dtype, len_: int, form: int, sm: int, smem: int) -> Optional[NormTile]:
+    """A CTA a row in registers: 4 vectors a thread over up to CTA_ROW threads where clusters exist (1024
+    otherwise), then up to 32 values a thread."""
+    got = cta_tile(_vectors(dtype, len_, form), most_vecs(dtype), max_threads=CTA_ROW if sm >= CLUSTER_SM else 1024)
+    return None if got is None else NormTile(*got)
 
 
-# ---- the rule ------------------------------------------------------------------------------------
-def _early(dtype: torch.dtype, tile: NormTile, aligned: bool) -> bool:
-    """Weight and bias requested before the row: fp16 rows of 128 x 4 only, where it costs no CTA an SM
-    (+4-7% for rms_norm at 4096-element rows; elsewhere the registers it takes cost more)."""
-    return dtype == torch.float16 and aligned and tile == T(128, 4)
+def _fits(tile: NormTile, smem: int) -> bool:
+    return tile.shared_bytes(True, True) + STATIC_SHARED <= smem
 
 
-def _cluster_rows(dtype: torch.dtype, len_: int, rms: bool):
-    if len_ <= CLUSTER_ROWS_FROM:
-        return pick(len_, CLUSTER_ROWS_LN.get(dtype, {})) if not rms and len_ > CLUSTER_ROWS_LN_FROM else None
-    cfg = pick(len_, CLUSTER_ROWS.get(dtype, {}))
-    return pick(len_, CLUSTER_ROWS_RMS.get(dtype, {})) if cfg is None and rms else cfg
+def cluster_row(dtype: torch.dtype, len_: int, form: int, sm: int, smem: int) -> Optional[NormTile]:
+    """Rows past a CTA (sm_90): the smallest thread-block cluster of CTAs of at most CLUSTER_CTA threads x
+    32 values, else 8 CTAs of up to 1024 threads at as many vectors a thread as their staged weight and bias
+    leave shared memory for; persistent, each CTA staging its slice of weight and bias once, rows handed
+    out. Rows one CTA holds stay cta_row."""
+    one = cta_row(dtype, len_, form, sm, smem)
+    if one is not None or sm < CLUSTER_SM:
+        return one
+    longest = min(most_vecs(dtype), ((smem - STATIC_SHARED) // 32 - 2) // 1024)  # 1024 threads' staged slices
+    got = cluster_tile(_vectors(dtype, len_, form), most_vecs(dtype), longest)
+    if got is None:
+        return None
+    tile = NormTile(*got, staged=True, handout=True)
+    return tile if _fits(tile, smem) else None
 
 
-def _smem(dtype: torch.dtype, len_: int, rms: bool):
-    return pick(len_, SMEM["rms_norm" if rms else "layer_norm"].get(dtype, {})) if len_ > SMEM_FROM else None
+def staged(dtype: torch.dtype, len_: int, form: int, sm: int, smem: int) -> Optional[NormTile]:
+    """Weight and bias staged: persistent CTAs a row (at least two warps) copying their weight and bias into
+    shared memory once, in a fixed stride; rows past a CTA as cluster_row."""
+    got = cta_tile(_vectors(dtype, len_, form), most_vecs(dtype), max_threads=CTA_ROW if sm >= CLUSTER_SM else 1024)
+    if got is None:
+        return cluster_row(dtype, len_, form, sm, smem)
+    tile = NormTile(*got, staged=True)
+    return tile if _fits(tile, smem) else None
 
 
-def _bulk(dtype: torch.dtype, len_: int, rms: bool):
-    if len_ > BULK_FROM:
-        return pick(len_, BULK[per_vec(dtype)])
-    if not rms and len_ > BULK_LAYER_NORM_FROM:
-        return pick(len_, BULK_LAYER_NORM.get(per_vec(dtype), {}))
-    return None
+BULK_THREADS, BULK_STAGES = 1024, 3  # docs/design/row-reductions.md: 3 stages (90.9 / 92.6 / 91.6 / 90.6 for 2-5)
 
 
-def config_for(rung: str, dtype: torch.dtype, len_: int, *, aligned: int, rms: bool, rows: int,
-               sm: int) -> NormConfig:
-    """The configuration a rung launches for ``rows`` rows of ``len_`` elements of ``dtype`` on an sm_``sm``
-    device; ``aligned``: the row form (_rows.row_form; True: ALIGNED, every pointer 16-byte aligned and the
-    row a whole number of vectors; False: ELEMS; WINDOW, WINDOW_IN: rows at any alignment)."""
+def bulk_ring(dtype: torch.dtype, len_: int, form: int, sm: int, smem: int) -> Optional[BulkRing]:
+    """Aligned rows on sm_90 reaching shared memory by bulk copies into a ring of BULK_STAGES stages: a CTA of
+    BULK_THREADS threads up to 4 vectors a thread, its ring a vector a thread a stage; then clusters of 2-8
+    such CTAs at 2 vectors a thread, 8 CTAs at up to 4; weight and bias staged where shared memory has room."""
+    if form != ALIGNED or sm < CLUSTER_SM:
+        return None
+    vectors = cdiv(len_, per_vec(dtype))
+    if vectors <= BULK_THREADS * 4:
+        vecs = cdiv(vectors, BULK_THREADS)
+        ring = BulkRing(BULK_THREADS, vecs, 1, BULK_STAGES, True, vecs)
+    else:
+        cluster = next((c for c in (2, 4, 8) if vectors <= c * BULK_THREADS * 2), 8)
+        vecs = cdiv(vectors, cluster * BULK_THREADS)
+        if vecs > 4:
+            return None
+        ring = BulkRing(BULK_THREADS, vecs, cluster, BULK_STAGES, True)
+    if ring.shared_bytes(True, True) + STATIC_SHARED > smem:
+        ring = BulkRing(ring.threads, ring.vecs, ring.cluster, ring.stages, False, ring.chunks)
+    return ring if ring.shared_bytes(False, False) + STATIC_SHARED <= smem else None
+
+
+SMEM_THREADS, SMEM_PER = 1024, 2  # a chunk: 2 vectors a thread (32 KB of 16-bit rows)
+
+
+def smem_rows(dtype: torch.dtype, len_: int, form: int, sm: int, smem: int) -> Optional[SmemRows]:
+    """Aligned rows on sm_90 kept whole in shared memory: CTAs of SMEM_THREADS threads, chunks of SMEM_PER
+    vectors a thread, the slice in as many chunks as a ring of 3 more stages leaves room for, one CTA a row
+    or a cluster of two."""
+    if form != ALIGNED or sm < CLUSTER_SM:
+        return None
+    chunk = SMEM_THREADS * SMEM_PER
+    most_chunks = (smem - STATIC_SHARED) // (chunk * 16) - 3
+    chunks = cdiv(cdiv(len_, per_vec(dtype)), chunk)
+    cluster = next((c for c in (1, 2) if chunks <= c * most_chunks), None)  # larger clusters spill at 64 registers
+    if cluster is None or most_chunks < 1:
+        return None
+    per_cta = cdiv(chunks, cluster)
+    return SmemRows(SMEM_THREADS, SMEM_PER, per_cta, per_cta + 3, cluster)
+
+
+Rule = Callable[[torch.dtype, int, int, int, int], Optional[object]]
+RUNG_RULES: dict[str, tuple[Rule, ...]] = {
+    "packed_rows": (packed_rows,), "warp_rows": (warp_rows,), "cta_row": (cta_row,), "cluster_row": (cluster_row,),
+    "staged": (staged,), "bulk_ring": (bulk_ring,), "smem_rows": (smem_rows,),
+    "auto": (packed_rows, warp_rows, cta_row, cluster_row),
+}
+
+
+def config_for(rung: str, dtype: torch.dtype, len_: int, *, form: int, sm: int,
+               smem: Optional[int] = None) -> NormConfig:
+    """The configuration a rung launches for rows of ``len_`` elements of ``dtype`` in ``form`` (_rows.row_form)
+    on a device of compute capability ``sm`` with ``smem`` bytes of shared memory a block (default: that of
+    shared_per_block): the first of the rung's holders that holds the row, else welford."""
     if rung == "welford":
         return WELFORD
-    form = int(aligned)
-    clusters = sm >= CLUSTER_SM
-    fast = rung == "fast"
-    if fast and form == ALIGNED and clusters:
-        for rule in (_cluster_rows, _smem, _bulk):
-            cfg = rule(dtype, len_, rms)
-            if cfg is not None:
-                return cfg
-    tile = register_tile(rung, dtype, len_, form)
-    if tile is None:
-        n = per_vec(dtype)
-        # rows past a CTA's registers at another alignment: clusters element by element (sm_90)
-        long = pick(len_, UNALIGNED_LONG[n]) if fast and clusters and form != ALIGNED else None
-        return WELFORD if long is None else long
-    n = per_vec(dtype)
-    if fast and form == ALIGNED and n in STAGED_ROWS and tile.cluster == 1 and 64 < tile.threads <= 128:
-        tile = STAGED_ROWS[n]  # 16-bit CTAs of up to 4 warps: the tight 128 x 4 tile (10 CTAs an SM)
-    if fast and form == ALIGNED and tile == STAGED_ROWS.get(n):
-        lo, hi = STAGED_RMS_ROWS.get(dtype, (1, 0))
-        if not rms or lo <= rows <= hi:
-            return replace(tile, staged=True) if rows <= STAGED_MAX_ROWS.get(dtype, rows) else tile
-    if fast and form == ELEMS and tile in VEC_ONLY[n]:
-        return UNALIGNED[n] if clusters else WELFORD
-    return replace(tile, early=True) if _early(dtype, tile, form == ALIGNED) else tile
-
-
-def rows_class(dtype: torch.dtype, rows: int, rms: bool) -> tuple[bool, bool]:
-    """What of the row count config_for reads: past STAGED_MAX_ROWS, inside STAGED_RMS_ROWS (a plan key)."""
-    lo, hi = STAGED_RMS_ROWS.get(dtype, (1, 0))
-    return rows > STAGED_MAX_ROWS.get(dtype, rows), rms and lo <= rows <= hi
-
-
-def rows_matter(dtype: torch.dtype, rms: bool) -> bool:
-    """Whether rows_class depends on the row count for this dtype and op (else it is (False, False))."""
-    return dtype in STAGED_MAX_ROWS or (rms and dtype in STAGED_RMS_ROWS)
+    smem = shared_per_block(sm) if smem is None else smem
+    for rule in RUNG_RULES[rung]:
+        cfg = rule(dtype, len_, int(form), sm, smem)
+        if cfg is not None:
+            return cfg
+    return WELFORD
 
 
 def config_order(cfg) -> tuple:
@@ -368,23 +405,13 @@ def config_order(cfg) -> tuple:
 
 
 # Row lengths whose configurations a rung lists (its kernels for `kernelkit inspect`, warmup and the CPU
-# compile test; another length compiles its own on first use): the rule's thresholds, sampled.
-SAMPLE_LENS = (1, 7, 100, 257, 512, 1000, 2049, 4096, 5120, 8191, 14336, 16385, 24576, 31745, 32001, 32768,
-               40000, 65536, 131072, 151936, 300000)
+# compile test; another length compiles its own on first use): each holder's reach, sampled.
+SAMPLE_LENS = (1, 3, 7, 31, 100, 257, 1000, 4096, 8191, 16385, 32001, 65536, 151936, 262144, 300001)
 
 
 @functools.cache
-def configs(dtype: torch.dtype, *, aligned: int, rung: str = "fast") -> tuple[NormConfig, ...]:
-    """The configurations ``config_for`` chooses for rows of ``dtype`` in form ``aligned`` on sm_80 and sm_90,
-    at SAMPLE_LENS, the lengths of the tuned tables and around the row-count thresholds."""
-    n = per_vec(dtype)
-    lens = set(SAMPLE_LENS)
-    for table in (BULK[n], BULK_LAYER_NORM.get(n, {}), CLUSTER_ROWS.get(dtype, {}),
-                  CLUSTER_ROWS_RMS.get(dtype, {}), CLUSTER_ROWS_LN.get(dtype, {}),
-                  *(t.get(dtype, {}) for t in SMEM.values())):
-        lens |= set(table)
-    rows = {1, STAGED_MAX_ROWS.get(dtype, 1), *STAGED_RMS_ROWS.get(dtype, (1, 1))}
-    found = {config_for(rung, dtype, len_, aligned=aligned, rms=rms, rows=r + e, sm=sm)
-             for len_ in lens for r in rows for e in (-1, 0, 1) if r + e >= 1
-             for rms in (False, True) for sm in (80, CLUSTER_SM)}
+def configs(dtype: torch.dtype, *, form: int, rung: str = "auto") -> tuple[NormConfig, ...]:
+    """The configurations ``config_for`` chooses for rows of ``dtype`` in ``form`` on sm_80 and sm_90 at
+    SAMPLE_LENS."""
+    found = {config_for(rung, dtype, len_, form=form, sm=sm) for len_ in SAMPLE_LENS for sm in (80, CLUSTER_SM)}
     return tuple(sorted(found, key=config_order))

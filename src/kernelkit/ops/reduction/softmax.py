@@ -1,5 +1,5 @@
 """softmax(x, dim): the ladder from three passes to rows held in registers (and clusters), the
-configurations (``SoftmaxTile``, ``Loop``) and the rule choosing one, dispatch.
+configurations (``SoftmaxTile``, ``SoftmaxPacked``, ``Loop``) and the rule choosing one, dispatch.
 
 The kernels work on the last dim of a contiguous tensor; another dim is moved last (a copy in, a copy
 out: the correct path, not the fast one). ``config=`` launches a given configuration (tuning and tests).
@@ -22,9 +22,9 @@ from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
 from .._shared.launch_rules import compute_capability
 from .._shared.plans import plan_cache, remember, with_fixed_lane
-from ._rows import (ALIGNED, CLUSTER_SM, WINDOW, WINDOW_IN, RowTile, cdiv, check_config, cluster_tile, config_text,
-                    cta_tile, form_bits, needs_sm90, parse_config, per_vec, row_form, row_runner, warp_tile,
-                    window_len)
+from ._rows import (ALIGNED, CLUSTER_SM, WINDOW, WINDOW_IN, PackedTile, RowTile, cdiv, check_config, cluster_tile,
+                    config_text, cta_tile, form_bits, needs_sm90, packed_tile, packs, parse_config, per_vec, row_form,
+                    row_runner, warp_tile, window_len)
 from .reduce import wrap_dim
 
 __all__ = ["softmax"]
@@ -69,12 +69,13 @@ class SoftmaxTile(RowTile):
     exchange their slices' (max, sum) through distributed shared memory."""
 
     def name(self, dtype: torch.dtype, form: int) -> str:
-        return f"kk::softmax_rows<{CXX_TYPE[dtype]}, {self.threads}, {self.vecs}, {self.cluster}, {int(form)}>"
+        return (f"kk::softmax_rows<{CXX_TYPE[dtype]}, kk::RowConfig<{self.threads}, {self.vecs}, {self.cluster}, "
+                f"{int(form)}>>")
 
     def kernel(self, dtype: torch.dtype, form: int) -> Kernel:
         load, store = form_bits(dtype, form)
-        # more than 32 values a thread (the longest 16-bit cluster rows, exponentials recomputed) may spill
-        # a few bytes at the 64-register cap
+        # more than 32 values a thread (the longest cluster rows, exponentials recomputed) may spill a few
+        # bytes at the 64-register cap
         return Kernel(SRC, self.name(dtype, form), load, store, block=self.block, min_sm=self.min_sm(),
                       spills=self.vecs * per_vec(dtype) > 32)
 
@@ -89,8 +90,29 @@ class SoftmaxTile(RowTile):
         return row_runner(kernel, self, dev)
 
 
-SoftmaxConfig = Union[Loop, SoftmaxTile]
-CONFIG_CLASSES = (Loop, SoftmaxTile)
+@dataclass(frozen=True)
+class SoftmaxPacked(PackedTile):
+    """softmax_packed: short rows, a block of whole rows at a time through shared memory (PackedTile:
+    ``group`` lanes a row, ``elems`` elements a lane)."""
+
+    def name(self, dtype: torch.dtype, form: int) -> str:
+        return f"kk::softmax_packed<{CXX_TYPE[dtype]}, {self.config()}>"
+
+    def kernel(self, dtype: torch.dtype, form: int) -> Kernel:
+        # rows arrive by asynchronous 16-byte copies (LDGSTS: no global load to claim a width for)
+        return Kernel(SRC, self.name(dtype, form), None, 128, block=self.block, sass=("LDGSTS",))
+
+    def check(self, dtype: torch.dtype, len_: int, form: int, sm: int) -> None:
+        check_config("softmax", self.holds(dtype, len_, form), self,
+                     f"it holds rows of {self.capacity(dtype)} elements, the row has {len_}")
+
+    def runner(self, kernel, dev: int, dtype: torch.dtype, len_: int):
+        """``go(rows, (x, out, rows, len))``: a CTA a block of rows."""
+        return self.runner_for(kernel, dtype, len_, dev, 4)
+
+
+SoftmaxConfig = Union[Loop, SoftmaxTile, SoftmaxPacked]
+CONFIG_CLASSES = (Loop, SoftmaxTile, SoftmaxPacked)
 
 
 # ---- the rule: each named rung one way of holding a row, `auto` the first that holds it -------------
@@ -100,9 +122,15 @@ def _most_vecs(dtype: torch.dtype) -> int:
 
 
 def _longest_vecs(dtype: torch.dtype) -> int:
-    """Vectors a thread of the longest cluster rows: 16-bit threads hold 64 values, recomputing their
-    exponentials at the store (softmax_rows' kKeep); fp32 ones stay at 32."""
-    return 64 // per_vec(dtype) if dtype.itemsize == 2 else _most_vecs(dtype)
+    """Vectors a thread of the longest cluster rows, recomputing their exponentials at the store (softmax_rows'
+    kKeep): 16-bit threads hold 64 values, fp32 ones 40 (8 x 1024 x 40 values: rows of 300K; a few bytes
+    spill either way, 48 fp32 values spill 216)."""
+    return 64 // per_vec(dtype) if dtype.itemsize == 2 else 10
+
+
+def packed_rows(dtype: torch.dtype, len_: int, form: int, sm: int) -> Optional[SoftmaxPacked]:
+    """The shortest rows: blocks of whole rows through shared memory as 16-byte vectors of one stream."""
+    return SoftmaxPacked(*packed_tile(len_)) if packs(len_, dtype) else None
 
 
 def warp_rows(dtype: torch.dtype, len_: int, form: int, sm: int) -> Optional[SoftmaxTile]:
@@ -129,8 +157,8 @@ def cluster_row(dtype: torch.dtype, len_: int, form: int, sm: int) -> Optional[S
     return None if got is None else SoftmaxTile(*got)
 
 
-TILE_RUNGS = {"warp_rows": (warp_rows,), "cta_row": (cta_row,), "cluster_row": (cluster_row,),
-              "auto": (warp_rows, cta_row, cluster_row)}
+TILE_RUNGS = {"packed_rows": (packed_rows,), "warp_rows": (warp_rows,), "cta_row": (cta_row,),
+              "cluster_row": (cluster_row,), "auto": (packed_rows, warp_rows, cta_row, cluster_row)}
 
 
 def config_for(rung: str, dtype: torch.dtype, len_: int, *, sm: int, form: int = ALIGNED) -> SoftmaxConfig:
@@ -147,15 +175,16 @@ def config_for(rung: str, dtype: torch.dtype, len_: int, *, sm: int, form: int =
 
 # Row lengths whose configurations a rung lists (its kernels for `kernelkit inspect`, warmup and the CPU
 # compile test; any other length compiles its own on first use): each holder's reach, sampled.
-SAMPLE_LENS = (1, 7, 100, 257, 1000, 2049, 4097, 5120, 14336, 32001, 50257, 65536, 151936, 300001)
+SAMPLE_LENS = (1, 2, 3, 4, 7, 16, 31, 61, 100, 121, 257, 1000, 2049, 4097, 5120, 14336, 32001, 50257, 65536,
+               151936, 300001)
 
 
 def configs(dtype: torch.dtype, rung: str = "auto") -> tuple[SoftmaxConfig, ...]:
     """The configurations ``config_for`` chooses for dtype at SAMPLE_LENS on sm_80 and sm_90 (any form)."""
     found = {config_for(rung, dtype, n, sm=sm, form=f) for n in SAMPLE_LENS for sm in (80, CLUSTER_SM)
              for f in (ALIGNED, WINDOW)}
-    return tuple(sorted(found, key=lambda c: (isinstance(c, SoftmaxTile),
-                                              c.capacity(dtype) if isinstance(c, SoftmaxTile) else 0, repr(c))))
+    return tuple(sorted(found, key=lambda c: (CONFIG_CLASSES.index(type(c)),
+                                              0 if isinstance(c, Loop) else c.capacity(dtype), repr(c))))
 
 
 def _kernels(rung: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
@@ -179,7 +208,8 @@ def _plan(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: in
         cfg = parse_config(text, CONFIG_CLASSES)
         cfg.check(dtype, len_, form, sm)
     kernel = get_kernel(SRC, cfg.name(dtype, form), device_index=dev)
-    return cfg, kernel, cfg.runner(kernel, dev)
+    runner = cfg.runner(kernel, dev, dtype, len_) if isinstance(cfg, SoftmaxPacked) else cfg.runner(kernel, dev)
+    return cfg, kernel, runner
 
 
 def _runner(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: int, form: int):
@@ -236,8 +266,8 @@ def softmax(x: torch.Tensor, dim: int = -1, *, out: Optional[torch.Tensor] = Non
     ``variant``: a rung of ``kernelkit.ladder("softmax")`` (naive first); None runs ``auto``, which picks
     the holder of the row by its length.
     ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
-    ``SoftmaxTile`` or ``Loop`` of kernelkit.ops.reduction.softmax; ``configs(dtype)`` there lists
-    those the rules choose); raises ValueError if it cannot run this input.
+    ``SoftmaxTile``, ``SoftmaxPacked`` or ``Loop`` of kernelkit.ops.reduction.softmax; ``configs(dtype)``
+    there lists those the rules choose); raises ValueError if it cannot run this input.
 
     Raises TypeError for a non-tensor, a dtype other than the three, a ``dim`` that is not an int, an
     ``out`` of another dtype or a config of another class; IndexError for a dim out of range;
@@ -258,8 +288,8 @@ def softmax(x: torch.Tensor, dim: int = -1, *, out: Optional[torch.Tensor] = Non
         if variant is not None:
             raise ValueError("softmax: pass variant= or config=, not both (a configuration names its kernel)")
         if not isinstance(config, CONFIG_CLASSES):
-            raise TypeError(f"softmax: config must be a SoftmaxTile or Loop (kernelkit.ops.reduction.softmax), "
-                            f"got {type(config).__name__}")
+            raise TypeError(f"softmax: config must be a SoftmaxTile, SoftmaxPacked or Loop "
+                            f"(kernelkit.ops.reduction.softmax), got {type(config).__name__}")
         text = config_text(config)
     elif variant is not None:
         OP.variant(variant)
@@ -276,6 +306,9 @@ RUNGS = (
      "and a write for the result (3 reads + 1 write)"),
     ("online", "online softmax: running (max, sum) per thread in one read, rescaled when the max grows, "
      "merged over the block; a second read writes (2 reads + 1 write)"),
+    ("packed_rows", "rows of up to 16 vectors packed: a CTA moves a block of whole rows through shared memory "
+     "as 16-byte vectors of one contiguous stream (asynchronous copies in), a few lanes reducing each row by "
+     "shuffles; online beyond"),
     ("warp_rows", "short rows in registers, a power-of-two slice of a warp a row (several rows a warp), "
      "shuffles only: one read, one write; 16-byte vectors of the aligned window covering each row at any "
      "alignment; online past 128 vectors"),
@@ -283,8 +316,8 @@ RUNGS = (
      "beyond"),
     ("cluster_row", "rows past one CTA as a thread-block cluster a row (sm_90), each CTA a slice in registers, "
      "(max, sum) pushed to its peers by st.async (shorter rows as cta_row); online beyond, and before sm_90"),
-    ("auto", "the first of warp_rows, cta_row and cluster_row that holds the row (online beyond): the "
-     "threads, vectors a thread and cluster size computed from the row's length"),
+    ("auto", "the first of packed_rows, warp_rows, cta_row and cluster_row that holds the row (online beyond): "
+     "the lanes, threads, vectors a thread and cluster size computed from the row's length"),
 )
 
 OP = register(Op(

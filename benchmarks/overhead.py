@@ -102,7 +102,9 @@ op.call(*args, **kwargs); torch.cuda.synchronize()
 t3 = time.perf_counter()
 op.call(*args, **kwargs); torch.cuda.synchronize()
 t4 = time.perf_counter()
-print(json.dumps({{"import_s": t1 - t0, "first_call_s": t3 - t2, "second_call_s": t4 - t3}}))
+from kernelkit.runtime.compiler import nvrtc_runs
+print(json.dumps({{"import_s": t1 - t0, "first_call_s": t3 - t2, "second_call_s": t4 - t3,
+                  "nvrtc_builds": nvrtc_runs[0], "nvrtc_s": nvrtc_runs[1]}}))
 """
 
 
@@ -120,7 +122,8 @@ def first_calls(names) -> list[dict]:
             continue
         got = json.loads(res.stdout.strip().splitlines()[-1])
         rows.append({"op": name, **{k: round(v, 4) for k, v in got.items()}})
-        print(f"{name:16s} first call {got['first_call_s']:.3f} s (cold cache), second {got['second_call_s'] * 1e3:.2f} ms",
+        print(f"{name:16s} first call {got['first_call_s']:.3f} s (cold cache; NVRTC {got['nvrtc_builds']} builds "
+              f"{got['nvrtc_s']:.3f} s), second {got['second_call_s'] * 1e3:.2f} ms",
               flush=True)
     return rows
 

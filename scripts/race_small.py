@@ -13,7 +13,7 @@ from kernelkit.ops.reduction import norm
 
 DTYPES = [getattr(torch, d) for d in os.environ.get("KK_RACE_DTYPES", "float32,float16").split(",")]
 for dt in DTYPES:
-    for cfg in norm.configs(dt, aligned=True):
+    for cfg in norm.configs(dt, form=norm.ALIGNED, rung="bulk_ring"):
         if not isinstance(cfg, norm.BulkRing):
             continue
         len_ = cfg.capacity(dt)

@@ -18,7 +18,7 @@ from kernelkit.ops.reduction import norm
 from kernelkit.ops.reduction._rows import per_vec
 
 dtypes = [getattr(torch, d) for d in (sys.argv[1] if len(sys.argv) > 1 else "bfloat16,float16,float32").split(",")]
-cfgs = sorted({c for d in (torch.bfloat16, *dtypes) for c in norm.configs(d, aligned=True)
+cfgs = sorted({c for d in (torch.bfloat16, *dtypes) for c in norm.configs(d, form=norm.ALIGNED, rung="smem_rows")
                if isinstance(c, norm.SmemRows)}, key=repr)
 for dtype in dtypes:
     n = per_vec(dtype)

@@ -43,7 +43,8 @@ def candidates(op: str, dtype: torch.dtype, len_: int, given: list[str], rows: s
         tiles += [norm.NormTile(g, v, c, staged=True, handout=h) for h in ((False, True) if c > 1 else (False,))]
     if given or tiles:
         return [parse_config(text, mod.CONFIG_CLASSES) for text in given] + tiles
-    cfgs = mod.configs(dtype) if op == "softmax" else mod.configs(dtype, aligned=True)
+    cfgs = (mod.configs(dtype) if op == "softmax"
+            else {c for rung in mod.RUNG_RULES for c in mod.configs(dtype, form=mod.ALIGNED, rung=rung)})
     return [c for c in cfgs if hasattr(c, "capacity") and len_ <= c.capacity(dtype) < 2 * len_]
 
 

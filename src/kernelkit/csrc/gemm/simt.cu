@@ -104,7 +104,7 @@ template <typename T>
 __global__ void __launch_bounds__(256)
 mm_reg8x8(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 lda, i64 ldb,
           i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
-  constexpr int BM = 128, BN = 128, BK = 8, T = 256;
+  constexpr int BM = 128, BN = 128, BK = 8, kThreads = 256;
   using SA = mm::RowsR<BK + 1>;  // A as it comes: [m][k]
   using SB = mm::RowsK<BN>;      // B: [k][n]
   __shared__ T as[BM * (BK + 1)], bs[BK * BN];
@@ -115,8 +115,8 @@ mm_reg8x8(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 
     const T* a = A + z * p.bsa;
     const T* b = B + z * p.bsb;
     T acc[8][8] = {};
-    mm::TileFetch<T, BM, BK, T> fa;
-    mm::TileFetch<T, BN, BK, T> fb;
+    mm::TileFetch<T, BM, BK, kThreads> fa;
+    mm::TileFetch<T, BN, BK, kThreads> fb;
     for (int k0 = 0; k0 < p.K; k0 += BK) {
       fa.fetch(a, p.lda, p.a_k, p.vec_a, m0, k0, p.M - m0, p.K - k0);
       fb.fetch(b, p.ldb, p.b_k, p.vec_b, n0, k0, p.N - n0, p.K - k0);

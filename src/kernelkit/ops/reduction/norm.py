@@ -27,7 +27,7 @@ from .._shared.launch_rules import compute_capability
 from .._shared.plans import plan_cache, remember
 from ._rows import ALIGNED, WINDOW, WINDOW_IN, config_text, parse_config, per_vec, row_form
 from .norm_configs import (CONFIG_CLASSES, SRC, BulkRing, NormConfig, NormPacked, NormTile, SmemRows,  # noqa: F401
-                           Welford, config_for, config_order, configs, shared_per_block)
+                           RUNG_RULES, Welford, config_for, config_order, configs, shared_per_block)
 
 __all__ = ["layer_norm", "rms_norm"]
 

@@ -148,6 +148,27 @@ def test_lane_only_for_the_plain_call_and_falls_through():
     assert len(invert_module.SPEC.lanes) == 1
 
 
+def test_fixed_lane_replays_the_plain_call_of_a_shape():
+    """A plain out-of-place call on an aligned contiguous image records its launch as the fixed lane of its
+    shape; later such calls replay it with their own addresses (any contents), and images it does not take
+    (misaligned, another shape, in place) fall through to the checked path, all exact."""
+    clear_plans()
+    dev = torch.cuda.current_device()
+    img = _image((37, 41, 4))
+    _exact(kernelkit.invert_colors(img), img, "recording call")
+    assert (torch.uint8, dev, img.shape, 0) in invert_module._FIXED
+    for i in range(3):
+        other = _image((37, 41, 4))
+        got = kernelkit.invert_colors(other)
+        assert got.data_ptr() != other.data_ptr()
+        _exact(got, other, f"replay {i}")
+    for img2 in (_image((37, 41, 4), 3), _image((41, 37, 4))):
+        _exact(kernelkit.invert_colors(img2), img2, f"falls through {tuple(img2.shape)}")
+    keep = img.clone()
+    assert kernelkit.invert_colors(img, inplace=True) is img
+    _exact(img, keep, "in place after the fixed lane")
+
+
 @pytest.mark.slow
 def test_more_than_2_31_bytes():
     img = torch.randint(0, 256, (2, 16384, 16385, 4), dtype=torch.uint8, device="cuda")  # 2.15e9 bytes

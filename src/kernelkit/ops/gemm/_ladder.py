@@ -204,6 +204,8 @@ def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tu
     with allow_tf32=True); on ``best`` it is SIMT unless allow_tf32 is set."""
     if rung in HOPPER_RUNGS:  # its sm_90a kernels, and the mma kernels of the shapes the TMA cannot take
         return hopper_kernels(rung, dtype) + _rung_kernels("mma", dtype)
+    if rung == "best" and dtype in (F16, BF16):  # sm_90: the TMA rung; elsewhere and where it cannot read: mma
+        return hopper_kernels(BEST_HOPPER, dtype) + _rung_kernels("mma", dtype)
     tc = dtype != F32 or allow_tf32 or rung in ("wmma_global", "wmma_smem", "mma")
     if rung in ("simt_best", "warp_tile") or (rung == "best" and not tc):
         tiles = (SIMT_WARP_TILE,) if rung == "warp_tile" else (SIMT_LARGE, SIMT_WARP_TILE, SIMT_SMALL)
@@ -224,6 +226,11 @@ def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tu
                 + tuple(mma_kernel(dtype, t, a, b) for t in (MMA_LARGE, MMA_SMALL) for a, b in lays))
     return ()
 
+
+# best's rung for fp16 and bf16 on sm_90: on an H100 tma_wgmma ran at 0.90-1.2x ws over 22 shapes (ws ahead
+# at M = 128 with N = 4096, 12% behind at 16384 x 128256 x 4096), geomean 81% of cuBLAS against ws's 80%, and
+# at 1.0-2.4x mma on every shape (docs/design/matmul.md)
+BEST_HOPPER = "tma_wgmma"
 
 SIMPLE = {  # rung -> (kernel name, block threads, block tile (M, N))
     "naive": ("kk::mm_naive<T>", 256, (8, 32)),
@@ -282,8 +289,9 @@ LADDER = (
     _variant("cute", "the mma rung's plan at its 128x128 tile written with CuTe (needs kernelkit[cute]): a "
              "TiledMMA of SM80 m16n8k16 atoms (8 warps, 64x32 each), ldmatrix TiledCopies (LDSM_N, LDSM_T for "
              "m/n-major) from Swizzle<2,3,3> / <3,3,3> shared layouts, a 4-stage cp.async TiledCopy", (F16, BF16)),
-    _variant("best", "the fastest rung for the dtype: simt_best for fp32, mma for fp16, bf16, int8 and tf32, "
-             "dmma for fp64", (F32, F16, BF16, I8, F64), default=True),
+    _variant("best", "the fastest rung for the dtype: simt_best for fp32; for fp16 and bf16 tma_wgmma on sm_90 "
+             "(mma where the TMA cannot read the operands, and on other GPUs); mma for int8 and tf32; dmma for "
+             "fp64", (F32, F16, BF16, I8, F64), default=True),
 )
 
 

@@ -319,7 +319,7 @@ def test_depthwise_planes_rule():
     assert dw.planes_pitch(55, 3, 1) == 57 and dw.planes_pitch(28, 3, 2) == 58 and dw.planes_pitch(27, 3, 2) == 56
     assert dw.planes_rule(2304, 55, 55, 3, 1, 132) == dw.DwPlanes(8, 2, 7)  # 57 x 57 floats a plane
     assert dw.planes_rule(2304, 28, 28, 3, 2, 132).ry == 4  # 7 strips of 4: 63 staged rows against 68 for 8
-    assert dw.planes_rule(49152, 7, 7, 7, 1, 132) == dw.DwPlanes(8, 45, 1)  # 14 x 13 floats a plane, 8 KB
+    assert dw.planes_rule(49152, 7, 7, 7, 1, 132) == dw.DwPlanes(8, 36, 1)  # 252 strips: one round of 256 threads
     assert dw.planes_rule(256, 17, 31, 3, 1, 132).planes == 1  # 256 planes: one a block, two blocks an SM
     t = dw.planes_rule(256, 127, 129, 3, 1, 132)
     assert t.planes == 1 and t.strips == 6 and t.rows(3, 1) == 50 and t.smem(129, 3, 1) <= dw.PLANES_SMEM

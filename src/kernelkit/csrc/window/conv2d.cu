@@ -316,6 +316,7 @@ dw_planes(const T* __restrict__ in, T* __restrict__ out, const float* __restrict
   const int total = P * IH * IW;
   for (int base = tid; base < total; base += nthr * kDwBatch2) {
     float v[kDwBatch2];
+    int at[kDwBatch2];  // the shared-memory index, kept from the load's decomposition
 #pragma unroll
     for (int b = 0; b < kDwBatch2; ++b) {
       const int q = base + b * nthr;
@@ -324,14 +325,11 @@ dw_planes(const T* __restrict__ in, T* __restrict__ out, const float* __restrict
       const int y = iy0 + r, x = cc - p_w, gp = plane0 + pl;
       const bool ok = q < total && gp < NC && (unsigned)y < (unsigned)H && (unsigned)x < (unsigned)W;
       v[b] = ok ? wload(in[((i64)gp * H + y) * W + x]) : 0.0f;
+      at[b] = q < total ? rr * pitch + dw_col<S>(cc, half) : -1;
     }
 #pragma unroll
-    for (int b = 0; b < kDwBatch2; ++b) {
-      const int q = base + b * nthr;
-      if (q >= total) break;
-      const int rr = dw_div(q, mw), cc = q - rr * IW;
-      tile[rr * pitch + dw_col<S>(cc, half)] = v[b];
-    }
+    for (int b = 0; b < kDwBatch2; ++b)
+      if (at[b] >= 0) tile[at[b]] = v[b];
   }
   __syncthreads();
   const unsigned mo = dw_magic(OW), ms = dw_magic(NS);

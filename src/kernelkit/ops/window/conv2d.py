@@ -154,8 +154,9 @@ def planes_pitch(ow: int, k: int, s: int) -> int:
 def planes_rule(planes: int, oh: int, ow: int, k: int, s: int, sms: int) -> Optional[DwPlanes]:
     """The band for ``planes`` NCHW planes of OH x OW outputs, or None when one strip of the row does not
     fit PLANES_SMEM. ``ry``: the fewest staged rows read per column, (OH / ry rounded up) ((ry - 1) S + K)
-    (ties: 8); the whole plane when it fits, with as many planes a block as reach PLANES_ITEMS strips
-    (and no fewer than two blocks an SM); else the most strips that fit, split evenly over the bands."""
+    (ties: 8); the whole plane when it fits, with the planes a block (up to PLANES_ITEMS strips, no fewer
+    than two blocks an SM) whose strips fill the threads' rounds best; else the most strips that fit,
+    split evenly over the bands."""
     ry = min(PLANES_RY, key=lambda r: (cdiv(oh, r) * ((r - 1) * s + k), -r))
     budget = PLANES_SMEM // 4
     pitch = planes_pitch(ow, k, s)
@@ -163,8 +164,11 @@ def planes_rule(planes: int, oh: int, ow: int, k: int, s: int, sms: int) -> Opti
     whole = DwPlanes(ry, 1, every)
     per_plane = whole.rows(k, s) * pitch
     if per_plane <= budget:
-        p = min(budget // per_plane, cdiv(PLANES_ITEMS, every * ow), max(1, planes // (2 * sms)))
-        return DwPlanes(ry, max(1, p), every)
+        most = max(1, min(budget // per_plane, cdiv(PLANES_ITEMS, every * ow), planes // (2 * sms)))
+        # the group whose strips fill the block's rounds of PLANES_THREADS best (ties: the larger)
+        p = max(range(1, most + 1), key=lambda q: (q * every * ow / (cdiv(q * every * ow, PLANES_THREADS)
+                                                                     * PLANES_THREADS), q))
+        return DwPlanes(ry, p, every)
     ns = ((budget // pitch - k) // s + 1) // ry
     if ns < 1:
         return None

@@ -310,6 +310,37 @@ def test_depthwise_tile_rule():
     assert dw.tile_shape(3, 3, [1, 1], [2, 2]) is None and dw.tile_shape(3, 3, [1, 2], [1, 1]) is None
 
 
+def test_depthwise_planes_rule():
+    """The planar band: ry of the fewest staged rows a column, whole small planes grouped up to the strip
+    target (never fewer than two blocks an SM), large planes cut into even bands within the bound, None
+    when one strip of the row does not fit."""
+    from kernelkit.ops.window import conv2d as dw
+
+    assert dw.planes_pitch(55, 3, 1) == 57 and dw.planes_pitch(28, 3, 2) == 58 and dw.planes_pitch(27, 3, 2) == 56
+    assert dw.planes_rule(2304, 55, 55, 3, 1, 132) == dw.DwPlanes(8, 2, 7)  # 57 x 57 floats a plane
+    assert dw.planes_rule(2304, 28, 28, 3, 2, 132).ry == 4  # 7 strips of 4: 63 staged rows against 68 for 8
+    assert dw.planes_rule(49152, 7, 7, 7, 1, 132) == dw.DwPlanes(8, 36, 1)  # 252 strips: one round of 256 threads
+    assert dw.planes_rule(256, 17, 31, 3, 1, 132).planes == 1  # 256 planes: one a block, two blocks an SM
+    t = dw.planes_rule(256, 127, 129, 3, 1, 132)
+    assert t.planes == 1 and t.strips == 6 and t.rows(3, 1) == 50 and t.smem(129, 3, 1) <= dw.PLANES_SMEM
+    assert dw.planes_rule(80, 1, 4099, 7, 1, 132) is None  # 14 rows of 4105 floats: past the bound
+    for planes in (1, 7, 300, 70000):
+        for oh in (1, 2, 7, 13, 28, 56, 127, 300):
+            for ow in (1, 7, 28, 55, 129, 999):
+                for k, s in dw.TILE_KS:
+                    t = dw.planes_rule(planes, oh, ow, k, s, 132)
+                    if t is None:
+                        assert ((8 - 1) * s + k) * dw.planes_pitch(ow, k, s) * 4 > dw.PLANES_SMEM
+                        continue
+                    assert t.fits(oh, ow, k, s) and t.smem(ow, k, s) <= dw.PLANES_SMEM
+                    assert t.planes == 1 or t.strips == -(-oh // t.ry)
+                    bands = -(-(-(-oh // t.ry)) // t.strips)
+                    assert (bands - 1) * t.strips * t.ry < oh  # no band wholly outside the plane
+    p = dw.DwPlanes(4, 3, 2)
+    assert p.rows(3, 1) == 10 and p.rows(5, 2) == 19 and p.smem(10, 3, 1) == 3 * 10 * 12 * 4
+    assert not p.fits(9, 10, 3, 1) and p.fits(8, 10, 3, 1) and not dw.DwPlanes(6, 1, 1).fits(9, 9, 3, 1)
+
+
 @pytest.fixture(scope="module")
 def sm90_pool_conv():
     pytest.importorskip("cuda.core")
@@ -331,3 +362,10 @@ def test_span_and_tile_kernels_in_the_sass(sm90_pool_conv):
         assert r.local_ops == 0 and r.spill_bytes == 0
         if ", true>" in r.kernel.name:
             assert max(r.load_widths) == 128, r.kernel.name
+    from kernelkit.ops.window import conv2d as dw
+
+    planar = [r for r in sm90_pool_conv["conv2d"] if "dw_planes" in r.kernel.name]
+    assert len({r.kernel.name for r in planar}) == 3 * len(dw.TILE_KS) * len(dw.PLANES_RY)
+    for r in planar:
+        assert any(op.startswith("STS") for op in r.opcodes) and any(op.startswith("LDS") for op in r.opcodes)
+        assert r.local_ops == 0 and r.spill_bytes == 0

@@ -380,6 +380,39 @@ def test_depthwise_tiles_of_every_shape(dtype, channels_last):
                 _dw_check(x, c, k, s, p, 1, True, "tiled", cfg)
 
 
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_depthwise_planar_bands(dtype):
+    """The planar band kernels (NCHW) under bands of one strip to the whole plane, one plane or several a
+    block (a last group past the planes), on odd and H = 1 planes, offset views, strides 1 and 2, every
+    padding from none to past the window."""
+    from kernelkit.ops.window.conv2d import DwPlanes
+
+    torch.manual_seed(10)
+    for (n, c, h, w), offset in (((2, 5, 19, 45), 0), ((1, 7, 40, 17), 3), ((3, 3, 1, 67), 1), ((2, 9, 7, 7), 0),
+                                 ((1, 2, 33, 1), 5)):
+        x = _input((n, c, h, w), dtype, offset)
+        for k, s, p in ((3, 1, 1), (7, 1, 3), (3, 2, 1), (5, 2, 0), (5, 1, 2), (3, 1, 0), (3, 2, 2), (7, 1, 4)):
+            oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+            if oh <= 0 or ow <= 0:
+                continue
+            for ry in (4, 8):
+                every = -(-oh // ry)
+                for cfg in (DwPlanes(ry, 1, 1), DwPlanes(ry, 1, 2), DwPlanes(ry, 1, every), DwPlanes(ry, 4, every),
+                            DwPlanes(ry, 2, every)):
+                    if cfg.fits(oh, ow, k, s):
+                        _dw_check(x, c, k, s, p, 1, (ry + cfg.planes) % 2 == 0, None, cfg)
+
+
+def test_depthwise_planar_rule_on_the_gpu():
+    """The rule's bands on planes of many rows (several bands), many small planes (a group a block) and
+    few channels at stride 2 (the planar kernels, not the direct ones)."""
+    torch.manual_seed(11)
+    for (n, c, h, w), k, s, p in (((1, 16, 300, 257), 3, 1, 1), ((2, 40, 127, 129), 5, 2, 2), ((4, 300, 7, 7), 7, 1, 3),
+                                  ((2, 3, 55, 55), 3, 2, 1), ((1, 4, 1, 4099), 3, 1, 1)):
+        for dtype in FLOATS:
+            _dw_check(_input((n, c, h, w), dtype, 1), c, k, s, p, 1, True, None)
+
+
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16), ids=str)
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_depthwise_network_layers(dtype, channels_last):
@@ -408,6 +441,16 @@ def test_depthwise_config_errors():
         kernelkit.conv2d(x, w, padding=1, groups=32, variant="direct", config=DwTile(8, 1, 1))
     with pytest.raises(ValueError):
         kernelkit.conv2d(x, w, padding=2, dilation=2, groups=32, config=DwTile(8, 1, 1))
+    from kernelkit.ops.window.conv2d import DwPlanes
+    with pytest.raises(ValueError):  # several planes a block only as whole planes
+        kernelkit.conv2d(x, w, padding=1, groups=32, config=DwPlanes(4, 2, 1))
+    with pytest.raises(ValueError):
+        kernelkit.conv2d(x, w, padding=1, groups=32, config=DwPlanes(5, 1, 1))
+    with pytest.raises(ValueError):
+        kernelkit.conv2d(x, w, padding=1, groups=32, variant="tiled", config=DwPlanes(4, 1, 1))
+    with pytest.raises(ValueError):
+        kernelkit.conv2d(x.contiguous(memory_format=torch.channels_last), w, padding=1, groups=32,
+                         config=DwPlanes(4, 1, 1))
 
 
 def test_conv2d_other_cases_are_torch():

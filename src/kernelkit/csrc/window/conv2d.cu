@@ -281,4 +281,91 @@ dw_tile(const T* __restrict__ in, T* __restrict__ out, const float* __restrict__
   }
 }
 
+// ------------------------------------------------------------------------------------ planar bands
+// NCHW: a block stages a band of P whole-width planes (P > 1 only when the band is the whole plane) in
+// shared memory as float32, the zero padding included: IH rows of IW inputs a plane, gathered by a flat
+// index over (plane, row, column) so that a warp's loads run along contiguous rows whatever the width,
+// 32 bytes of loads in flight a thread (8 floats, 16 halves). At stride 2 a row is stored deinterleaved (even columns, then odd)
+// so that lanes on consecutive outputs read consecutive floats. A thread computes a column strip of RY
+// outputs of one plane (consecutive lanes on consecutive columns: conflict-free reads, coalesced stores),
+// one register window of K inputs a staged row feeding every output row it reaches; the plane's K*K
+// weights are read into registers once a strip (lanes of a plane read the same address).
+
+template <int S>
+__device__ __forceinline__ int dw_col(int cc, int half) {
+  if constexpr (S == 1) return cc;
+  else return (cc & 1) * half + (cc >> 1);
+}
+
+template <typename T, int K, int S, int RY>
+__global__ void __launch_bounds__(256, 3)
+dw_planes(const T* __restrict__ in, T* __restrict__ out, const float* __restrict__ w, const float* __restrict__ bias,
+          int NC, int C, int H, int W, int OH, int OW, int p_h, int p_w, int P, int NS, int bands, int IH, int IW,
+          int pitch) {
+  extern __shared__ float4 smem4[];
+  float* tile = reinterpret_cast<float*>(smem4);
+  constexpr int NR = (RY - 1) * S + K;
+  constexpr int kDwBatch2 = 32 / (int)sizeof(T);
+  const int tid = threadIdx.x, nthr = blockDim.x;
+  const int half = pitch >> 1;
+  const int g = blockIdx.x / bands, band = blockIdx.x - g * bands;
+  const int plane0 = g * P;
+  const int srow0 = band * NS * RY;      // first output row of the band
+  const int iy0 = srow0 * S - p_h;       // input row of staged row 0
+  const unsigned mw = dw_magic(IW), mh = dw_magic(IH);
+  const int total = P * IH * IW;
+  for (int base = tid; base < total; base += nthr * kDwBatch2) {
+    float v[kDwBatch2];
+    int at[kDwBatch2];  // the shared-memory index, kept from the load's decomposition
+#pragma unroll
+    for (int b = 0; b < kDwBatch2; ++b) {
+      const int q = base + b * nthr;
+      const int rr = dw_div(q, mw), cc = q - rr * IW;
+      const int pl = dw_div(rr, mh), r = rr - pl * IH;
+      const int y = iy0 + r, x = cc - p_w, gp = plane0 + pl;
+      const bool ok = q < total && gp < NC && (unsigned)y < (unsigned)H && (unsigned)x < (unsigned)W;
+      v[b] = ok ? wload(in[((i64)gp * H + y) * W + x]) : 0.0f;
+      at[b] = q < total ? rr * pitch + dw_col<S>(cc, half) : -1;
+    }
+#pragma unroll
+    for (int b = 0; b < kDwBatch2; ++b)
+      if (at[b] >= 0) tile[at[b]] = v[b];
+  }
+  __syncthreads();
+  const unsigned mo = dw_magic(OW), ms = dw_magic(NS);
+  const int items = P * NS * OW;
+  for (int t = tid; t < items; t += nthr) {
+    const int q = OW > 1 ? dw_div(t, mo) : t, ox = t - q * OW;
+    const int pl = NS > 1 ? dw_div(q, ms) : q, st = q - pl * NS;
+    const int gp = plane0 + pl, oy0 = srow0 + st * RY;
+    if (gp >= NC || oy0 >= OH) continue;
+    const int c = gp % C;
+    float wr[K * K];
+#pragma unroll
+    for (int i = 0; i < K * K; ++i) wr[i] = __ldg(w + (i64)c * (K * K) + i);
+    const float b0 = bias != nullptr ? __ldg(bias + c) : 0.0f;
+    float acc[RY];
+#pragma unroll
+    for (int j = 0; j < RY; ++j) acc[j] = b0;
+    const float* rp = tile + (pl * IH + st * RY * S) * pitch + ox;
+#pragma unroll
+    for (int r = 0; r < NR; ++r) {
+      float win[K];
+#pragma unroll
+      for (int dx = 0; dx < K; ++dx) win[dx] = rp[r * pitch + (S == 1 ? dx : (dx & 1) * half + (dx >> 1))];
+#pragma unroll
+      for (int j = 0; j < RY; ++j) {
+        const int dy = r - j * S;
+        if (dy < 0 || dy >= K) continue;
+#pragma unroll
+        for (int dx = 0; dx < K; ++dx) acc[j] = fmaf(wr[dy * K + dx], win[dx], acc[j]);
+      }
+    }
+    const i64 o = ((i64)gp * OH + oy0) * OW + ox;
+#pragma unroll
+    for (int j = 0; j < RY; ++j)
+      if (oy0 + j < OH) dw_store(out, o + (i64)j * OW, acc[j]);
+  }
+}
+
 }  // namespace kk

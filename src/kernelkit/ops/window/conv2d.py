@@ -112,6 +112,78 @@ def tile_rule(OH: int, OW: int, k: int, s: int, channels_last: bool) -> DwTile:
     return best
 
 
+PLANES_RY = (4, 8)  # output rows a thread of the planar band kernels (a column strip)
+PLANES_SMEM = 32 * 1024  # the band the rule stages: several blocks an SM without an opt-in
+PLANES_MAX_SMEM = 48 * 1024  # the most a configured band may ask for
+PLANES_THREADS = 256
+PLANES_ITEMS = 2 * PLANES_THREADS  # strips a block aims at when planes are small: two a thread
+
+
+@dataclass(frozen=True)
+class DwPlanes:
+    """The planar band kernels' block (NCHW): ``planes`` whole planes, or one plane's band of ``strips``
+    strips of ``ry`` output rows (``ry`` in PLANES_RY), staged in shared memory at full width; a thread
+    computes one column of a strip."""
+
+    ry: int
+    planes: int
+    strips: int
+
+    def rows(self, k: int, s: int) -> int:
+        """Input rows a plane's band stages (its halo and padding included)."""
+        return (self.strips * self.ry - 1) * s + k
+
+    def smem(self, ow: int, k: int, s: int) -> int:
+        return self.planes * self.rows(k, s) * planes_pitch(ow, k, s) * 4
+
+    def fits(self, oh: int, ow: int, k: int, s: int) -> bool:
+        """Whether the kernels run this band: a compiled ry, several planes only as whole planes, and
+        PLANES_MAX_SMEM."""
+        return (self.ry in PLANES_RY and self.planes >= 1 and self.strips >= 1
+                and (self.planes == 1 or self.strips >= cdiv(oh, self.ry))
+                and self.smem(ow, k, s) <= PLANES_MAX_SMEM)
+
+
+def planes_pitch(ow: int, k: int, s: int) -> int:
+    """Floats a staged row takes: the (OW - 1) S + K inputs, at stride 2 as two halves of equal length."""
+    iw = (ow - 1) * s + k
+    return iw if s == 1 else 2 * cdiv(iw, 2)
+
+
+@functools.lru_cache(maxsize=4096)
+def planes_rule(planes: int, oh: int, ow: int, k: int, s: int, sms: int) -> Optional[DwPlanes]:
+    """The band for ``planes`` NCHW planes of OH x OW outputs, or None when one strip of the row does not
+    fit PLANES_SMEM. ``ry``: the fewest staged rows read per column, (OH / ry rounded up) ((ry - 1) S + K)
+    (ties: 8); the whole plane when it fits, with the planes a block (up to PLANES_ITEMS strips, no fewer
+    than two blocks an SM) whose strips fill the threads' rounds best; else the most strips that fit,
+    split evenly over the bands."""
+    ry = min(PLANES_RY, key=lambda r: (cdiv(oh, r) * ((r - 1) * s + k), -r))
+    budget = PLANES_SMEM // 4
+    pitch = planes_pitch(ow, k, s)
+    every = cdiv(oh, ry)
+    whole = DwPlanes(ry, 1, every)
+    per_plane = whole.rows(k, s) * pitch
+    if per_plane <= budget:
+        most = max(1, min(budget // per_plane, cdiv(PLANES_ITEMS, every * ow), planes // (2 * sms)))
+        # the group whose strips fill the block's rounds of PLANES_THREADS best (ties: the larger)
+        p = max(range(1, most + 1), key=lambda q: (q * every * ow / (cdiv(q * every * ow, PLANES_THREADS)
+                                                                     * PLANES_THREADS), q))
+        return DwPlanes(ry, p, every)
+    ns = ((budget // pitch - k) // s + 1) // ry
+    if ns < 1:
+        return None
+    return DwPlanes(ry, 1, cdiv(every, cdiv(every, ns)))
+
+
+def planes_name(dtype: torch.dtype, k: int, s: int, ry: int) -> str:
+    return f"kk::dw_planes<{CXX[dtype]}, {k}, {s}, {ry}>"
+
+
+def _planar(dtype):
+    return tuple(Kernel(SRC, planes_name(dtype, k, s, ry), block=PLANES_THREADS, dyn_shared=PLANES_SMEM)
+                 for k, s in TILE_KS for ry in PLANES_RY)
+
+
 def tile_shape(kh: int, kw: int, stride: list[int], dilation: list[int]) -> Optional[tuple[int, int]]:
     """(K, S) where the tiled kernels are compiled for this window, else None."""
     if kh == kw and stride[0] == stride[1] and dilation == [1, 1] and (kh, stride[0]) in TILE_KS:
@@ -141,13 +213,17 @@ VARIANTS = (
             "NCHW), a lane a channel with its weights in registers and 2 x 7-8 outputs from register windows; "
             "compiled 3x3, 5x5, 7x7 at stride 1 and 3x3, 5x5 at stride 2 (others: the direct kernels)",
             FLOATS, lambda dtype, **_: (*_tiled(dtype), *_direct(dtype))),
-    Variant("best", "the tiled kernels where compiled and there are 16 channels or more; planar inputs of fewer "
+    Variant("best", "compiled windows: NCHW on planar bands (whole-width rows of one plane, or several whole "
+            "small planes, staged in shared memory by coalesced row loads; a thread a column strip of 4 or 8 "
+            "outputs), channels_last on the tiled kernels (16 channels or more); planar inputs of fewer "
             "channels at stride 1 with the size-keeping padding on filter2d's tiles (a weight set per channel); "
             "the direct kernels otherwise", FLOATS,
-            lambda dtype, **_: (*_tiled(dtype), *_registers(dtype), *_vector(dtype), *_direct(dtype)), default=True),
+            lambda dtype, **_: (*_planar(dtype), *_tiled(dtype), *_registers(dtype), *_vector(dtype),
+                                *_direct(dtype)), default=True),
 )
 
 _plans = plan_cache()
+CONFIG_TILE, CONFIG_PLANES = 0, 1  # the first of the ints a config reaches the custom op as
 _weights = {False: TensorCache(), True: TensorCache()}  # by tap_major: both forms kept for a weight
 
 
@@ -186,6 +262,24 @@ def _run_tiled(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out:
            device_index=dev)
 
 
+def _run_planes(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out: torch.Tensor, ks: tuple[int, int],
+                padding: list[int], t: DwPlanes) -> None:
+    N, C, H, W = x.shape
+    OH, OW = out.shape[-2:]
+    dev, dtype = x.get_device(), x.dtype
+    k, s = ks
+    key = ("planes", dtype, dev, k, s, t.ry)
+    kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, planes_name(dtype, k, s, t.ry), device_index=dev))
+    shmem = t.smem(OW, k, s)
+    bands = cdiv(cdiv(OH, t.ry), t.strips)
+    NC = N * C
+    i32 = np.int32
+    launch(kern, cdiv(NC, t.planes) * bands, PLANES_THREADS, x.data_ptr(), out.data_ptr(), w.data_ptr(),
+           0 if b is None else b.data_ptr(), i32(NC), i32(C), i32(H), i32(W), i32(OH), i32(OW), i32(padding[0]),
+           i32(padding[1]), i32(t.planes), i32(t.strips), i32(bands), i32(t.rows(k, s)), i32((OW - 1) * s + k),
+           i32(planes_pitch(OW, k, s)), shmem=shmem, name="dw_planes", device_index=dev)
+
+
 def _conv2d_into(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], out: torch.Tensor,
                  stride: list[int], padding: list[int], dilation: list[int], variant: Optional[str],
                  config: Optional[list[int]]) -> None:
@@ -196,8 +290,17 @@ def _conv2d_into(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
     b = None if bias is None else bias.to(torch.float32).contiguous()
     cl = not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
     ks = tile_shape(KH, KW, stride, dilation)
+    if ks is not None and not cl and variant in (None, "best"):
+        t = None
+        if config is not None and config[0] == CONFIG_PLANES:
+            t = DwPlanes(*config[1:])
+        elif config is None and (C >= TILE_MIN_CHANNELS or stride != [1, 1] or padding != [KH // 2, KW // 2]):
+            t = planes_rule(N * C, OH, OW, ks[0], ks[1], sm_count(dev))
+        if t is not None:
+            _run_planes(x.contiguous(), _float_weights(weight, False), b, out, ks, padding, t)
+            return
     if ks is not None and (variant == "tiled" or (variant in (None, "best") and C >= TILE_MIN_CHANNELS)):
-        t = DwTile(*config) if config is not None else tile_rule(OH, OW, ks[0], ks[1], cl)
+        t = DwTile(*config[1:]) if config is not None else tile_rule(OH, OW, ks[0], ks[1], cl)
         _run_tiled(x if cl else x.contiguous(), _float_weights(weight, True), b, out, ks, padding, cl, t)
         return
     same = (stride == [1, 1] and dilation == [1, 1] and KH % 2 == 1 and KW % 2 == 1
@@ -237,7 +340,7 @@ def _pair(v, name: str) -> list[int]:
 
 def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, stride=1, padding=0,
            dilation=1, groups: int = 1, *, variant: Optional[str] = None,
-           config: Optional[DwTile] = None) -> torch.Tensor:
+           config: "Optional[DwTile | DwPlanes]" = None) -> torch.Tensor:
     """2-D convolution with torch.nn.functional.conv2d's arguments and semantics (a correlation).
 
     The depthwise case runs on kernelkit's kernels: a float32, float16 or bfloat16 CUDA ``input`` of
@@ -252,12 +355,14 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     ``variant``: a rung of ``kernelkit.ladder("conv2d")`` for the depthwise case; None picks the best.
     ``config``: for tuning and tests, a ``DwTile`` (``kernelkit.ops.window.conv2d.DwTile``: outputs a
     thread along W, warps across and down) for the tiled kernels, which then run (with variant None,
-    "best" or "tiled"); without it ``tile_rule`` picks the tile from the output size, kernel and stride.
+    "best" or "tiled"), or, for an NCHW input, a ``DwPlanes`` (output rows a thread, planes a block,
+    strips a band) for the planar band kernels (variant None or "best"); without one ``planes_rule``
+    (NCHW) and ``tile_rule`` (channels_last) pick from the output size, kernel, stride and SM count.
 
     Raises TypeError for a non-tensor input, a depthwise input of another dtype, sizes that are not
-    ints or a config that is not a DwTile; ValueError for an unknown variant, a weight or bias on another
+    ints or a config that is not a DwTile or DwPlanes; ValueError for an unknown variant, a weight or bias on another
     device, a padding string other than "valid"/"same", an output that would be empty, or a config for
-    a window the tiled kernels are not compiled for, another rung, or a tile they cannot run.
+    a window the tiled kernels are not compiled for, another rung, or a tile or band they cannot run.
     """
     depthwise = (isinstance(input, torch.Tensor) and isinstance(weight, torch.Tensor) and input.dim() == 4
                  and input.is_cuda and weight.dim() == 4 and groups == input.shape[1] == weight.shape[0]
@@ -292,8 +397,9 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     cfg = None
     if config is not None:
         cfg = _check_config(config, KH, KW, s, d, variant,
-                            not input.is_contiguous() and input.is_contiguous(memory_format=torch.channels_last))
-        variant = "tiled"
+                            not input.is_contiguous() and input.is_contiguous(memory_format=torch.channels_last),
+                            OH, OW)
+        variant = "best" if isinstance(config, DwPlanes) else "tiled"
     out = empty_output(input, (N, C, OH, OW))
     if out.numel():
         _conv2d_out(input, weight, bias, out, s, p, d, variant, cfg)
@@ -301,20 +407,28 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
 
 
 def _check_config(config, KH: int, KW: int, s: list[int], d: list[int], variant: Optional[str],
-                  channels_last: bool) -> list[int]:
-    if not isinstance(config, DwTile):
-        raise TypeError(f"conv2d: config must be a DwTile, got {type(config).__name__}")
-    if variant not in (None, "best", "tiled"):
-        raise ValueError(f"conv2d: config sets the tiled kernels' tile, not the {variant!r} rung's")
+                  channels_last: bool, OH: int, OW: int) -> list[int]:
+    if not isinstance(config, (DwTile, DwPlanes)):
+        raise TypeError(f"conv2d: config must be a DwTile or a DwPlanes, got {type(config).__name__}")
+    planar = isinstance(config, DwPlanes)
+    if variant not in ((None, "best") if planar else (None, "best", "tiled")):
+        raise ValueError(f"conv2d: {type(config).__name__} sets the tiled or planar kernels' block, not the "
+                         f"{variant!r} rung's")
     ks = tile_shape(KH, KW, s, d)
     if ks is None:
         raise ValueError(f"conv2d: no tiled kernel for a {KH}x{KW} window at stride {s}, dilation {d}; "
                          f"they are compiled for (K, S) in {TILE_KS}")
+    if planar:
+        if channels_last or not config.fits(OH, OW, *ks):
+            raise ValueError(f"conv2d: {config} is not a band the planar kernels run: NCHW input, ry in "
+                             f"{PLANES_RY}, several planes only whole, at most {PLANES_MAX_SMEM} bytes of shared "
+                             f"memory")
+        return [CONFIG_PLANES, config.ry, config.planes, config.strips]
     if config.rx not in TILE_RX[ks[1]] or not config.fits(*ks, channels_last):
         raise ValueError(f"conv2d: {config} is not a tile the kernels run: rx in {TILE_RX[ks[1]]}, 1 to 8 warps, "
                          f"at most {TILE_SMEM} bytes of shared memory, planar rows of at most "
                          f"{PLANAR_TILE_WIDTH} inputs")
-    return [config.rx, config.warps_x, config.warps_y]
+    return [CONFIG_TILE, config.rx, config.warps_x, config.warps_y]
 
 
 def _bytes(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, **_):

@@ -116,7 +116,8 @@ def test_window_transpose_source_on_the_host(tmp_path):
 
 
 def test_reduction_sources_on_the_host(tmp_path):
-    """reduce_cols (both forms) at every phase with split rows, reduce_fast at the rows rule's blocks with
+    """reduce_cols (both forms) at every phase with split rows, also over rows read in groups with
+    reduce_cols_fold after it (remainder rows, outer slabs); reduce_fast at the rows rule's blocks with
     split rows, reduce_warp_rows; sum and NaN-propagating max; fp32, fp16, bf16."""
     rng = random.Random(8)
     calls = []
@@ -127,6 +128,11 @@ def test_reduction_sources_on_the_host(tmp_path):
                                                    ((1, 64, 2 * 31 * v), 3, 1), ((2, 21, 3 * v), 0, 3), ((1, 50, 32 * v), v, 2)):
                     calls.append((f"run_cols<{t}, {op}, {window}>({outer}, {r}, {inner}, {off}, {rs}, {rng.randrange(1 << 30)})",
                                   f"cols {t} {op} {window} {outer}x{r}x{inner} off {off} split {rs}"))
+                # rows read in groups (g = 16 / gcd(inner * size, 16)): prime and odd widths, remainder rows
+                for (outer, r, inner), off, rs in (((1, 8 * 13 + 5, 127), 0, 3), ((1, 4 * 9 + 3, 37), 1, 2),
+                                                   ((2, 16 * 5, 1021), v, 2), ((1, 8 * 7 + 7, 33), v - 1, 1)):
+                    calls.append((f"run_grouped<{t}, {op}, {window}>({outer}, {r}, {inner}, {off}, {rs}, "
+                                  f"{rng.randrange(1 << 30)})", f"grouped {t} {op} {window} {outer}x{r}x{inner} off {off}"))
             for block in (128, 256, 512, 0):
                 for rows, len_, off, bpr in ((3, 2049, 0, 1), (2, 8197, 3, 1), (2, 20000, 1, 3), (5, 511, 3, 1), (9, 1000, 0, 1)):
                     if block == 0 and len_ > 2048:

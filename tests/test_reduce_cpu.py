@@ -41,7 +41,13 @@ def test_the_fast_rung_lists_the_launches_its_rules_choose(op, dtype):
         # the column kernel, rows on 16-byte boundaries or each row's aligned window, once per result type
         for window in ("false", "true"):
             assert sum(f"reduce_cols<{CXX_TYPE[dtype]}, {t}," in n and n.endswith(f", {window}>") for n in names) == 1
-    assert sum("reduce_cols" in n for n in names) == 2 * len(touts)
+        # the fold of rows read in groups, once per result type
+        assert sum(f"reduce_cols_fold<{CXX_TYPE[dtype]}, {t}," in n for n in names) == 1
+    # the column kernel into fp32 partials (rows read in groups) of both forms, also where no result is fp32
+    for window in ("false", "true"):
+        assert sum(f"reduce_cols<{CXX_TYPE[dtype]}, float," in n and n.endswith(f", {window}>") for n in names) == 1
+    assert sum("reduce_cols<" in n for n in names) == 2 * len(set(touts) | {"float"})
+    assert sum("reduce_cols_fold<" in n for n in names) == len(touts)
     finish = [n for n in kernelkit.get_op(op).variant("vector").kernels(dtype) if "reduce_finish" in n.name]
     assert len(finish) == len(touts)
     for v in kernelkit.ladder(op):
@@ -210,3 +216,67 @@ def test_column_window_emulation_sums_every_column_once(V):
             np.testing.assert_allclose(got, x.sum(1), rtol=1e-12, atol=1e-12)
         if inner % V == 0:
             np.testing.assert_allclose(emulate_reduce_cols(x, 0, V, False, rsplit), x.sum(1), rtol=1e-12, atol=1e-12)
+
+
+def test_narrow_columns_are_read_in_groups_of_rows_by_rule():
+    """col_group, rule by rule: g = 16 / gcd(inner * size, 16) rows where a row's bytes are no multiple of
+    16, the window form's lanes would idle by more than 1/8, the groups make two splits of COL_MIN_ROWS,
+    and they tile each outer slab."""
+    from kernelkit.ops.reduction.reduce import COL_MIN_ROWS, col_group
+
+    f32, f16, bf16 = torch.float32, torch.float16, torch.bfloat16
+    # 127 columns: 16 of a block's 31 vectors in 16-bit (8 rows of 127 are 127 vectors), 32 of 62 in fp32
+    assert col_group(1, 1000003, 127, f16) == col_group(1, 1000003, 127, bf16) == 8
+    assert col_group(1, 1000003, 127, f32) == 4
+    assert col_group(1, 100003, 129, f32) == 4 and col_group(1, 100003, 129, f16) == 8
+    assert col_group(1, 10**6, 1021, f16) == 8  # 1021 of 5 x 248 columns: 18% idle
+    assert col_group(1, 10**6, 1021, f32) == 1  # 1021 of 9 x 124: 8% idle
+    assert col_group(1, 10**6, 4095, f32) == col_group(1, 10**6, 4095, bf16) == 1  # 3% idle
+    assert col_group(1, 10**6, 3, f32) == 4 and col_group(1, 10**6, 6, f16) == 4 and col_group(1, 10**6, 2, f32) == 2
+    # rows on 16-byte boundaries already: none grouped
+    for inner, dtype in ((768, f16), (8192, f32), (8, f16), (4, f32), (300, f32)):
+        assert col_group(1, 10**6, inner, dtype) == 1, (inner, dtype)
+    # too few rows for two splits of COL_MIN_ROWS groups
+    assert col_group(1, 8 * 2 * COL_MIN_ROWS, 127, f16) == 8
+    assert col_group(1, 8 * 2 * COL_MIN_ROWS - 1, 127, f16) == 1
+    # several outer slabs: only where the groups tile each one
+    assert col_group(3, 8 * 1000, 127, f16) == 8 and col_group(3, 8 * 1000 + 1, 127, f16) == 1
+
+
+def emulate_grouped_cols(x: np.ndarray, g: int, rsplit: int, scale: float) -> np.ndarray:
+    """The grouped plan's pieces (sum) over dim 1 of a contiguous (outer, R, inner) x, in numpy: reduce_cols
+    over the (outer, R // g, g * inner) view into partials (outer, rsplit, g * inner) split as the kernel
+    splits rows (rps rows a split), read back as (outer, rsplit * g, inner) by the fold, which adds the
+    R % g rows past the last group and scales."""
+    outer, R, inner = x.shape
+    Rg, rem = divmod(R, g)
+    flat = x.reshape(-1)
+    rps = -(-Rg // rsplit)
+    rsplit = -(-Rg // rps)
+    partials = np.full(outer * rsplit * g * inner, np.nan)
+    for o in range(outer):
+        wide = flat[o * R * inner:(o * R + Rg * g) * inner].reshape(Rg, g * inner)
+        for s_ in range(rsplit):
+            at = (o * rsplit + s_) * g * inner
+            partials[at:at + g * inner] = wide[s_ * rps:(s_ + 1) * rps].sum(0)
+    P = rsplit * g
+    out = np.zeros((outer, inner))
+    for o in range(outer):
+        part = partials[o * P * inner:(o + 1) * P * inner].reshape(P, inner)
+        tail = flat[o * R * inner + Rg * g * inner:][:rem * inner].reshape(rem, inner)
+        out[o] = (part.sum(0) + tail.sum(0)) * scale
+    return out
+
+
+def test_grouped_column_plan_emulation_takes_every_row_once():
+    """The partial layout the two launches share: each column gets each row once, remainder rows too."""
+    from kernelkit.ops.reduction.reduce import col_group
+
+    rng = np.random.default_rng(5)
+    for (outer, R, inner), dtype, rsplit in (((1, 1029, 127), torch.float16, 7), ((1, 1027, 127), torch.float32, 3),
+                                             ((3, 2048, 37), torch.bfloat16, 5), ((1, 515, 33), torch.float32, 1)):
+        g = 16 // np.gcd(inner * dtype.itemsize, 16)
+        assert outer == 1 or R % g == 0
+        x = rng.standard_normal((outer, R, inner))
+        np.testing.assert_allclose(emulate_grouped_cols(x, g, rsplit, 0.5), 0.5 * x.sum(1), rtol=1e-12, atol=1e-12)
+    assert col_group(1, 1029, 127, torch.float16) == 8  # the first case is one the rule groups

@@ -108,6 +108,42 @@ def test_column_splits_finish_in_one_launch(op, dtype):
             assert torch.equal(run(op, x, dim), first), (shape, dim, offset)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", OPS)
+def test_narrow_columns_read_in_groups_of_rows(op, dtype):
+    """Leading and middle dims of narrow, odd widths read as groups of rows (reduce_cols into fp32
+    partials, then their fold with the rows past the last group): prime and odd row counts and widths,
+    several outer slabs, offsets at and off 16-byte boundaries, keepdim, poisoned outputs, the same bits
+    every time; sum and mean also into fp32 (dtype=)."""
+    from kernelkit.ops.reduction.reduce import col_group
+
+    cases = [((200003, 127), 0), ((131071, 127), 0), ((3, 8 * 3001, 127), 1), ((50021, 37), 0),
+             ((8 * 1031 + 5, 33), 0), ((2, 8 * 1003, 129), 1), ((100019, 3), 0)]
+    if dtype != torch.float32:
+        cases.append(((20011, 1021), 0))
+    for shape, dim in cases:
+        outer, inner = torch.Size(shape[:dim]).numel(), torch.Size(shape[dim + 1:]).numel()
+        assert col_group(outer, shape[dim], inner, dtype) > 1, (shape, dtype)  # the grouped path runs
+        n = torch.Size(shape).numel()
+        for offset, keepdim in ((0, False), (1, True), (3, False), (8, False)):
+            x = random_input(n + offset, dtype, offset)[:n].view(shape)
+            first = run(op, x, dim, keepdim)
+            check(op, x, first, dim, keepdim, f"{shape} dim={dim} offset={offset}")
+            assert torch.equal(run(op, x, dim, keepdim), first), (shape, dim, offset)
+            if op in ("sum", "mean") and dtype != torch.float32 and offset < 2:
+                check(op, x, run(op, x, dim, keepdim, dtype=torch.float32), dim, keepdim, f"{shape} fp32",
+                      dtype=torch.float32)
+    # every row counted once, the rows past the last group included; a max planted in them and in a group
+    for R in (8 * 5003, 8 * 5003 + 7):
+        x = torch.ones(R, 127, device="cuda", dtype=dtype)
+        assert torch.equal(kernelkit.sum(x, 0, dtype=torch.float32), torch.full((127,), float(R), device="cuda"))
+        y = torch.rand(R, 127, device="cuda").sub_(2).to(dtype)
+        y[R - 1, 5], y[R // 2, 126], y[3, 0] = 5.0, 6.0, 7.0
+        got = kernelkit.amax(y, 0)
+        assert (got[5].item(), got[126].item(), got[0].item()) == (5.0, 6.0, 7.0), R
+        assert (kernelkit.amin(-y, 0)[[5, 126, 0]].tolist()) == [-5.0, -6.0, -7.0], R
+
+
 def test_exact_results():
     """Structured inputs where any dropped or doubled element shows: counts of ones, a planted max."""
     for n in (4097, 2**20 + 3, 2**23 + 5):

@@ -131,15 +131,15 @@ inline unsigned atomicInc(unsigned* p, unsigned m) {
 inline unsigned atomicAdd(unsigned* p, unsigned v) { return locked([&] { const unsigned o = *p; *p += v; return o; }); }
 inline unsigned atomicExch(unsigned* p, unsigned v) { return locked([&] { const unsigned o = *p; *p = v; return o; }); }
 
-// kernel() over `grid` blocks of bx x by threads, one block at a time. A thread that returns leaves its
-// warp's and block's barriers, as a CUDA thread that exits does.
+// kernel() over a grid of `grid` x `gy` blocks of bx x by threads, one block at a time. A thread that
+// returns leaves its warp's and block's barriers, as a CUDA thread that exits does.
 template <class F>
-void launch(F kernel, unsigned grid, unsigned bx, unsigned by = 1) {
-  gridDim = dim3(grid, 1, 1);
+void launch(F kernel, unsigned grid, unsigned bx, unsigned by = 1, unsigned gy = 1) {
+  gridDim = dim3(grid, gy, 1);
   blockDim = dim3(bx, by, 1);
   const unsigned threads = bx * by, warps = (threads + 31) / 32;
-  for (unsigned b = 0; b < grid; ++b) {
-    blockIdx = make_uint3(b, 0, 0);
+  for (unsigned b = 0; b < grid * gy; ++b) {
+    blockIdx = make_uint3(b % grid, b / grid, 0);
     std::barrier<> block_barrier(threads);
     g_block_barrier = &block_barrier;
     std::vector<WarpExchange> wx(warps);

@@ -2,6 +2,7 @@
 // with a line on stderr) or -1 (the case does not meet the form's promise; not run).
 #pragma once
 #include <cmath>
+#include <numeric>
 #include <random>
 
 using i64 = long long;
@@ -66,6 +67,35 @@ int run_cols(i64 outer, i64 R, i64 inner, int off, i64 rsplit, unsigned seed) {
   for (i64 o = 0; o < outer; ++o)
     for (i64 c = 0; c < inner; ++c)
       if (check_reduction<T, Op>(out[o * inner + c], R, [&](i64 k) { return in[(o * R + k) * inner + c]; }, "column", c))
+        return 1;
+  return 0;
+}
+
+// A column reduction over dim 1 with rows read in groups of g (16 / gcd(inner * size, 16)), as the host
+// plans it: reduce_cols over the (outer, R / g, g * inner) view into fp32 partials with no ticket, split
+// about `rsplit` ways, then reduce_cols_fold over the partials and the R % g rows past the last group.
+template <class T, class Op, bool W>
+int run_grouped(i64 outer, i64 R, i64 inner, int off, i64 rsplit, unsigned seed) {
+  constexpr int V = 16 / sizeof(T);
+  const i64 g = 16 / std::gcd(inner * (i64)sizeof(T), (i64)16), Rg = R / g, rem = R % g, wide = g * inner;
+  if ((!W && off * sizeof(T) % 16) || (outer > 1 && rem) || Rg == 0) return -1;
+  std::vector<unsigned char> buf;
+  T* in = random_input<T>(buf, outer * R * inner, off, seed);
+  const i64 col_blocks = (wide + (W ? 31 : 32) * V - 1) / ((W ? 31 : 32) * V);
+  const i64 rps = (Rg + rsplit - 1) / rsplit;
+  rsplit = (Rg + rps - 1) / rps;
+  const i64 P = rsplit * g;
+  std::vector<float> partials(outer * P * inner, NAN);
+  launch([&] { kk::reduce_cols<T, float, Op, V, W>(in, partials.data(), partials.data(), nullptr, Rg, wide, col_blocks,
+                                                    rsplit, rps, 1.0f); },
+         (unsigned)(col_blocks * outer * rsplit), 32, 8);
+  std::vector<T> out(outer * inner, from<T>(NAN));
+  launch([&] { kk::reduce_cols_fold<T, T, Op>(partials.data(), in + Rg * g * inner, out.data(), P, inner, R * inner,
+                                               (int)rem, 1.0f); },
+         (unsigned)((inner + 31) / 32), 32, 32, (unsigned)outer);
+  for (i64 o = 0; o < outer; ++o)
+    for (i64 c = 0; c < inner; ++c)
+      if (check_reduction<T, Op>(out[o * inner + c], R, [&](i64 k) { return in[(o * R + k) * inner + c]; }, "grouped column", c))
         return 1;
   return 0;
 }

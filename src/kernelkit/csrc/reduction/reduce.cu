@@ -17,7 +17,8 @@
 //                        shuffle block reduction; reduce_finish is the fixed-order second pass
 //   reduce_fast          the same main loop with the finish done by the last block of each row
 //                        (integer ticket, no float atomics): one launch, same bits every time
-// plus the default rung's other shapes: reduce_warp_rows (a warp per short row) and reduce_cols.
+// plus the default rung's other shapes: reduce_warp_rows (a warp per short row) and reduce_cols (with
+// reduce_cols_fold, its second pass where narrow rows are read in groups).
 #include "reduce.cuh"
 
 namespace kk {
@@ -263,6 +264,7 @@ reduce_warp_rows(const T* __restrict__ in, Tout* __restrict__ out, i64 rows, i64
 // rsplit == 1 it writes the result; with rsplit > 1 it writes fp32 partials (outer, rsplit, inner) and
 // takes a ticket of its column block, and the last of the rsplit blocks to finish reduces their
 // partials in split order (one launch, the same bits every time; atomicInc wraps the counter back to 0).
+// counters == nullptr: the two-pass form, the partials are left for reduce_cols_fold.
 // kWindow = false: every row starts on a 16-byte boundary (inner % V == 0, aligned input), a block
 // takes 32V columns. kWindow = true, any inner and alignment: rows 8 apart start at the same place
 // within 16 bytes (8 * inner * sizeof(Tin) is a multiple of 16), so each thread reads the same aligned
@@ -329,6 +331,7 @@ reduce_cols(const Tin* __restrict__ in, Tout* __restrict__ out, float* __restric
         if (v < nv) dst[v] = acc[v];
       __threadfence();  // this warp's partials are visible device-wide before the ticket says so
     }
+    if (counters == nullptr) return;  // the two-pass form: reduce_cols_fold reduces the partials
     __syncthreads();
     if (tx == 0 && ty == 0)
       last = atomicInc(counters + o * col_blocks + cb, (unsigned)(rsplit - 1)) == (unsigned)(rsplit - 1);
@@ -354,6 +357,39 @@ reduce_cols(const Tin* __restrict__ in, Tout* __restrict__ out, float* __restric
 #pragma unroll
     for (int v = 0; v < V; ++v)
       if (v < nv) dst[c0 + tx * V + v] = from_float<Tout>(acc[v] * scale);
+  }
+}
+
+// The second pass of a column reduction read as grouped rows. Where inner * sizeof(Tin) is no multiple
+// of 16, g consecutive rows (g * inner * sizeof(Tin) a multiple of 16) are read by reduce_cols as one row
+// of g * inner columns, so that full warps read whole vectors however narrow inner is; its fp32 partials
+// (P = splits x g rows of inner, per outer index) hold g partial columns of each column. This reduces
+// them in row order, then the rem rows past the last whole group (tail, read from the input), times
+// scale: out[o, c] = reduce(partials[o, :, c], tail[o, :rem, c]) * scale. A block takes 32 columns of
+// one outer index; each of its kFoldRows warps walks every kFoldRows-th partial row (the loads do not
+// wait for the running value: several in flight), and the warps' values meet in shared memory in order.
+constexpr int kFoldRows = 32;
+template <typename Tin, typename Tout, typename Op>
+__global__ void __launch_bounds__(32 * kFoldRows)
+reduce_cols_fold(const float* __restrict__ partials, const Tin* __restrict__ tail, Tout* __restrict__ out,
+                 i64 P, i64 inner, i64 slab, int rem, float scale) {
+  __shared__ float s[kFoldRows][33];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const i64 o = blockIdx.y, c = (i64)blockIdx.x * 32 + tx;
+  float acc = Op::identity();
+  if (c < inner) {
+    const float* src = partials + (o * P + ty) * inner + c;
+#pragma unroll 8
+    for (i64 k = ty; k < P; k += kFoldRows, src += kFoldRows * inner) acc = Op::combine(acc, __ldcg(src));
+    if (ty < rem) acc = Op::combine(acc, to_float(tail[o * slab + ty * inner + c]));
+  }
+  s[ty][tx] = acc;
+  __syncthreads();
+  if (ty == 0 && c < inner) {
+    float r = s[0][tx];
+#pragma unroll
+    for (int y = 1; y < kFoldRows; ++y) r = Op::combine(r, s[y][tx]);
+    out[o * inner + c] = from_float<Tout>(r * scale);
   }
 }
 

@@ -45,6 +45,7 @@ WARP_ROWS_MAX = 2048  # rows up to this length: one warp each (a block per row w
 WARP_ROWS_BLOCK = 256
 COL_BLOCK_ROWS = 8  # reduce_cols' threadIdx.y extent (kColRows in reduce.cu)
 COL_MIN_ROWS = 64  # least rows per split of a column reduction
+FOLD_ROWS = 32  # reduce_cols_fold's threadIdx.y extent (kFoldRows in reduce.cu)
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,10 @@ def _cols_name(fn: str, tin, tout, window: bool) -> str:
     return f"kk::reduce_cols<{CXX_TYPE[tin]}, {CXX_TYPE[tout]}, {fn}, {_per_vec(tin)}, {str(window).lower()}>"
 
 
+def _fold_name(fn: str, tin, tout) -> str:
+    return f"kk::reduce_cols_fold<{CXX_TYPE[tin]}, {CXX_TYPE[tout]}, {fn}>"
+
+
 def _kernels(op: str, kind: str, dtype) -> tuple[Kernel, ...]:
     """Every instantiation rung ``kind`` launches for ``dtype`` (each pass, each path, each result type)."""
     fn, ct = FUNCTOR[op], CXX_TYPE[dtype]
@@ -151,6 +156,11 @@ def _kernels(op: str, kind: str, dtype) -> tuple[Kernel, ...]:
         for window in (False, True):
             ks.append(Kernel(SRC, _cols_name(fn, dtype, t, window), 128, 32,  # 32: the fp32 partials
                              block=32 * COL_BLOCK_ROWS))
+    # narrow rows read in groups: reduce_cols into fp32 partials, then their fold (scalar fp32 loads)
+    for window in (False, True):
+        ks.append(Kernel(SRC, _cols_name(fn, dtype, F32, window), 128, 32, block=32 * COL_BLOCK_ROWS))
+    for t in touts:
+        ks.append(Kernel(SRC, _fold_name(fn, dtype, t), 32, _bits(t), block=32 * FOLD_ROWS))
     return tuple(dict.fromkeys(ks))
 
 
@@ -331,6 +341,51 @@ def _cols_plan(fn: str, dtype, dev: int, outer: int, R: int, inner: int, scale: 
     return run
 
 
+def col_group(outer: int, R: int, inner: int, dtype) -> int:
+    """Rows of a column reduction read as one row (1: none grouped). Where a row's bytes are no multiple
+    of 16 (``inner * size``), g = 16 / gcd(inner * size, 16) consecutive rows are a whole number of
+    16-byte vectors: read as one row of g * inner columns, full warps read whole vectors. Grouped when
+    a block's lanes would otherwise idle (the window form's column blocks, 31 vectors each, hold more
+    than 8/7 of inner: 127 16-bit columns fill 16 of 31 vectors), the rows make at least two splits
+    of COL_MIN_ROWS groups, and the groups tile each outer slab (outer == 1, or g divides R)."""
+    g = 16 // math.gcd(inner * dtype.itemsize, 16)
+    width = 31 * _per_vec(dtype)
+    if g == 1 or 8 * inner > 7 * cdiv(inner, width) * width or R // g < 2 * COL_MIN_ROWS:
+        return 1
+    return g if outer == 1 or R % g == 0 else 1
+
+
+def _grouped_cols_plan(fn: str, dtype, dev: int, outer: int, R: int, inner: int, g: int, scale: float,
+                       window: bool, tout):
+    """The plan of out[o, c] = reduce(x[o, :, c]) with rows read in groups of ``g`` (``col_group``):
+    reduce_cols over the (outer, R // g, g * inner) view writes fp32 partials, split as ``col_split``
+    takes it with no finishing ticket; reduce_cols_fold reduces each column's g partial columns of every
+    split, then the R % g rows past the last group (outer == 1), and applies the scale. Two launches."""
+    Rg, rem = divmod(R, g)
+    wide = g * inner
+    block = (32, COL_BLOCK_ROWS)
+    col_blocks = cdiv(wide, (31 if window else 32) * _per_vec(dtype))
+    kernel = _load(_cols_name(fn, dtype, F32, window), dev)
+    fold = _load(_fold_name(fn, dtype, tout), dev)
+    tiles = col_blocks * outer
+    rsplit = col_split(Rg, tiles, resident_blocks(kernel, 32 * COL_BLOCK_ROWS, 1, dev))
+    rps = cdiv(Rg, rsplit)
+    rsplit = cdiv(Rg, rps)
+    P = rsplit * g  # partial rows of inner columns, per outer index
+    args = (Rg, wide, col_blocks, rsplit, rps, f32(1.0))
+    tail_at = Rg * g * inner * dtype.itemsize  # bytes from x's start to the first row past the groups
+    fold_args = (P, inner, R * inner, i32(rem), f32(scale))
+    fold_grid, fold_block = (cdiv(inner, 32), outer), (32, FOLD_ROWS)
+
+    def run(x, out):
+        part, _ = _workspace(dev, outer * P * inner, 0)
+        xp = x.data_ptr()
+        launch(kernel, tiles * rsplit, block, xp, part, part, 0, *args, name="reduce_cols", device_index=dev)
+        launch(fold, fold_grid, fold_block, part, xp + tail_at, out.data_ptr(), *fold_args,
+               name="reduce_cols_fold", device_index=dev)
+    return run
+
+
 def _make_plan(op: str, x: torch.Tensor, dims: tuple[int, ...], variant: Optional[str],
                config: Optional[ReduceConfig], dev: int, tout):
     """The plan of reducing x (its shape, strides, dtype and device) over ``dims`` (sorted) by ``op`` into
@@ -355,6 +410,11 @@ def _make_plan(op: str, x: torch.Tensor, dims: tuple[int, ...], variant: Optiona
                              f"{nd}-dim tensor reads columns (reduce_cols), which takes no configuration")
         d, fn, n = dims[0], FUNCTOR[op], _per_vec(x.dtype)
         outer, inner = math.prod(shape[:d]), math.prod(shape[d + 1:])
+        g = col_group(outer, shape[d], inner, x.dtype)
+        if g > 1:  # groups of rows are whole vectors: the aligned form where x starts on a 16-byte boundary
+            plan = _aligned_or_not_plan(
+                *(_grouped_cols_plan(fn, x.dtype, dev, outer, shape[d], inner, g, scale, w, tout) for w in (False, True)))
+            return plan if x.is_contiguous() else _moved_plan(plan, None, True)
         plan = _cols_plan(fn, x.dtype, dev, outer, shape[d], inner, scale, True, tout)
         if inner % n == 0:  # every row on a 16-byte boundary where the input starts on one
             plan = _aligned_or_not_plan(_cols_plan(fn, x.dtype, dev, outer, shape[d], inner, scale, False, tout), plan)

@@ -241,6 +241,7 @@ def test_narrow_columns_are_read_in_groups_of_rows_by_rule():
     assert col_group(1, 8 * 2 * COL_MIN_ROWS - 1, 127, f16) == 1
     # several outer slabs: only where the groups tile each one
     assert col_group(3, 8 * 1000, 127, f16) == 8 and col_group(3, 8 * 1000 + 1, 127, f16) == 1
+    assert col_group(65535, 8 * 128, 127, f16) == 8 and col_group(65536, 8 * 128, 127, f16) == 1  # grid y
 
 
 def emulate_grouped_cols(x: np.ndarray, g: int, rsplit: int, scale: float) -> np.ndarray:

@@ -347,12 +347,13 @@ def col_group(outer: int, R: int, inner: int, dtype) -> int:
     16-byte vectors: read as one row of g * inner columns, full warps read whole vectors. Grouped when
     a block's lanes would otherwise idle (the window form's column blocks, 31 vectors each, hold more
     than 8/7 of inner: 127 16-bit columns fill 16 of 31 vectors), the rows make at least two splits
-    of COL_MIN_ROWS groups, and the groups tile each outer slab (outer == 1, or g divides R)."""
+    of COL_MIN_ROWS groups, and the groups tile each outer slab (outer == 1, or g divides R; the fold's
+    grid takes at most 65535 outer slabs)."""
     g = 16 // math.gcd(inner * dtype.itemsize, 16)
     width = 31 * _per_vec(dtype)
     if g == 1 or 8 * inner > 7 * cdiv(inner, width) * width or R // g < 2 * COL_MIN_ROWS:
         return 1
-    return g if outer == 1 or R % g == 0 else 1
+    return g if outer == 1 or (R % g == 0 and outer <= 65535) else 1
 
 
 def _grouped_cols_plan(fn: str, dtype, dev: int, outer: int, R: int, inner: int, g: int, scale: float,

@@ -111,8 +111,9 @@ def ladder(is_max: bool) -> tuple[Variant, ...]:
                 "counts not a multiple of a vector take the naive kernel)", FLOATS,
                 lambda dtype, **_: tuple(generic(dtype, True))),
         Variant("span", "2x2/s2, 3x3/s2 and 3x3/s1 windows compiled: planar, each window row's inputs of a thread's "
-                "16 bytes of outputs read as 16-byte vectors (their offset from a vector boundary a compile-time "
-                f"case, the image's edges by predicated vectors), 2 output rows a thread sharing their input rows "
+                "16 bytes of outputs read as 16-byte vectors (rows that keep the alignment: their offset a "
+                "compile-time case; other rows: shifted into place by selects, no per-row branch; the image's edges "
+                "by predicated vectors), 2 output rows a thread sharing their input rows "
                 "where they read at most 4; channels_last, all taps' 16-byte loads issued together, 16-bit max on packed pairs; "
                 "NaN-propagating max in one instruction; other windows as the vector rung", FLOATS,
                 lambda dtype, **_: span(dtype), default=True),

@@ -213,8 +213,19 @@ __device__ __forceinline__ void pool_rows_aligned(int off, const T* src, i64 in_
 // Planar pooling with a compile-time square K x K window, stride S, no dilation: thread (x, g) computes
 // outputs [V x, V x + V) of rows [RY r, RY r + RY) of plane p, where g = p * groups + r enumerates the
 // row groups of every plane (groups = ceil(OH / RY)).
+// Blocks an SM the registers are held for: 3 (85 registers a thread), but 2 for the 16-bit average on GPUs
+// before sm_90, whose allocation of its unaligned-row selects spilled 16 bytes at 3 (sm_90 does not)
+template <typename T, bool kMax>
+__host__ __device__ constexpr int span_min_blocks() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  return sizeof(T) == 2 && !kMax ? 2 : 3;
+#else
+  return 3;
+#endif
+}
+
 template <typename T, bool kMax, int K, int S, int RY>
-__global__ void __launch_bounds__(256, 3)
+__global__ void __launch_bounds__(256, span_min_blocks<T, kMax>())
 pool_span(const T* __restrict__ in, T* __restrict__ out, int planes, int H, int W, int OH, int OW, i64 in_plane,
           i64 in_row, int ph, int pw, int include_pad, int divisor) {
   constexpr int V = vec16<T>(), L = (V - 1) * S + K;

@@ -280,6 +280,24 @@ def test_pool_span_rule():
     assert [pool.span_rows(k, s) for k, s in pool.SPAN] == [2, 1, 2]
 
 
+def test_pool_span_block_rule():
+    """The span kernels' block: a warp along the row, row groups across; large problems keep full blocks,
+    1xN rows widen the block along the row, small ones shrink it until the blocks cover the SMs."""
+    assert pool.span_block(64, 32768, 132) == (32, 8)  # many blocks: 256 threads, unchanged
+    assert pool.span_block(8, 2048, 132) == (8, 8)  # 64 blocks of 256 would leave half the SMs idle
+    assert pool.span_block(16, 2048, 132) == (16, 8)
+    assert pool.span_block(4096, 1, 132) == (64, 1)  # one row group: the block along the row, 64 blocks
+    assert pool.span_block(2, 96, 132) == (2, 48)
+    assert pool.span_block(1, 1, 132) == (1, 1)
+    for cols, groups in ((1, 1), (3, 5), (8, 2048), (4096, 1), (7, 100000), (300, 3)):
+        for sms in (1, 16, 132):
+            bx, by = pool.span_block(cols, groups, sms)
+            assert 1 <= bx <= 256 and 1 <= by and bx * by <= pool.SPAN_BLOCK and bx <= max(cols, 1)
+            assert by <= groups
+            blocks = -(-cols // bx) * -(-groups // by)
+            assert blocks >= sms or bx * by < 2 * pool.SPAN_MIN_BLOCK, (cols, groups, sms)
+
+
 def test_depthwise_tile_rule():
     """The tile: rx wastes the fewest columns (ties: the wider), at most 8 warps, none wholly outside the
     output, within the shared-memory bound; the network layers are covered with little or no waste."""

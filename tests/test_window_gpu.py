@@ -300,6 +300,28 @@ def test_pools_planar_rows_of_every_alignment(dtype, variant):
         _pool_both(_input(shape, dtype, offset), dtype, variant, f"{shape}+{offset}")
 
 
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_pools_small_planes_and_long_rows(dtype):
+    """The span kernels on small planes of odd widths (every row another offset from a 16-byte boundary,
+    shrunken blocks), offset views, and 1xN rows (the block widened along the row), against the other rungs'
+    references in float64."""
+    torch.manual_seed(11)
+    for shape, offset in (((8, 3, 17, 31), 0), ((8, 3, 17, 31), 5), ((4, 16, 27, 129), 3), ((1, 1, 2, 4099), 0),
+                          ((1, 1, 2, 4099), 1), ((1, 1, 1, 517), 6)):
+        x = _input(shape, dtype, offset)
+        for k, s, p in ((2, 2, 0), (3, 2, 1), (3, 1, 1)):
+            if shape[2] + 2 * p < k:
+                continue
+            for ceil in (False, True):
+                want = reference.max_pool2d(x, k, s, p, 1, ceil)
+                got = kernelkit.max_pool2d(x, k, s, p, 1, ceil)
+                assert torch.equal(got.double(), want.to(dtype).double()), (shape, offset, k, s, p, ceil)
+                for include in (True, False):
+                    want = reference.avg_pool2d(x, k, s, p, ceil, include, None)
+                    got = kernelkit.avg_pool2d(x, k, s, p, ceil, include)
+                    _check(got, want, x, f"avg {shape}+{offset} {k} {s} {p} {ceil} {include}")
+
+
 def test_max_pool_nan_and_3d():
     for variant in POOL_RUNGS:
         x = _input((4, 10, 40), torch.float32)

@@ -4,7 +4,7 @@
 // span kernels (compile-time square K x K, stride S) read each window row's inputs as 16-byte vectors.
 // channels_last (NHWC): each thread a vector of VE channels of one output pixel, every tap one 16-byte
 // load where the channels allow.
-#include "window.cuh"
+#include "pipeline.cuh"
 
 namespace kk {
 
@@ -112,51 +112,67 @@ __device__ __forceinline__ void span_masked(const T* row, int a, int W, float (&
   }
 }
 
-// The same span element by element, positions outside [0, W) read as `fill`.
-template <typename T, int L>
-__device__ __forceinline__ void span_elements(const T* row, int c0, int W, float fill, float (&win)[L]) {
-#pragma unroll
-  for (int i = 0; i < L; ++i) win[i] = (unsigned)(c0 + i) < (unsigned)W ? wload(row[c0 + i]) : fill;
-}
-
 // Elements of T from the last 16-byte boundary at or before address p.
 template <typename T>
 __device__ __forceinline__ int vec_offset(const T* p) {
   return (int)(((unsigned long long)p & 15) / sizeof(T));
 }
 
-// Whether the covering vectors of a span (first element c0, OFF elements past a boundary) lie in the row.
-template <typename T, int L>
-__device__ __forceinline__ bool span_inside(int c0, int off, int W) {
-  constexpr int VE = vec16<T>();
-  return c0 - off >= 0 && c0 - off + (off + L + VE - 1) / VE * VE <= W;
-}
-
-// The span of one row with its offset known only at run time: one copy of the vector load per offset.
-template <typename T, int L, int OFF = 0>
-__device__ __forceinline__ void span_any(int off, const T* base, float (&win)[L]) {
-  if constexpr (OFF + 1 < vec16<T>()) {
-    if (off != OFF) {
-      span_any<T, L, OFF + 1>(off, base, win);
-      return;
-    }
+// The span from a row of any alignment: the 16-byte vectors covering it from the boundary at or before
+// row + c0, each loaded only where it holds a column of the span inside the row (the rest read as zero
+// words), then moved down by the run-time offset without a branch: whole 32-bit words by selects on the
+// word offset's two bits, a half word by one funnel shift. kEdge: the span reaches past the row, so its
+// columns outside [0, W) are set to the window's neutral value; else every column lies inside.
+template <typename T, bool kMax, int L, bool kEdge>
+__device__ __forceinline__ void span_shifted(const T* row, int c0, int W, float (&win)[L]) {
+  constexpr int VE = vec16<T>(), EPW = 4 / (int)sizeof(T), NV = (VE - 1 + L + VE - 1) / VE, NW = 4 * NV + 1;
+  const int off = vec_offset(row + c0);
+  const T* base = row + (c0 - off);
+  const int lo = kEdge ? max(c0, 0) : c0, hi = kEdge ? min(c0 + L, W) : c0 + L;
+  unsigned w[NW];
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const int e0 = c0 - off + k * VE;
+    const uint4 c = e0 < hi && e0 + VE > lo ? *reinterpret_cast<const uint4*>(base + k * VE) : make_uint4(0, 0, 0, 0);
+    w[4 * k] = c.x;
+    w[4 * k + 1] = c.y;
+    w[4 * k + 2] = c.z;
+    w[4 * k + 3] = c.w;
   }
-  span_vectors<T, L, OFF>(base, win);
+  w[NW - 1] = 0u;
+  const int words = off / EPW;
+#pragma unroll
+  for (int b = 1; b <= 2; b *= 2) {
+    const bool on = (words & b) != 0;
+#pragma unroll
+    for (int k = 0; k + b < NW; ++k) w[k] = on ? w[k + b] : w[k];
+  }
+  if constexpr (EPW > 1) {
+    const int bits = (off % EPW) * 8 * (int)sizeof(T);
+#pragma unroll
+    for (int k = 0; k + 1 < NW; ++k) w[k] = __funnelshift_r(w[k], w[k + 1], bits);
+  }
+  const float fill = kMax ? -__int_as_float(0x7f800000) : 0.0f;
+#pragma unroll
+  for (int i = 0; i < L; ++i) {
+    const float v = WordElem<T>::at(w, i);
+    win[i] = !kEdge || (unsigned)(c0 + i) < (unsigned)W ? v : fill;
+  }
 }
 
 // RY output rows x V outputs of one plane from NR = (RY - 1) S + K input rows, each read once and fed to
 // every output row whose window holds it. The loads of a row's span, by kMode: kOff >= 0, rows start on
-// a 16-byte boundary and hold whole vectors, every span sits kOff elements past one (span_masked:
-// straight-line, the loads of all rows issued together, the image's edges by predicated vectors);
-// kPerRow, the offset and the bounds found per row. Rows outside the image are read from a clamped row
-// and not used.
-constexpr int kPerRow = -1;
+// a 16-byte boundary and hold whole vectors, every span sits kOff elements past one (span_masked, the
+// image's edges by predicated vectors); kShifted / kShiftedEdge, any alignment, the offset found per row
+// (span_shifted; kShiftedEdge where the thread's span reaches past the row). Either way the body is
+// straight-line: the loads of all rows issue before any is used. Rows outside the image are read from a
+// clamped row and not used.
+constexpr int kShifted = -1, kShiftedEdge = -2;
 
 template <typename T, bool kMax, int K, int S, int RY, int kMode>
 __device__ __forceinline__ void pool_rows_body(const T* src, i64 in_row, int H, int W, int y0, int c0,
                                                float (&acc)[RY][vec16<T>()]) {
   constexpr int V = vec16<T>(), L = (V - 1) * S + K, NR = (RY - 1) * S + K;
-  const float fill = kMax ? -__int_as_float(0x7f800000) : 0.0f;
 #pragma unroll
   for (int r = 0; r < NR; ++r) {
     const int y = y0 + r;
@@ -166,12 +182,7 @@ __device__ __forceinline__ void pool_rows_body(const T* src, i64 in_row, int H, 
     if constexpr (kMode >= 0) {
       span_masked<T, kMax, L, kMode>(row, c0 - kMode, W, win);
     } else {
-      const int off = vec_offset(row + c0);
-      if (span_inside<T, L>(c0, off, W)) {
-        span_any<T, L>(off, row + c0 - off, win);
-      } else {
-        span_elements<T, L>(row, c0, W, fill, win);
-      }
+      span_shifted<T, kMax, L, kMode == kShiftedEdge>(row, c0, W, win);
     }
 #pragma unroll
     for (int j = 0; j < RY; ++j) {
@@ -202,11 +213,22 @@ __device__ __forceinline__ void pool_rows_aligned(int off, const T* src, i64 in_
 // Planar pooling with a compile-time square K x K window, stride S, no dilation: thread (x, g) computes
 // outputs [V x, V x + V) of rows [RY r, RY r + RY) of plane p, where g = p * groups + r enumerates the
 // row groups of every plane (groups = ceil(OH / RY)).
+// Blocks an SM the registers are held for: 3 (85 registers a thread), but 2 for the 16-bit average on GPUs
+// before sm_90, whose allocation of its unaligned-row selects spilled 16 bytes at 3 (sm_90 does not)
+template <typename T, bool kMax>
+__host__ __device__ constexpr int span_min_blocks() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  return sizeof(T) == 2 && !kMax ? 2 : 3;
+#else
+  return 3;
+#endif
+}
+
 template <typename T, bool kMax, int K, int S, int RY>
-__global__ void __launch_bounds__(256, 3)
+__global__ void __launch_bounds__(256, span_min_blocks<T, kMax>())
 pool_span(const T* __restrict__ in, T* __restrict__ out, int planes, int H, int W, int OH, int OW, i64 in_plane,
           i64 in_row, int ph, int pw, int include_pad, int divisor) {
-  constexpr int V = vec16<T>();
+  constexpr int V = vec16<T>(), L = (V - 1) * S + K;
   const int ox0 = (blockIdx.x * blockDim.x + threadIdx.x) * V;
   if (ox0 >= OW) return;
   const int groups = (OH + RY - 1) / RY;
@@ -225,8 +247,10 @@ pool_span(const T* __restrict__ in, T* __restrict__ out, int planes, int H, int 
       for (int i = 0; i < V; ++i) acc[j][i] = kMax ? -__int_as_float(0x7f800000) : 0.0f;
     if (aligned_rows && vec_offset(src) == 0) {  // every span the same offset from a vector boundary
       pool_rows_aligned<T, kMax, K, S, RY>(vec_offset(src + c0), src, in_row, H, W, y0, c0, acc);
+    } else if (c0 >= 0 && c0 + L <= W) {
+      pool_rows_body<T, kMax, K, S, RY, kShifted>(src, in_row, H, W, y0, c0, acc);
     } else {
-      pool_rows_body<T, kMax, K, S, RY, kPerRow>(src, in_row, H, W, y0, c0, acc);
+      pool_rows_body<T, kMax, K, S, RY, kShiftedEdge>(src, in_row, H, W, y0, c0, acc);
     }
 #pragma unroll
     for (int j = 0; j < RY; ++j) {

@@ -54,6 +54,29 @@ def span_name(dtype: torch.dtype, is_max: bool, k: int, s: int) -> str:
     return f"kk::pool_span<{CXX[dtype]}, {'true' if is_max else 'false'}, {k}, {s}, {span_rows(k, s)}>"
 
 
+SPAN_BLOCK = 256  # threads a block of the span kernels where the problem fills the device
+SPAN_MIN_BLOCK = 64  # the smallest block they shrink to so that the blocks cover every SM
+
+
+def span_block(cols: int, groups: int, sms: int) -> tuple[int, int]:
+    """Block shape (bx, by) of the planar span kernels for ``cols`` threads along an output row and
+    ``groups`` row groups: a warp's threads along the row (up to 32, coalesced), the rest over row
+    groups; where there are fewer row groups than that (1xN images) the block widens along the row
+    instead of holding idle threads; then, while its blocks are fewer than the SMs, the block halves
+    (row groups first) down to SPAN_MIN_BLOCK threads, so a small image is spread over the device rather
+    than queued on half of it."""
+    bx = min(cols, 32)
+    by = max(1, min(SPAN_BLOCK // bx, groups))
+    if by < SPAN_BLOCK // bx:
+        bx = min(cols, SPAN_BLOCK // by)
+    while cdiv(cols, bx) * cdiv(groups, by) < sms and bx * by >= 2 * SPAN_MIN_BLOCK:
+        if by > 1:
+            by = cdiv(by, 2)
+        else:
+            bx = cdiv(bx, 2)
+    return bx, by
+
+
 def span_nhwc_name(dtype: torch.dtype, is_max: bool, k: int, s: int) -> str:
     return f"kk::pool_nhwc_k<{CXX[dtype]}, {'true' if is_max else 'false'}, {k}, {s}>"
 
@@ -88,8 +111,9 @@ def ladder(is_max: bool) -> tuple[Variant, ...]:
                 "counts not a multiple of a vector take the naive kernel)", FLOATS,
                 lambda dtype, **_: tuple(generic(dtype, True))),
         Variant("span", "2x2/s2, 3x3/s2 and 3x3/s1 windows compiled: planar, each window row's inputs of a thread's "
-                "16 bytes of outputs read as 16-byte vectors (their offset from a vector boundary a compile-time "
-                f"case, the image's edges by predicated vectors), 2 output rows a thread sharing their input rows "
+                "16 bytes of outputs read as 16-byte vectors (rows that keep the alignment: their offset a "
+                "compile-time case; other rows: shifted into place by selects, no per-row branch; the image's edges "
+                "by predicated vectors), 2 output rows a thread sharing their input rows "
                 "where they read at most 4; channels_last, all taps' 16-byte loads issued together, 16-bit max on packed pairs; "
                 "NaN-propagating max in one instruction; other windows as the vector rung", FLOATS,
                 lambda dtype, **_: span(dtype), default=True),
@@ -134,10 +158,9 @@ def _pool_into(x: torch.Tensor, out: torch.Tensor, is_max: bool, k: list[int], s
     if ks is not None:
         key = ("span", dtype, dev, is_max, ks)
         kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, span_name(dtype, is_max, *ks), device_index=dev))
-        bx = max(1, min(32, cdiv(OW, v)))
-        by = 256 // bx
-        groups = N * C * cdiv(OH, span_rows(*ks))
-        grid = (cdiv(cdiv(OW, v), bx), min(cdiv(groups, by), GRID_YZ))
+        cols, groups = cdiv(OW, v), N * C * cdiv(OH, span_rows(*ks))
+        bx, by = span_block(cols, groups, sm_count(dev))
+        grid = (cdiv(cols, bx), min(cdiv(groups, by), GRID_YZ))
         launch(kern, grid, (bx, by), x.data_ptr(), out.data_ptr(), i32(N * C), i32(H), i32(W), i32(OH), i32(OW),
                H * W, W, i32(p[0]), i32(p[1]), i32(include_pad), i32(divisor), name="pool_span", device_index=dev)
         return

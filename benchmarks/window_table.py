@@ -10,7 +10,8 @@ stride 1 and 2) at batch 64, float16 and bfloat16, NCHW and channels_last. Each 
 default, torch's call and a copy of the case's bytes (input read once + output written once) in turn
 (``kernelkit.bench.timing.time_interleaved``: shuffled rounds, medians, L2 flushed between calls), after
 checking kernelkit's result against torch's (computed with TF32 off; timed with torch's defaults). ``--rungs`` also times the rung each op had before its
-current default (pooling's vector rung, depthwise conv2d's direct kernels) in the same rounds.
+current default (pooling's vector rung, depthwise conv2d's direct kernels, and for NCHW depthwise the
+channel-group tile that preceded the planar bands, by ``config=``) in the same rounds.
 
 Writes ``window-<device>.json`` into --out (default benchmarks/results): the environment (device, date,
 versions), the records, and a summary (depthwise geometric mean of kernelkit over torch per dtype and
@@ -222,6 +223,12 @@ def _calls(case: Case, rungs: bool):
         theirs = lambda: F.conv2d(x, w, None, s, p, 1, c)  # noqa: E731
         if rungs:
             extra[PREVIOUS["conv2d"]] = lambda: kernelkit.conv2d(x, w, None, s, p, 1, c, variant=PREVIOUS["conv2d"])
+            if case.layout != "channels_last":  # NCHW's default before the planar bands: the channel-group tile
+                from kernelkit.ops.window.conv2d import tile_rule
+
+                oh, ow = (case.shape[2] + 2 * p - k) // s + 1, (case.shape[3] + 2 * p - k) // s + 1
+                tile = tile_rule(oh, ow, k, s, False)
+                extra["tile"] = lambda: kernelkit.conv2d(x, w, None, s, p, 1, c, config=tile)
     return mine, theirs, extra
 
 

@@ -3,9 +3,7 @@ channel) on kernelkit's kernels and every other case on torch: its ladder, torch
 function."""
 from __future__ import annotations
 
-import functools
 import numbers
-from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -19,6 +17,9 @@ from .._shared.custom_op import out_op
 from .._shared.launch_rules import cdiv, sm_count
 from .._shared.plans import plan_cache, remember
 from ._common import CXX, FLOATS, GRID_YZ, Planes, TensorCache, empty_output, out_size
+from ._depthwise_shapes import (  # noqa: F401  (the configurations and rules, public through this module)
+    GROUP, PLANAR_TILE_WIDTH, PLANES_MAX_SMEM, PLANES_RY, PLANES_SMEM, PLANES_THREADS, TILE_KS, TILE_MIN_CHANNELS,
+    TILE_RX, TILE_RY, TILE_SMEM, DwPlanes, DwTile, pix_floats, planes_pitch, planes_rule, tile_rule)
 from .filter2d import _registers, _vector, filter_planes
 
 __all__ = ["conv2d"]
@@ -33,146 +34,6 @@ def _direct_name(dtype: torch.dtype, ve: int, cl: bool) -> str:
 def _direct(dtype):
     return (Kernel(SRC, _direct_name(dtype, 1, False), block=256), Kernel(SRC, _direct_name(dtype, 1, True), block=256),
             Kernel(SRC, _direct_name(dtype, 16 // dtype.itemsize, True), load_bits=128, store_bits=128, block=256))
-
-
-# The channel-group tiles (dw_tile): compiled square kernels K at stride S, outputs a thread along W.
-TILE_KS = ((3, 1), (5, 1), (7, 1), (3, 2), (5, 2))
-TILE_RX = {1: (7, 8), 2: (8,)}  # by stride: 7 and 8 tile widths that are multiples of 7 or of 8 exactly
-TILE_RY = 2  # output rows a thread: each input row's register window feeds both
-GROUP = 32  # channels a block: a warp's lanes
-PLANAR_TILE_WIDTH = 32  # planar tiles read at most this many inputs a row: a warp loads whole rows at once
-
-
-def pix_floats(channels_last: bool) -> int:
-    """Shared-memory floats a tile pixel (csrc dw_pix): 36 for channels_last (16-byte stores), 33 planar."""
-    return 36 if channels_last else 33
-TILE_SMEM = 48 * 1024  # the most shared memory a tile asks for: no opt-in, two blocks an SM or more
-TILE_MIN_CHANNELS = 16  # below, most of a warp's lanes would idle: "best" takes the planar or direct kernels
-
-
-@dataclass(frozen=True)
-class DwTile:
-    """The tiled rung's block: ``rx`` outputs a thread along W (one of TILE_RX[stride]), and
-    ``warps_x`` x ``warps_y`` warps (at most 8), each computing TILE_RY x rx outputs of 32 channels. The
-    block's output tile is (warps_y TILE_RY) x (warps_x rx) pixels."""
-
-    rx: int
-    warps_x: int
-    warps_y: int
-
-    @property
-    def th(self) -> int:
-        return self.warps_y * TILE_RY
-
-    @property
-    def tw(self) -> int:
-        return self.warps_x * self.rx
-
-    def inputs(self, k: int, s: int) -> tuple[int, int]:
-        """Rows and columns of inputs the tile reads (its halo included)."""
-        return (self.th - 1) * s + k, (self.tw - 1) * s + k
-
-    def smem(self, k: int, s: int, channels_last: bool) -> int:
-        """Bytes of shared memory: the weights (K*K x 32 floats) and the staged inputs."""
-        ih, iw = self.inputs(k, s)
-        return (k * k * GROUP + ih * iw * pix_floats(channels_last)) * 4
-
-    def fits(self, k: int, s: int, channels_last: bool) -> bool:
-        """Whether the kernels run this tile: 1 to 8 warps, TILE_SMEM, planar rows of at most 32 inputs."""
-        return (1 <= self.warps_x and 1 <= self.warps_y and self.warps_x * self.warps_y <= 8
-                and self.smem(k, s, channels_last) <= TILE_SMEM
-                and (channels_last or self.inputs(k, s)[1] <= PLANAR_TILE_WIDTH))
-
-
-def _pow2_up(n: int) -> int:
-    return 1 << (n - 1).bit_length()
-
-
-@functools.lru_cache(maxsize=4096)
-def tile_rule(OH: int, OW: int, k: int, s: int, channels_last: bool) -> DwTile:
-    """The tile for an OH x OW output: ``rx`` wasting the fewest columns (ties: the wider), then the warp
-    grid (none wholly outside the image, a tile the kernels run: ``DwTile.fits``) of least cost per
-    channel: every tile's staged inputs (planar rows in lanes of a power-of-two row length) plus its
-    outputs' K*K FMAs at four per staged value, plus its weights."""
-    rx = min(TILE_RX[s], key=lambda r: (cdiv(OW, r) * r - OW, -r))
-    best, best_key = DwTile(rx, 1, 1), None
-    for wx in range(1, 9):
-        for wy in range(1, 8 // wx + 1):
-            if (wx - 1) * rx >= OW or (wy - 1) * TILE_RY >= OH:
-                continue
-            t = DwTile(rx, wx, wy)
-            if not t.fits(k, s, channels_last):
-                continue
-            ih, iw = t.inputs(k, s)
-            tiles = cdiv(OH, t.th) * cdiv(OW, t.tw)
-            staged = ih * iw if channels_last else cdiv(ih, 32 // _pow2_up(iw)) * 32
-            key = (tiles * (staged + t.th * t.tw * k * k / 4 + k * k), -wx * wy)
-            if best_key is None or key < best_key:
-                best, best_key = t, key
-    return best
-
-
-PLANES_RY = (4, 8)  # output rows a thread of the planar band kernels (a column strip)
-PLANES_SMEM = 32 * 1024  # the band the rule stages: several blocks an SM without an opt-in
-PLANES_MAX_SMEM = 48 * 1024  # the most a configured band may ask for
-PLANES_THREADS = 256
-PLANES_ITEMS = 2 * PLANES_THREADS  # strips a block aims at when planes are small: two a thread
-
-
-@dataclass(frozen=True)
-class DwPlanes:
-    """The planar band kernels' block (NCHW): ``planes`` whole planes, or one plane's band of ``strips``
-    strips of ``ry`` output rows (``ry`` in PLANES_RY), staged in shared memory at full width; a thread
-    computes one column of a strip."""
-
-    ry: int
-    planes: int
-    strips: int
-
-    def rows(self, k: int, s: int) -> int:
-        """Input rows a plane's band stages (its halo and padding included)."""
-        return (self.strips * self.ry - 1) * s + k
-
-    def smem(self, ow: int, k: int, s: int) -> int:
-        return self.planes * self.rows(k, s) * planes_pitch(ow, k, s) * 4
-
-    def fits(self, oh: int, ow: int, k: int, s: int) -> bool:
-        """Whether the kernels run this band: a compiled ry, several planes only as whole planes, and
-        PLANES_MAX_SMEM."""
-        return (self.ry in PLANES_RY and self.planes >= 1 and self.strips >= 1
-                and (self.planes == 1 or self.strips >= cdiv(oh, self.ry))
-                and self.smem(ow, k, s) <= PLANES_MAX_SMEM)
-
-
-def planes_pitch(ow: int, k: int, s: int) -> int:
-    """Floats a staged row takes: the (OW - 1) S + K inputs, at stride 2 as two halves of equal length."""
-    iw = (ow - 1) * s + k
-    return iw if s == 1 else 2 * cdiv(iw, 2)
-
-
-@functools.lru_cache(maxsize=4096)
-def planes_rule(planes: int, oh: int, ow: int, k: int, s: int, sms: int) -> Optional[DwPlanes]:
-    """The band for ``planes`` NCHW planes of OH x OW outputs, or None when one strip of the row does not
-    fit PLANES_SMEM. ``ry``: the fewest staged rows read per column, (OH / ry rounded up) ((ry - 1) S + K)
-    (ties: 8); the whole plane when it fits, with the planes a block (up to PLANES_ITEMS strips, no fewer
-    than two blocks an SM) whose strips fill the threads' rounds best; else the most strips that fit,
-    split evenly over the bands."""
-    ry = min(PLANES_RY, key=lambda r: (cdiv(oh, r) * ((r - 1) * s + k), -r))
-    budget = PLANES_SMEM // 4
-    pitch = planes_pitch(ow, k, s)
-    every = cdiv(oh, ry)
-    whole = DwPlanes(ry, 1, every)
-    per_plane = whole.rows(k, s) * pitch
-    if per_plane <= budget:
-        most = max(1, min(budget // per_plane, cdiv(PLANES_ITEMS, every * ow), planes // (2 * sms)))
-        # the group whose strips fill the block's rounds of PLANES_THREADS best (ties: the larger)
-        p = max(range(1, most + 1), key=lambda q: (q * every * ow / (cdiv(q * every * ow, PLANES_THREADS)
-                                                                     * PLANES_THREADS), q))
-        return DwPlanes(ry, p, every)
-    ns = ((budget // pitch - k) // s + 1) // ry
-    if ns < 1:
-        return None
-    return DwPlanes(ry, 1, cdiv(every, cdiv(every, ns)))
 
 
 def planes_name(dtype: torch.dtype, k: int, s: int, ry: int) -> str:

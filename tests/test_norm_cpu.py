@@ -433,3 +433,24 @@ def test_the_lane_asks_a_form_once_per_row_form():
     x = torch.empty(3 * 4096 + 1, dtype=F16)[1:].view(3, 4096)
     assert lane(x, None, None, 1e-5) is not None
     assert asked == [ALIGNED, WINDOW_IN]
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_bulk_ring_stages_weight_and_bias_with_shared_stores(dtype):
+    """The staged bulk ring copies each thread's weight and bias vectors into shared memory with shared
+    stores (STS.128), and its global stores (STG.E.128) are the output's alone, as in the unstaged ring:
+    writing the staging through the row tile's aligned store emitted st.global on shared addresses, which
+    faults on the GPU ("operation not supported on global/shared address space")."""
+    pytest.importorskip("cuda.core")
+    from kernelkit.analyze.sass import census, disassemble
+    from kernelkit.runtime import compile_source
+
+    def stores(staged):
+        k = BulkRing(1024, 2, 1, 3, staged, 2).kernel(dtype)
+        build = compile_source(k.source, (k.name,), "sm_90")
+        ops = census(disassemble(build.cubin)[build.mangled(k.name)]).opcodes
+        return ops.get("STG.E.128", 0), ops.get("STS.128", 0)
+
+    (stg_staged, sts_staged), (stg_plain, sts_plain) = stores(True), stores(False)
+    assert stg_staged == stg_plain > 0
+    assert sts_staged >= sts_plain + 2 * 2  # weight and bias: 2 vectors a thread each

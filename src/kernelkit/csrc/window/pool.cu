@@ -269,10 +269,28 @@ pool_span(const T* __restrict__ in, T* __restrict__ out, int planes, int H, int 
   }
 }
 
+// The channels_last kernels' grid-stride walk: thread t takes channel vector t % cv of output pixel t / cv,
+// pixels in (n, oy, ox) order, one(n, oy, ox, first channel); the index arithmetic is 32-bit where the
+// thread count allows.
+template <int VE, typename F>
+__device__ __forceinline__ void nhwc_walk(i64 total, int cv, int OH, int OW, F&& one) {
+  if (total <= 0x7fffffff) {
+    const unsigned ucv = cv, uow = OW, uoh = OH;
+    for (unsigned t = blockIdx.x * blockDim.x + threadIdx.x; t < (unsigned)total; t += gridDim.x * blockDim.x) {
+      const unsigned q = t / ucv, q2 = q / uow;
+      one((int)(q2 / uoh), (int)(q2 % uoh), (int)(q % uow), (int)(t % ucv) * VE);
+    }
+  } else {
+    for (i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x; t < total; t += (i64)gridDim.x * blockDim.x) {
+      const i64 q = t / cv, q2 = q / OW;
+      one((int)(q2 / OH), (int)(q2 % OH), (int)(q % OW), (int)(t % cv) * VE);
+    }
+  }
+}
+
 // channels_last: strides (elements) of the input's n, h, w; channels contiguous. The output is
 // channels_last and contiguous in that layout: ((n * OH + oy) * OW + ox) * Cn + c. Thread t takes
-// channel vector t % (Cn / VE) of output pixel t / (Cn / VE), pixels in (n, oy, ox) order; the index
-// arithmetic is 32-bit where the thread count allows.
+// channel vector t % (Cn / VE) of output pixel t / (Cn / VE) (nhwc_walk).
 template <typename T, bool kMax, int VE>
 __global__ void __launch_bounds__(256, 3)
 pool_nhwc(const T* __restrict__ in, T* __restrict__ out, int N, int Cn, int H, int W, int OH, int OW, i64 sn, i64 sh_,
@@ -314,18 +332,7 @@ pool_nhwc(const T* __restrict__ in, T* __restrict__ out, int N, int Cn, int H, i
       for (int j = 0; j < VE; ++j) dst[j] = wstore<T>(kMax ? acc[j] : acc[j] / d);
     }
   };
-  if (total <= 0x7fffffff) {
-    const unsigned ucv = cv, uow = OW, uoh = OH;
-    for (unsigned t = blockIdx.x * blockDim.x + threadIdx.x; t < (unsigned)total; t += gridDim.x * blockDim.x) {
-      const unsigned q = t / ucv, q2 = q / uow;
-      one((int)(q2 / uoh), (int)(q2 % uoh), (int)(q % uow), (int)(t % ucv) * VE);
-    }
-  } else {
-    for (i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x; t < total; t += (i64)gridDim.x * blockDim.x) {
-      const i64 q = t / cv, q2 = q / OW;
-      one((int)(q2 / OH), (int)(q2 % OH), (int)(q % OW), (int)(t % cv) * VE);
-    }
-  }
+  nhwc_walk<VE>(total, cv, OH, OW, one);
 }
 
 // channels_last with a compile-time square K x K window at stride S (no dilation), C a multiple of a
@@ -385,18 +392,7 @@ pool_nhwc_k(const T* __restrict__ in, T* __restrict__ out, int N, int Cn, int H,
       store_vec(reinterpret_cast<Vec<T, VE>*>(dst), vec_from_floats<T, VE>(acc));
     }
   };
-  if (total <= 0x7fffffff) {
-    const unsigned ucv = cv, uow = OW, uoh = OH;
-    for (unsigned t = blockIdx.x * blockDim.x + threadIdx.x; t < (unsigned)total; t += gridDim.x * blockDim.x) {
-      const unsigned q = t / ucv, q2 = q / uow;
-      one((int)(q2 / uoh), (int)(q2 % uoh), (int)(q % uow), (int)(t % ucv) * VE);
-    }
-  } else {
-    for (i64 t = blockIdx.x * (i64)blockDim.x + threadIdx.x; t < total; t += (i64)gridDim.x * blockDim.x) {
-      const i64 q = t / cv, q2 = q / OW;
-      one((int)(q2 / OH), (int)(q2 % OH), (int)(q % OW), (int)(t % cv) * VE);
-    }
-  }
+  nhwc_walk<VE>(total, cv, OH, OW, one);
 }
 
 }  // namespace kk

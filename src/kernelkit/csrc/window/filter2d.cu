@@ -184,15 +184,7 @@ __global__ void __launch_bounds__(256, 2) f2d_pipelined(const T* __restrict__ in
   const TileWalk<T, kAligned, TW, TH, LD, HP> walk(in, in_plane, in_row, planes, H, WC, C, mode, ROWS, RAD);
   float wr[K * K];
   int loaded = -1;
-  int t = blockIdx.x;
-  walk.issue(t, buf, shift);
-  tile_commit();
-  for (int s = 0; t < walk.total; t += (int)gridDim.x, s ^= 1) {
-    walk.issue(t + (int)gridDim.x, buf + (s ^ 1) * ROWS * LD, shift + (s ^ 1) * ROWS);
-    tile_commit();
-    tile_wait_previous();
-    __syncthreads();
-    const TilePos tp = walk.at(t);
+  walk.each(buf, shift, [&](const TilePos& tp, const R* tbuf, const int* tshift) {
     const int g = tp.p % groups;
     if (g != loaded) {
 #pragma unroll
@@ -205,8 +197,8 @@ __global__ void __launch_bounds__(256, 2) f2d_pipelined(const T* __restrict__ in
     for (int j = 0; j < RY; ++j)
 #pragma unroll
       for (int i = 0; i < V; ++i) acc[j][i] = b;
-    const R* tile = buf + s * ROWS * LD + threadIdx.y * RY * LD;
-    const int* sh = shift + s * ROWS + threadIdx.y * RY;
+    const R* tile = tbuf + threadIdx.y * RY * LD;
+    const int* sh = tshift + threadIdx.y * RY;
 #pragma unroll
     for (int r = 0; r < RY + K - 1; ++r) {
       float win[WL];
@@ -226,8 +218,7 @@ __global__ void __launch_bounds__(256, 2) f2d_pipelined(const T* __restrict__ in
       const int y = tp.y0 + threadIdx.y * RY + j;
       if (y < H) store_outputs<T, V>(out + ((i64)tp.p * H + y) * WC, tp.x0 + threadIdx.x * V, WC, acc[j]);
     }
-    __syncthreads();  // this buffer is the next iteration's copy target
-  }
+  });
 }
 
 #undef KK_WINDOW_ARGS

@@ -99,6 +99,24 @@ struct TileWalk {
       }
     }
   }
+
+  // This block's tiles (blockIdx.x, then gridDim.x apart), double-buffered in the two halves of `buf`
+  // (and of `shift`): the next tile's copies go out before body(position, tile buffer, its rows' shifts)
+  // reads this one's. A barrier ends each tile, since its half is the next copy target.
+  template <typename F>
+  __device__ __forceinline__ void each(R* buf, int* shift, F&& body) const {
+    int t = blockIdx.x;
+    issue(t, buf, shift);
+    tile_commit();
+    for (int s = 0; t < total; t += (int)gridDim.x, s ^= 1) {
+      issue(t + (int)gridDim.x, buf + (s ^ 1) * rows * LD, shift + (s ^ 1) * rows);
+      tile_commit();
+      tile_wait_previous();
+      __syncthreads();
+      body(at(t), buf + s * rows * LD, shift + s * rows);
+      __syncthreads();
+    }
+  }
 };
 
 // Element j of a run of 32-bit words as a float. uint8: the byte placed under the exponent of 2^23 by one

@@ -224,6 +224,7 @@ sep_pipelined(const T* __restrict__ in, T* __restrict__ out, const float* __rest
   SepWeights<KMAX, (KMAX <= 7)> wts;
   wts.fill(wsmem, w, lo, KW, KH);
   const TileWalk<T, kAligned, TW, TH, LD, HP> walk(in, in_plane, in_row, planes, H, WC, C, mode, rows, KH / 2);
+  // TileWalk::each's loop written out: through each() the sm_80 uint8 31-tap kernel spilled (2 STL, 2 LDL)
   int t = blockIdx.x;
   walk.issue(t, buf, shift);
   tile_commit();

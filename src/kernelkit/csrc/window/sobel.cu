@@ -69,17 +69,9 @@ sobel_pipelined(const T* __restrict__ in, T* __restrict__ out, const float* __re
   R* buf = reinterpret_cast<R*>(smem4);
   int* shift = reinterpret_cast<int*>(buf + 2 * ROWS * LD);
   const TileWalk<T, kAligned, TW, TH, LD, HP> walk(in, in_plane, in_row, planes, H, WC, C, mode, ROWS, 1);
-  int t = blockIdx.x;
-  walk.issue(t, buf, shift);
-  tile_commit();
-  for (int s = 0; t < walk.total; t += (int)gridDim.x, s ^= 1) {
-    walk.issue(t + (int)gridDim.x, buf + (s ^ 1) * ROWS * LD, shift + (s ^ 1) * ROWS);
-    tile_commit();
-    tile_wait_previous();
-    __syncthreads();
-    const TilePos tp = walk.at(t);
-    const R* tile = buf + s * ROWS * LD + threadIdx.y * RY * LD;
-    const int* sh = shift + s * ROWS + threadIdx.y * RY;
+  walk.each(buf, shift, [&](const TilePos& tp, const R* tbuf, const int* tshift) {
+    const R* tile = tbuf + threadIdx.y * RY * LD;
+    const int* sh = tshift + threadIdx.y * RY;
     float gx[RY][V], gy[RY][V];
 #pragma unroll
     for (int r = 0; r < RY + 2; ++r) {
@@ -115,8 +107,7 @@ sobel_pipelined(const T* __restrict__ in, T* __restrict__ out, const float* __re
       const int y = tp.y0 + threadIdx.y * RY + j;
       if (y < H) store_outputs<T, V, false, true>(out + ((i64)tp.p * H + y) * WC, tp.x0 + threadIdx.x * V, WC, gx[j]);
     }
-    __syncthreads();  // this buffer is the next iteration's copy target
-  }
+  });
 }
 
 }  // namespace kk

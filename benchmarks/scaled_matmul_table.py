@@ -4,8 +4,8 @@ bf16 result, in one process, interleaved.
     python benchmarks/scaled_matmul_table.py [--shapes 2048x2048x2048,...] [--seconds 2] [--out DIR]
 
 For each shape (MxNxK) and each accumulation (use_fast_accum False, torch's default, and True) the
-candidates are torch._scaled_mm, kernelkit's ws and tma_wgmma rungs at the rule's tile, and with fast
-accumulation ws at 128 x 128 (what the wide tile buys). Each is first checked against torch's result
+candidates are torch._scaled_mm, kernelkit's ws and tma_wgmma rungs at the rule's tile, and
+ws at 128 x 128 in both (what the wider tile buys). Each is first checked against torch's result
 (relative Frobenius error below 1e-2), then all are timed in turn (kernelkit.bench.timing.time_interleaved,
 shuffled, medians). ``--out DIR`` writes DIR/scaled_matmul-<device>.json with the environment.
 """
@@ -29,9 +29,8 @@ def candidates(a, b, sa, sb, fast):
     c = {"torch._scaled_mm": lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)}
     for rung in ("ws", "tma_wgmma"):
         c[rung] = lambda r=rung: kernelkit.scaled_matmul(a, b, sa, sb, use_fast_accum=fast, variant=r)
-    if fast:
-        c["ws 128x128"] = lambda: kernelkit.scaled_matmul(a, b, sa, sb, use_fast_accum=True, variant="ws",
-                                                          config=Fp8Tile(128, 7))
+    c["ws 128x128"] = lambda: kernelkit.scaled_matmul(a, b, sa, sb, use_fast_accum=fast, variant="ws",
+                                                      config=Fp8Tile(128, 7))
     return c
 
 

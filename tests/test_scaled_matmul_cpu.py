@@ -37,19 +37,20 @@ def test_layout_rule_names_the_operand():
 
 
 def test_tile_rule():
-    assert f8.tile_for(4096, 4096, 132, LIM, promote=True) == Fp8Tile(128, 7)  # two accumulator sets: 128 wide
+    assert f8.tile_for(4096, 4096, 132, LIM, promote=True) == Fp8Tile(192, 5)  # two accumulator sets: 192 wide
+    assert f8.tile_for(1024, 2048, 132, LIM, promote=True) == Fp8Tile(128, 7)  # 8 x 11 tiles of 192 < 132 SMs
     assert f8.tile_for(4096, 4096, 132, LIM, promote=False) == Fp8Tile(256, 4)  # 512 wide tiles >= 132 SMs
     assert f8.tile_for(1024, 4096, 132, LIM, promote=False) == Fp8Tile(128, 7)  # 128 wide tiles < 132 SMs
     assert f8.tile_for(1024, 4096, 128, LIM, promote=False) == Fp8Tile(256, 4)
-    assert f8.stages_for(256, LIM) == 4 and f8.stages_for(128, LIM) == 7 and f8.stages_for(128, 100 * 1024) == 3
-    for t in (Fp8Tile(256, 4), Fp8Tile(128, 7)):
-        t.check("scaled_matmul", torch.float32, promote=t.block_n == 128)
+    assert f8.stages_for(256, LIM) == 4 and f8.stages_for(192, LIM) == 5 and f8.stages_for(128, LIM) == 7 and f8.stages_for(128, 100 * 1024) == 3
+    for t in (Fp8Tile(256, 4), Fp8Tile(192, 5), Fp8Tile(128, 7)):
+        t.check("scaled_matmul", torch.float32, promote=t.block_n < 256)
         assert t.shmem + f8.STATIC_SHARED <= LIM
 
 
 def test_tile_check_names_the_problem():
-    for tile, promote, out, words in ((Fp8Tile(192, 3), False, torch.bfloat16, "128 or 256"),
-                                      (Fp8Tile(256, 4), True, torch.bfloat16, "128 only"),
+    for tile, promote, out, words in ((Fp8Tile(160, 3), False, torch.bfloat16, "128, 192 or 256"),
+                                      (Fp8Tile(256, 4), True, torch.bfloat16, "192 at most"),
                                       (Fp8Tile(256, 5), False, torch.bfloat16, "shared memory"),
                                       (Fp8Tile(128, 1), True, torch.bfloat16, "stages must be"),
                                       (Fp8Tile(128, 2), True, torch.float32, "more stages")):
@@ -66,11 +67,12 @@ def test_ladder_records():
         v = op.variant(rung)
         assert v.dtypes == (E4M3, E5M2)
         own = [k for k in v.kernels(E4M3) if k.source == f8.SRC and "f8_" in k.name]
-        assert len(own) == 2 * 3  # e4m3 x (e4m3, e5m2), three output dtypes, the promoted 128-wide tile
+        assert len(own) == 2 * 3 * 2  # e4m3 x (e4m3, e5m2), three output dtypes, the promoted 128 and 192 tiles
+        assert {k.dyn_shared for k in own} == {Fp8Tile(192, 5).shmem, Fp8Tile(128, 7).shmem}
         assert all(k.tensor_core == "QGMMA" and k.arch_suffix == "a" and k.min_sm == 90 for k in own)
         fast = [k for k in v.kernels(E4M3, use_fast_accum=True) if "f8_" in k.name]
         assert {k.dyn_shared for k in fast} == {Fp8Tile(256, 4).shmem, Fp8Tile(128, 7).shmem} and len(fast) == 12
-        assert len([k for k in v.kernels(E5M2) if "f8_" in k.name]) == 3  # e5m2 x e4m3 only
+        assert len([k for k in v.kernels(E5M2) if "f8_" in k.name]) == 3 * 2  # e5m2 x e4m3 only
         assert any("fp8_widen" in k.name for k in v.kernels(E4M3))  # what the TMA cannot read
     dq = op.variant("dequant").kernels(E4M3)
     assert {"kk::fp8_widen<0>", "kk::fp8_widen<1>", "kk::fp8_scale_out<float>"} <= {k.name for k in dq}
@@ -134,6 +136,13 @@ def test_sass_shows_the_fp8_wgmma(rung, pair):
     assert "UTMALDG.3D" in sass and "SYNCS.PHASECHK" in sass and "LDL" not in sass and "STL" not in sass
     assert "WARPGROUP.DEPBAR.LE gsb0, 0x0" in sass  # promoted: the partial sum is read once complete
     assert ("USETMAXREG" in sass) == (rung == "ws") and "C7508" not in log
+
+
+def test_promoted_192_wide_tile_fits_the_consumer_registers():
+    pytest.importorskip("cuda.core")
+    sass, log = _sass("kk::f8_ws<0, 0, __nv_bfloat16, 192, 5, true>")
+    assert sum("QGMMA.64x192x32.F32.E4M3.E4M3" in line for line in sass.splitlines()) == 4
+    assert "LDL" not in sass and "STL" not in sass and "C7508" not in log
 
 
 def test_fast_accumulation_keeps_one_stage_in_flight():

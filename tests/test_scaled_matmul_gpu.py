@@ -103,6 +103,7 @@ def test_against_float64(rung, pair, out_dtype, fast):
 
 
 @pytest.mark.parametrize("rung,tile", [("ws", Fp8Tile(256, 4)), ("tma_wgmma", Fp8Tile(256, 4)),
+                                       ("ws", Fp8Tile(192, 5)), ("tma_wgmma", Fp8Tile(192, 3)),
                                        ("ws", Fp8Tile(128, 3)), ("tma_wgmma", Fp8Tile(128, 2))])
 def test_tiles_and_torch(rung, tile):
     """The wide tile and short rings through config=, at a size with full and partial tiles, and
@@ -187,7 +188,7 @@ def test_argument_errors_name_the_argument():
         (dict(variant="nope"), ValueError, "unknown variant"),
         (dict(variant="ws", config=(128, 4)), TypeError, "Fp8Tile"),
         (dict(variant="dequant", config=Fp8Tile(128, 4)), ValueError, "tma_wgmma and ws"),
-        (dict(variant="ws", config=Fp8Tile(256, 4)), ValueError, "128 only"),
+        (dict(variant="ws", config=Fp8Tile(256, 4)), ValueError, "192 at most"),
     ]
     base = dict(a=a, b=b, scale_a=sa, scale_b=sb)
     for change, exc, words in bad:

@@ -3,7 +3,7 @@
 //
 // Hopper (sm_90a): both operands are K-major (A row-major, B column-major), loaded by the TMA with the
 // 128-byte swizzle: a K tile of 128 fp8 elements is one 128-byte line a row, a stage the 128 x 128 A
-// tile then the BN x 128 B tile (BN = 128 or 256). Two consumer warpgroups of 64 rows each issue
+// tile then the BN x 128 B tile (BN = 128, 192 or 256). Two consumer warpgroups of 64 rows each issue
 // wgmma m64nBNk32 (four a stage) into fp32 accumulators. Accumulation, two forms (kPromote):
 // - promoted (torch's default, use_fast_accum=False): the tensor cores' fp8 accumulation keeps fewer
 //   bits than fp32, so each stage's four MMAs start a fresh partial sum (scale-d = 0) that is added

@@ -5,8 +5,10 @@ TMA through tensor maps of bytes with the 128-byte swizzle: a K tile of 128 fp8 
 swizzle line. wgmma m64nNk32 multiplies them into fp32 accumulators, two consumer warpgroups of 64
 rows a block. ``Fp8Tile`` is the ``config=`` surface; ``tile_for`` the launch rule:
 - promoted accumulation (``use_fast_accum=False``, torch's default) keeps a stage's partial sum and the
-  running fp32 sum, BN/2 registers each a thread: BN = 128 (two sets of 64; two of 128 at BN = 256
-  would pass the 232 registers a consumer thread has);
+  running fp32 sum, BN/2 registers each a thread: BN = 192 (two sets of 96; two of 128 at BN = 256
+  would pass the 232 registers a consumer thread has) where those tiles give every SM one, else 128.
+  The wider the MMA, the fewer shared-memory bytes a MAC: (64 + BN) / BN * 64 bytes a cycle at the
+  SM's 4096 fp8 MACs a cycle, 96 at BN = 128, 85 at 192, 80 at 256, of the 128 shared memory gives;
 - fast accumulation: BN = 256 where the 128 x 256 tiles give every SM one (A read from shared memory
   once for twice the columns), else 128;
 - stages: as many as the opt-in shared memory holds, at most 8 (the same bytes a stage as the 16-bit
@@ -35,7 +37,8 @@ CXX = {BF16: "__nv_bfloat16", F16: "__half", F32: "float"}
 RUNGS = ("tma_wgmma", "ws")
 THREADS = {"tma_wgmma": 256, "ws": 384}
 BM, BK = 128, 128  # rows of C a block; K elements (bytes) a stage: one 128-byte swizzle line
-WIDTHS = (128, 256)
+WIDTHS = (128, 192, 256)
+PROMOTED_MAX = 192  # two sets of BN / 2 fp32 registers within a consumer's 232
 MAX_STAGES = 8
 SM90_SHARED = 232448
 ALIGN_SLACK = 1024
@@ -56,8 +59,8 @@ TECHNIQUE = {
 
 @dataclass(frozen=True)
 class Fp8Tile:
-    """The ``config=`` of scaled_matmul's Hopper rungs: a block computes 128 x ``block_n`` outputs (128 or
-    256: wgmma's N) with ``stages`` K tiles of 128 in its shared-memory ring."""
+    """The ``config=`` of scaled_matmul's Hopper rungs: a block computes 128 x ``block_n`` outputs (128, 192
+    or 256: wgmma's N) with ``stages`` K tiles of 128 in its shared-memory ring."""
 
     block_n: int
     stages: int
@@ -74,9 +77,10 @@ class Fp8Tile:
         """ValueError naming what this tile breaks for this output dtype and accumulation."""
         bad = None
         if self.block_n not in WIDTHS:
-            bad = "block_n must be 128 or 256 (wgmma m64n128k32 or m64n256k32)"
-        elif promote and self.block_n != 128:
-            bad = "the promoted accumulation (use_fast_accum=False) holds two sets of block_n / 2 registers: 128 only"
+            bad = "block_n must be 128, 192 or 256 (wgmma m64n128k32, m64n192k32 or m64n256k32)"
+        elif promote and self.block_n > PROMOTED_MAX:
+            bad = (f"the promoted accumulation (use_fast_accum=False) holds two sets of block_n / 2 registers: "
+                   f"block_n {PROMOTED_MAX} at most")
         elif not 2 <= self.stages <= MAX_STAGES:
             bad = f"stages must be 2 to {MAX_STAGES}"
         elif self.shmem + STATIC_SHARED > shared_limit:
@@ -93,9 +97,10 @@ def stages_for(block_n: int, shared_limit: int) -> int:
 
 
 def tile_for(m: int, n: int, sms: int, shared_limit: int, promote: bool) -> Fp8Tile:
-    """128 x 128 for the promoted accumulation; with fast accumulation 128 x 256 where those tiles give
-    every SM one, else 128 x 128; the stages that fit."""
-    bn = 256 if not promote and cdiv(m, BM) * cdiv(n, 256) >= sms else 128
+    """The widest tile the accumulation allows (192 promoted, 256 fast) where those tiles give every SM
+    one, else 128 x 128; the stages that fit."""
+    wide = PROMOTED_MAX if promote else 256
+    bn = wide if cdiv(m, BM) * cdiv(n, wide) >= sms else 128
     return Fp8Tile(bn, stages_for(bn, shared_limit))
 
 
@@ -114,7 +119,7 @@ def pairs_for(a: torch.dtype) -> tuple[tuple[torch.dtype, torch.dtype], ...]:
 
 def hopper_kernels(rung: str, a: torch.dtype, promote: bool) -> tuple[Kernel, ...]:
     """Every kernel the rule launches on sm_90 for this A dtype and accumulation."""
-    widths = (128,) if promote else WIDTHS
+    widths = (128, PROMOTED_MAX) if promote else (128, 256)
     tiles = [Fp8Tile(bn, stages_for(bn, SM90_SHARED)) for bn in widths]
     return tuple(kernel(rung, x, y, o, t, promote) for x, y in pairs_for(a) for o in OUT_DTYPES for t in tiles)
 

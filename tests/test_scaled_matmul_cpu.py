@@ -37,11 +37,14 @@ def test_layout_rule_names_the_operand():
 
 
 def test_tile_rule():
-    assert f8.tile_for(4096, 4096, 132, LIM, promote=True) == Fp8Tile(192, 5)  # two accumulator sets: 192 wide
-    assert f8.tile_for(1024, 2048, 132, LIM, promote=True) == Fp8Tile(128, 7)  # 8 x 11 tiles of 192 < 132 SMs
-    assert f8.tile_for(4096, 4096, 132, LIM, promote=False) == Fp8Tile(256, 4)  # 512 wide tiles >= 132 SMs
-    assert f8.tile_for(1024, 4096, 132, LIM, promote=False) == Fp8Tile(128, 7)  # 128 wide tiles < 132 SMs
-    assert f8.tile_for(1024, 4096, 128, LIM, promote=False) == Fp8Tile(256, 4)
+    # promoted: 192 wide (two accumulator sets) unless 128 x 128 waves cost less
+    assert f8.tile_for(8192, 8192, 132, LIM, promote=True) == Fp8Tile(192, 5)  # 21 waves x 256 < 32 x 192
+    assert f8.tile_for(4096, 4096, 132, LIM, promote=True) == Fp8Tile(192, 5)  # 6 x 256 = 8 x 192: the wider
+    assert f8.tile_for(2048, 2048, 132, LIM, promote=True) == Fp8Tile(128, 7)  # 2 x 256 > 2 x 192
+    assert f8.wave_cost(2048, 2048, 192, 132) == 2 * 256 and f8.wave_cost(2048, 2048, 128, 132) == 2 * 192
+    assert f8.tile_for(4096, 4096, 132, LIM, promote=False) == Fp8Tile(256, 4)  # 4 x 320 < 8 x 192
+    assert f8.tile_for(128, 4096, 132, LIM, promote=False) == Fp8Tile(128, 7)  # one wave either way: 192 < 320
+
     assert f8.stages_for(256, LIM) == 4 and f8.stages_for(192, LIM) == 5 and f8.stages_for(128, LIM) == 7 and f8.stages_for(128, 100 * 1024) == 3
     for t in (Fp8Tile(256, 4), Fp8Tile(192, 5), Fp8Tile(128, 7)):
         t.check("scaled_matmul", torch.float32, promote=t.block_n < 256)

@@ -6,11 +6,12 @@ swizzle line. wgmma m64nNk32 multiplies them into fp32 accumulators, two consume
 rows a block. ``Fp8Tile`` is the ``config=`` surface; ``tile_for`` the launch rule:
 - promoted accumulation (``use_fast_accum=False``, torch's default) keeps a stage's partial sum and the
   running fp32 sum, BN/2 registers each a thread: BN = 192 (two sets of 96; two of 128 at BN = 256
-  would pass the 232 registers a consumer thread has) where those tiles give every SM one, else 128.
+  would pass the 232 registers a consumer thread has);
   The wider the MMA, the fewer shared-memory bytes a MAC: (64 + BN) / BN * 64 bytes a cycle at the
   SM's 4096 fp8 MACs a cycle, 96 at BN = 128, 85 at 192, 80 at 256, of the 128 shared memory gives;
-- fast accumulation: BN = 256 where the 128 x 256 tiles give every SM one (A read from shared memory
-  once for twice the columns), else 128;
+- fast accumulation: BN = 256;
+- either falls back to BN = 128 where its waves of tiles cost less (``wave_cost``: 2048^3 promoted,
+  176 tiles of 192 on 132 SMs leave the second wave a third full);
 - stages: as many as the opt-in shared memory holds, at most 8 (the same bytes a stage as the 16-bit
   rungs: 4 at BN = 256, 7 at BN = 128).
 """
@@ -96,11 +97,17 @@ def stages_for(block_n: int, shared_limit: int) -> int:
     return max(2, min(MAX_STAGES, (shared_limit - ALIGN_SLACK - STATIC_SHARED) // per))
 
 
+def wave_cost(m: int, n: int, bn: int, sms: int) -> int:
+    """Time of a launch in units of a 128 x 128 x 32 step at the shared-memory bound: waves of tiles
+    (a partial wave costs a whole one) times a tile's shared-memory bytes a step, (64 + BN) / 64."""
+    return cdiv(cdiv(m, BM) * cdiv(n, bn), sms) * (64 + bn)
+
+
 def tile_for(m: int, n: int, sms: int, shared_limit: int, promote: bool) -> Fp8Tile:
-    """The widest tile the accumulation allows (192 promoted, 256 fast) where those tiles give every SM
-    one, else 128 x 128; the stages that fit."""
+    """The widest tile the accumulation allows (192 promoted, 256 fast) unless 128 x 128 tiles cost less
+    by ``wave_cost`` (fewer idle SMs in the last wave outweigh the wider MMA); the stages that fit."""
     wide = PROMOTED_MAX if promote else 256
-    bn = wide if cdiv(m, BM) * cdiv(n, wide) >= sms else 128
+    bn = wide if wave_cost(m, n, wide, sms) <= wave_cost(m, n, 128, sms) else 128
     return Fp8Tile(bn, stages_for(bn, shared_limit))
 
 

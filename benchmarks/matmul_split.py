@@ -7,7 +7,8 @@ timed in turn in one process.
 Shapes default to the 20 linear layers of matmul_table.py (M in {1, 16, 128, 4096, 16384} x the four
 (N, K) of current models); A and B row-major as there. Where the rule splits K, each rung runs twice:
 ``split=1`` (the rung's tile without the split, what it ran before) and the rule's ``split=S``;
-``--splits`` adds other slice counts on those shapes. Every candidate is first checked against torch.
+``--splits`` adds other slice counts on those shapes, ``--tiles 256x2,...`` other (block_n, split) pairs at
+M <= 128 (labelled rung/block_n; not in the geomeans). Every candidate is first checked against torch.
 Printed per case: TFLOP/s, the share of cuBLAS's rate in the same loop, and for M <= 16 the rate at
 which B was read (those shapes read B once; the copy rate is the bound). The geometric means over the
 shapes, before and after, close the table; ``--out DIR`` writes DIR/matmul-split-<device>.json.
@@ -39,7 +40,7 @@ def rule_tile(m: int, n: int, k: int, batch: int) -> hop.WgmmaTile:
                         hop.shared_limit(dev), k)
 
 
-def run_case(shape, dname, rungs, extra, seconds, log):
+def run_case(shape, dname, rungs, extra, tiles, seconds, log):
     dtype = getattr(torch, dname)
     *batch, m, n, k = shape
     nb = math.prod(batch)
@@ -54,15 +55,18 @@ def run_case(shape, dname, rungs, extra, seconds, log):
             cands.append((r, tile.split, tile))
         else:
             cands.append((r, 1, None))
+        if m <= hop.BM:  # other tiles where the tile count is small: (block_n, split) pairs
+            cands += [(f"{r}/{bn}", sp, replace(tile, block_n=bn, stages=hop.stages_for(bn, hop.SM90_SHARED), split=sp))
+                      for bn, sp in tiles if (bn, sp) != (tile.block_n, tile.split) and sp <= -(-k // 64)]
     ref = torch.matmul(a, b)
     for r, s, cfg in cands:
         if s == 1 and nb * m * n > 1 << 26:
             continue  # the unsplit kernels on the large outputs: tests/test_hopper_gpu.py checks them
-        bad = disagreement(kernelkit.matmul(a, b, variant=r, config=cfg), ref, dname)
+        bad = disagreement(kernelkit.matmul(a, b, variant=r.split("/")[0], config=cfg), ref, dname)
         if bad > TOL[dname]:
             raise AssertionError(f"{dname} {shape} {r} split={s}: differs from torch by {bad:.3g}")
     del ref
-    fns = [lambda r=r, c=c: kernelkit.matmul(a, b, variant=r, config=c) for r, _, c in cands]
+    fns = [lambda r=r, c=c: kernelkit.matmul(a, b, variant=r.split("/")[0], config=c) for r, _, c in cands]
     fns.append(lambda: torch.matmul(a, b))
     nbytes = a.numel() * a.element_size() + b.numel() * b.element_size() + nb * m * n * 2
     times = time_interleaved(fns, warmup=2, reps=100, max_seconds=seconds, working_set_bytes=nbytes, shuffle=True)
@@ -87,7 +91,7 @@ def geomean(xs):
 
 def summary(records, log):
     for dname in dict.fromkeys(r["dtype"] for r in records):
-        for rung in dict.fromkeys(r["rung"] for r in records):
+        for rung in dict.fromkeys(r["rung"] for r in records if "/" not in r["rung"]):
             rs = [r for r in records if r["dtype"] == dname and r["rung"] == rung]
             before = [r["share"] for r in rs if r["split"] == 1]
             after = [r["share"] for r in rs if r["split"] == r["rule_split"]]
@@ -101,11 +105,13 @@ def main() -> None:
     p.add_argument("--dtypes", default="bfloat16,float16")
     p.add_argument("--rungs", default="tma_wgmma,ws")
     p.add_argument("--splits", default="", help="more slice counts to time where the rule splits")
+    p.add_argument("--tiles", default="", help="BNxS pairs (block_n, split) also timed at M <= 128, as rung/BN")
     p.add_argument("--seconds", type=float, default=0.4, help="timing budget of one case")
     p.add_argument("--out", default=None)
     args = p.parse_args()
     shapes = parse_shapes(args.shapes) if args.shapes else list(MODEL)
     extra = [int(s) for s in args.splits.split(",") if s]
+    tiles = [tuple(int(x) for x in t.split("x")) for t in args.tiles.split(",") if t]
     records = []
     env = environment() if args.out else None
 
@@ -118,7 +124,7 @@ def main() -> None:
 
     for dname in args.dtypes.split(","):
         for shape in shapes:
-            records += run_case(shape, dname, args.rungs.split(","), extra, args.seconds, print)
+            records += run_case(shape, dname, args.rungs.split(","), extra, tiles, args.seconds, print)
             torch.cuda.empty_cache()
             if args.out:
                 save()

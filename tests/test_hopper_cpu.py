@@ -247,6 +247,9 @@ def test_dispatch_launches_the_rung_with_its_tensor_maps(monkeypatch, hopper_dev
     assert (ta, tb) == (bytes(128), bytes(128)) and c == out.data_ptr() and bias == 0
     assert (m, n, k, ldc, bsc, flags) == (300, 257, 520, 257, 300 * 257, 3)
     launched.clear()
+    mm._matmul_into(a[..., :64], b[:, :64], None, out, False, "ws", None)  # one K tile: a plan of its own
+    assert launched[0][0][1] == (9, 1, 3) and launched[0][0][-2:] == (0, 0) and len(spaces) == 1
+    launched.clear()
     mm._matmul_into(a, b, None, out, False, "ws", [128, 7, 1])  # config: no split, no workspace
     assert launched[0][0][1] == (9, 1, 3) and launched[0][0][-2:] == (0, 0) and len(spaces) == 1
     with pytest.raises(ValueError, match="10 K slices of 9 K tiles"):

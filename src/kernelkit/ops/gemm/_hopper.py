@@ -227,7 +227,7 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
     reason = problem_reason(sa, sb, batch, dev)
     if reason:
         return reason
-    key = (rung, sa.t.dtype, sa.kmaj, sb.kmaj, m, n, batch, dev, config and tuple(config))
+    key = (rung, sa.t.dtype, sa.kmaj, sb.kmaj, m, n, k, batch, dev, config and tuple(config))  # K sets the split
     plan = _plans.get(key)
     if plan is None:
         limit = shared_limit(dev)

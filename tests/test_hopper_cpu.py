@@ -81,29 +81,32 @@ def _split(m, n, k, batch=1, sms=132):
 
 
 def test_split_rule_fills_idle_sms_only():
-    # N = 4096 at M <= 128: 32 tiles of 128 x 128 for 132 SMs -> 4 slices (128 blocks, one wave; 5 would
+    # N = 4096 at M <= 16: 32 tiles of 128 x 128 for 132 SMs -> 4 slices (128 blocks, one wave; 5 would
     # need a second wave)
-    for m in (1, 16, 128):
+    for m in (1, 16):
         for k in (4096, 14336):
             assert hop.tile_for(m, 4096, 1, 132, hop.SM90_SHARED, k) == WgmmaTile(128, 7, 4), (m, k)
+    # M = 128: the partials' tail bounds it: sqrt(64 K tiles / 16) = 2, sqrt(224 / 16) -> 3
+    assert _split(128, 4096, 4096) == 2 and _split(128, 4096, 14336) == 3 and _split(64, 4096, 4096) == 2
     assert _split(1, 4096, 4096, sms=128) == 4 and _split(1, 4096, 4096, sms=160) == 5  # the SMs decide
     # full grids do not split: 112 tiles of N = 14336 (a second slice each would need two waves), the
     # 128 x 256 grids, batches that fill the SMs
     assert _split(128, 14336, 4096) == 1 and _split(1, 128256, 4096) == 1
     assert _split(4096, 4096, 4096) == 1 and _split(16384, 4096, 14336) == 1
-    assert _split(128, 4096, 4096, batch=8) == 1 and _split(128, 4096, 4096, batch=2) == 2  # 64 tiles
+    assert _split(16, 4096, 4096, batch=8) == 1 and _split(16, 4096, 4096, batch=2) == 2  # 64 tiles
     # the default k (one K tile) never splits: tile_for without K keeps the unsplit tile
     assert hop.tile_for(1, 4096, 1, 132, hop.SM90_SHARED) == WgmmaTile(128, 7)
 
 
 def test_split_rule_keeps_slices_long_and_the_reduction_short():
     # each slice keeps >= 4 K tiles: K = 512 is 8 tiles -> 2 slices; K = 200 (4 tiles, odd tail) -> 1
-    assert _split(128, 4096, 512) == 2 and _split(128, 4096, 200) == 1 and _split(1, 4096, 256) == 1
+    assert _split(1, 4096, 512) == 2 and _split(1, 4096, 200) == 1 and _split(1, 4096, 256) == 1
     assert _split(1, 4096, 1000) == 4  # 16 K tiles, the last one partial
-    # one tile (128 x 128 x 4096: 64 K tiles): SMs would allow 132 slices, K tiles 16; the last block's
-    # read of S full partials (2 K tiles' time each) against 64 / S tiles of MMAs is least at
-    # sqrt(64 / 2) -> 5. With one row a partial is 1/128 of that: 16
-    assert _split(128, 128, 4096) == 5 and _split(1, 128, 4096) == 16 and _split(16, 128, 4096) == 16
+    # one tile (128 x 128 x 4096: 64 K tiles): SMs would allow 132 slices, K tiles 16; the tail of S full
+    # partials (16 K tiles' time each) against 64 / S K tiles is least at sqrt(64 / 16) = 2; with 16
+    # rows a partial costs 1/8 of that: sqrt(32) -> 5; with one row the K tiles bound it: 16
+    assert _split(128, 128, 4096) == 2 and _split(16, 128, 4096) == 5 and _split(1, 128, 4096) == 16
+    assert _split(128, 4096, 512) == 1  # full partials and 8 K tiles: no split pays
     assert _split(1, 128, 65536) == hop.MAX_SPLIT
     # the slices of the kernels' partition (k_slice in splitk.cuh): first = ktiles * s // S
     for m, n, k in ((1, 4096, 4096), (16, 4096, 14336), (128, 4096, 1000), (128, 128, 4104), (1, 128, 8200)):
@@ -241,19 +244,22 @@ def test_dispatch_launches_the_rung_with_its_tensor_maps(monkeypatch, hopper_dev
     (args, kw), = launched
     kern, grid, block, ta, tb, c, bias, m, n, k, ldc, bsc, flags, ws, tickets = args
     assert kern == ("kernel", "kk::mm_ws<__nv_bfloat16, 128, 7, true, true>", "a")  # 27 tiles: the narrow one
-    # 27 tiles leave SMs idle: K's 9 tiles in 2 slices (grid y), a workspace of 27 x 2 partial tiles
-    assert grid == (3 * 3, 2, 3) and block == 384 and kw["shmem"] == WgmmaTile(128, 7).shmem
-    assert spaces == [(27 * 2 * 128 * 128, 27)] and (ws, tickets) == (1 << 40, 1 << 41)
+    # 9 K tiles of 128-row partials: no split pays, no workspace
+    assert grid == (3 * 3, 1, 3) and block == 384 and kw["shmem"] == WgmmaTile(128, 7).shmem
     assert (ta, tb) == (bytes(128), bytes(128)) and c == out.data_ptr() and bias == 0
-    assert (m, n, k, ldc, bsc, flags) == (300, 257, 520, 257, 300 * 257, 3)
+    assert (m, n, k, ldc, bsc, flags, ws, tickets) == (300, 257, 520, 257, 300 * 257, 3, 0, 0) and not spaces
     launched.clear()
-    mm._matmul_into(a[..., :64], b[:, :64], None, out, False, "ws", None)  # one K tile: a plan of its own
-    assert launched[0][0][1] == (9, 1, 3) and launched[0][0][-2:] == (0, 0) and len(spaces) == 1
-    launched.clear()
-    mm._matmul_into(a, b, None, out, False, "ws", [128, 7, 1])  # config: no split, no workspace
-    assert launched[0][0][1] == (9, 1, 3) and launched[0][0][-2:] == (0, 0) and len(spaces) == 1
+    mm._matmul_into(a, b, None, out, False, "ws", [128, 7, 2])  # K's 9 tiles in 2 slices (grid y)
+    (args, kw), = launched
+    assert args[1] == (9, 2, 3) and args[-2:] == (1 << 40, 1 << 41)
+    assert spaces == [(27 * 2 * 128 * 128, 27)]  # 27 tiles x 2 partials of 128 x 128 floats, 27 tickets
     with pytest.raises(ValueError, match="10 K slices of 9 K tiles"):
         mm._matmul_into(a, b, None, out, False, "ws", [128, 7, 10])
+    launched.clear()
+    small = torch.empty(3, 16, 257, dtype=BF16)
+    mm._matmul_into(a[:, :16], b, None, small, False, "ws", None)  # 16 rows: the rule splits K in 2
+    mm._matmul_into(a[:, :16, :64], b[:, :64], None, small, False, "ws", None)  # one K tile: its own plan
+    assert [x[0][1] for x in launched] == [(3, 2, 3), (3, 1, 3)]
     assert maps[0][0][2:] == ((520, 300, 3), (1040, 300 * 520 * 2), (64, 128, 1))
     assert maps[1][0][2:] == ((520, 257, 3), (1040, 257 * 520 * 2), (64, 128, 1))
     launched.clear()

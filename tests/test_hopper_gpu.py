@@ -133,7 +133,7 @@ def test_large_rule_tile():
 def test_split_k_rule_and_configs(rung, dtype):
     """Few tiles, long K: the rule splits; M = 1, 17 and 129 (a second M tile of one row), N off the tile,
     K odd multiples of 8 (a partial last K tile in the last slice), configured splits of both widths."""
-    for m, n, k in ((1, 1000, 4104), (17, 1000, 4104), (129, 520, 2056), (1, 8, 1032)):
+    for m, n, k in ((1, 1000, 4104), (17, 1000, 4104), (129, 520, 8200), (1, 8, 1032)):
         _, split = _run(rung, dtype, m, n, k)
         assert split > 1, (m, n, k)
     for config in (WgmmaTile(128, 7, 3), WgmmaTile(256, 4, 2), WgmmaTile(128, 7, 16)):

@@ -42,6 +42,7 @@ STATIC_SHARED = 256  # the kernels' static shared memory (the mbarriers) stays b
 GRID_Z = 65535
 MAX_SPLIT = 64  # K slices of a tile at most (the last block reads them all)
 MIN_SLICE_KTILES = 4  # K tiles a slice keeps at least: the pipeline's fill and drain stay a small part
+TAIL_KTILES = 16  # a slice's full (BM-row) partial costs the tile's finish about this many K tiles' time
 THREADS = {"tma_wgmma": 256, "ws": 384}
 
 TECHNIQUE = {
@@ -100,12 +101,14 @@ def stages_for(block_n: int, shared_limit: int) -> int:
 def split_for(tiles: int, ktiles: int, rows: int, sms: int) -> int:
     """K slices for ``tiles`` output tiles (batch included) of ``rows`` rows of C each (at most BM) over
     ``ktiles`` K tiles: as many as fit beside the tiles in one wave (a block holds an SM: a second wave
-    would double the time), each keeping MIN_SLICE_KTILES K tiles, and at most sqrt(ktiles / c) where
-    c = 2 rows / BM is the last block's read of one partial in K tiles' time (a full partial of fp32
-    is 2x a K tile's MMA time at BN = 128): the slices' MMA time ktiles / S plus the read S c is least
-    there. 1 where the tiles fill the SMs."""
+    doubles the time), each keeping MIN_SLICE_KTILES K tiles, and at most sqrt(ktiles / c), where the
+    slices' time ktiles / S plus the finishing tail S c is least, c = TAIL_KTILES rows / BM the cost of
+    one slice's partial (written by its block, read back by the last one) in K tiles. Rows past M are
+    zero-filled by the TMA and skipped by the partials: at M = 1 the tail is nothing and the SMs bound
+    S; at M = 128, where A's rows are real and the loads of A and B reach the device's rate at about
+    half the SMs, the tail decides (2 slices for 64 K tiles). 1 where the tiles fill the SMs."""
     s = min(sms // max(1, tiles), ktiles // MIN_SLICE_KTILES, MAX_SPLIT)
-    s = min(s, math.isqrt(ktiles * BM // (2 * max(1, min(rows, BM)))))
+    s = min(s, math.isqrt(ktiles * BM // (TAIL_KTILES * max(1, min(rows, BM)))))
     return max(1, s)
 
 

@@ -81,19 +81,18 @@ def _split(m, n, k, batch=1, sms=132):
 
 
 def test_split_rule_fills_idle_sms_only():
-    # N = 4096 at M <= 16: 32 tiles of 128 x 128 for 132 SMs -> 4 slices (128 blocks, one wave; 5 would
-    # need a second wave)
-    for m in (1, 16):
+    # N = 4096: 32 tiles of 128 x 128 for 132 SMs. The blocks wanted: half the SMs scaled by the TMA's
+    # rows a stage (128 of A + 128 of B) over the rows carrying data. M = 1: 66 x 256 / 129 = 130 -> 4
+    # slices (128 blocks, one wave); M = 16: 117 -> 3; M = 64: 88 -> 2; M = 128: 66 -> 2
+    for m, split in ((1, 4), (16, 3), (64, 2), (128, 2)):
         for k in (4096, 14336):
-            assert hop.tile_for(m, 4096, 1, 132, hop.SM90_SHARED, k) == WgmmaTile(128, 7, 4), (m, k)
-    # M = 128: the partials' tail bounds it: sqrt(64 K tiles / 16) = 2, sqrt(224 / 16) -> 3
-    assert _split(128, 4096, 4096) == 2 and _split(128, 4096, 14336) == 3 and _split(64, 4096, 4096) == 2
-    assert _split(1, 4096, 4096, sms=128) == 4 and _split(1, 4096, 4096, sms=160) == 5  # the SMs decide
+            assert hop.tile_for(m, 4096, 1, 132, hop.SM90_SHARED, k) == WgmmaTile(128, 7, split), (m, k)
+    assert _split(1, 4096, 4096, sms=264) == 8 and _split(1, 4096, 4096, sms=100) == 3  # the SMs decide
     # full grids do not split: 112 tiles of N = 14336 (a second slice each would need two waves), the
     # 128 x 256 grids, batches that fill the SMs
-    assert _split(128, 14336, 4096) == 1 and _split(1, 128256, 4096) == 1
+    assert _split(128, 14336, 4096) == 1 and _split(1, 14336, 4096) == 1 and _split(1, 128256, 4096) == 1
     assert _split(4096, 4096, 4096) == 1 and _split(16384, 4096, 14336) == 1
-    assert _split(16, 4096, 4096, batch=8) == 1 and _split(16, 4096, 4096, batch=2) == 2  # 64 tiles
+    assert _split(1, 4096, 4096, batch=8) == 1 and _split(1, 4096, 4096, batch=2) == 2  # 64 tiles
     # the default k (one K tile) never splits: tile_for without K keeps the unsplit tile
     assert hop.tile_for(1, 4096, 1, 132, hop.SM90_SHARED) == WgmmaTile(128, 7)
 

@@ -98,17 +98,20 @@ def stages_for(block_n: int, shared_limit: int) -> int:
     return max(2, min(MAX_STAGES, (shared_limit - ALIGN_SLACK - STATIC_SHARED) // per))
 
 
-def split_for(tiles: int, ktiles: int, rows: int, sms: int) -> int:
-    """K slices for ``tiles`` output tiles (batch included) of ``rows`` rows of C each (at most BM) over
-    ``ktiles`` K tiles: as many as fit beside the tiles in one wave (a block holds an SM: a second wave
-    doubles the time), each keeping MIN_SLICE_KTILES K tiles, and at most sqrt(ktiles / c), where the
-    slices' time ktiles / S plus the finishing tail S c is least, c = TAIL_KTILES rows / BM the cost of
-    one slice's partial (written by its block, read back by the last one) in K tiles. Rows past M are
-    zero-filled by the TMA and skipped by the partials: at M = 1 the tail is nothing and the SMs bound
-    S; at M = 128, where A's rows are real and the loads of A and B reach the device's rate at about
-    half the SMs, the tail decides (2 slices for 64 K tiles). 1 where the tiles fill the SMs."""
-    s = min(sms // max(1, tiles), ktiles // MIN_SLICE_KTILES, MAX_SPLIT)
-    s = min(s, math.isqrt(ktiles * BM // (TAIL_KTILES * max(1, min(rows, BM)))))
+def split_for(tiles: int, ktiles: int, rows: int, sms: int, block_n: int = 128) -> int:
+    """K slices for ``tiles`` output tiles (batch included) of ``rows`` rows of C each over ``ktiles`` K
+    tiles. Few-tile shapes are bound by the loads: one SM's TMA brings a stage's (BM + block_n) rows of
+    128 bytes at a fixed pace, zero-filled rows (past M) included, and about half the SMs streaming real
+    rows reach the device's memory rate; so the blocks wanted are sms / 2 scaled by (BM + block_n) /
+    (rows + block_n), the TMA's rows against those that carry data (M = 1: all the SMs; M = 128: half).
+    Bounded by one wave (a block holds an SM: a second wave doubles the time), by MIN_SLICE_KTILES K
+    tiles a slice, and by sqrt(ktiles / c), where the slices' time ktiles / S plus the finishing tail
+    S c is least, c = TAIL_KTILES rows / BM the cost of a slice's partial in K tiles (it binds where a
+    few tiles have long K). 1 where the tiles fill the SMs."""
+    rows = max(1, min(rows, BM))
+    want = (sms // 2) * (BM + block_n) // (rows + block_n)
+    s = min(sms, want) // max(1, tiles)
+    s = min(s, ktiles // MIN_SLICE_KTILES, MAX_SPLIT, math.isqrt(ktiles * BM // (TAIL_KTILES * rows)))
     return max(1, s)
 
 
@@ -116,7 +119,7 @@ def tile_for(m: int, n: int, batch: int, sms: int, shared_limit: int, k: int = B
     """block_n = 256 where the 128 x 256 tiles give every SM at least one (the wider MMA reads A once for
     twice the columns), else 128; the stages that fit; K slices where the tiles leave SMs idle."""
     bn = 256 if cdiv(m, BM) * cdiv(n, 256) * batch >= sms else 128
-    split = split_for(cdiv(m, BM) * cdiv(n, bn) * batch, cdiv(k, BK), m, sms)
+    split = split_for(cdiv(m, BM) * cdiv(n, bn) * batch, cdiv(k, BK), m, sms, bn)
     return WgmmaTile(bn, stages_for(bn, shared_limit), split)
 
 

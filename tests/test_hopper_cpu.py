@@ -76,9 +76,48 @@ def test_rule_widest_tile_where_every_sm_gets_one():
         assert t.shmem + hop.STATIC_SHARED <= lim
 
 
+def _split(m, n, k, batch=1, sms=132):
+    return hop.tile_for(m, n, batch, sms, hop.SM90_SHARED, k).split
+
+
+def test_split_rule_fills_idle_sms_only():
+    # N = 4096: 32 tiles of 128 x 128 for 132 SMs. The blocks wanted: half the SMs scaled by the TMA's
+    # rows a stage (128 of A + 128 of B) over the rows carrying data. M = 1: 66 x 256 / 129 = 130 -> 4
+    # slices (128 blocks, one wave); M = 16: 117 -> 3; M = 64: 88 -> 2; M = 128: 66 -> 2
+    for m, split in ((1, 4), (16, 3), (64, 2), (128, 2)):
+        for k in (4096, 14336):
+            assert hop.tile_for(m, 4096, 1, 132, hop.SM90_SHARED, k) == WgmmaTile(128, 7, split), (m, k)
+    assert _split(1, 4096, 4096, sms=264) == 8 and _split(1, 4096, 4096, sms=100) == 3  # the SMs decide
+    # full grids do not split: 112 tiles of N = 14336 (a second slice each would need two waves), the
+    # 128 x 256 grids, batches that fill the SMs
+    assert _split(128, 14336, 4096) == 1 and _split(1, 14336, 4096) == 1 and _split(1, 128256, 4096) == 1
+    assert _split(4096, 4096, 4096) == 1 and _split(16384, 4096, 14336) == 1
+    assert _split(1, 4096, 4096, batch=8) == 1 and _split(1, 4096, 4096, batch=2) == 2  # 64 tiles
+    # the default k (one K tile) never splits: tile_for without K keeps the unsplit tile
+    assert hop.tile_for(1, 4096, 1, 132, hop.SM90_SHARED) == WgmmaTile(128, 7)
+
+
+def test_split_rule_keeps_slices_long_and_the_reduction_short():
+    # each slice keeps >= 4 K tiles: K = 512 is 8 tiles -> 2 slices; K = 200 (4 tiles, odd tail) -> 1
+    assert _split(1, 4096, 512) == 2 and _split(1, 4096, 200) == 1 and _split(1, 4096, 256) == 1
+    assert _split(1, 4096, 1000) == 4  # 16 K tiles, the last one partial
+    # one tile (128 x 128 x 4096: 64 K tiles): SMs would allow 132 slices, K tiles 16; the tail of S full
+    # partials (16 K tiles' time each) against 64 / S K tiles is least at sqrt(64 / 16) = 2; with 16
+    # rows a partial costs 1/8 of that: sqrt(32) -> 5; with one row the K tiles bound it: 16
+    assert _split(128, 128, 4096) == 2 and _split(16, 128, 4096) == 5 and _split(1, 128, 4096) == 16
+    assert _split(128, 4096, 512) == 1  # full partials and 8 K tiles: no split pays
+    assert _split(1, 128, 65536) == hop.MAX_SPLIT
+    # the slices of the kernels' partition (k_slice in splitk.cuh): first = ktiles * s // S
+    for m, n, k in ((1, 4096, 4096), (16, 4096, 14336), (128, 4096, 1000), (128, 128, 4104), (1, 128, 8200)):
+        kt, split = -(-k // 64), _split(m, n, k)
+        sizes = [kt * (s + 1) // split - kt * s // split for s in range(split)]
+        assert sum(sizes) == kt and min(sizes) >= hop.MIN_SLICE_KTILES and max(sizes) - min(sizes) <= 1
+
+
 def test_wgmma_tile_check_names_the_problem():
     for tile, words in ((WgmmaTile(192, 3), "128 or 256"), (WgmmaTile(256, 5), "shared memory"),
-                        (WgmmaTile(128, 1), "stages must be"), (WgmmaTile(256, 9), "stages must be")):
+                        (WgmmaTile(128, 1), "stages must be"), (WgmmaTile(256, 9), "stages must be"),
+                        (WgmmaTile(128, 7, 0), "split must be"), (WgmmaTile(128, 7, 65), "split must be")):
         with pytest.raises(ValueError, match=words):
             tile.check("matmul")
 
@@ -154,6 +193,20 @@ def test_ws_sass_moves_registers_and_has_no_block_barrier_in_its_loop():
     assert sass.count("SYNCS.ARRIVE") >= 1  # consumers release stages on the empty barriers
 
 
+@pytest.mark.parametrize("rung", hop.RUNGS)
+def test_sass_of_the_split_k_meeting(rung):
+    """Every kernel can split K: the partials leave and return through L2 in 8-byte pairs (st.cg /
+    ld.cg: STRONG.GPU), one ticket a block (ATOMG.E.INC), a GPU-wide fence each side of it, no spills."""
+    pytest.importorskip("cuda.core")
+    for tile in (WgmmaTile(128, 7), WgmmaTile(256, 4)):
+        sass, log = _sass_of(rung, True, False, tile)
+        pairs = tile.block_n // 4
+        assert sass.count("STG.E.64.STRONG.GPU") == pairs  # one store a pair, predicated on the pair's row
+        assert sass.count("LDG.E.64.STRONG.GPU") == 2 * pairs  # slice 0, then the slice loop's body
+        assert sass.count("ATOMG.E.INC.STRONG.GPU") == 1 and sass.count("MEMBAR.SC.GPU") == 2
+        assert "LDL" not in sass and "STL" not in sass and "C7508" not in log
+
+
 def test_maps_supported_reads_the_launch_module():
     """Not patched: True exactly when the launch shim is importable."""
     from kernelkit.runtime import tensor_map
@@ -179,24 +232,40 @@ def test_dispatch_launches_the_rung_with_its_tensor_maps(monkeypatch, hopper_dev
     monkeypatch.setattr(hop, "allow_shared", lambda *a: None)
     monkeypatch.setattr(hop, "encode_tiled", lambda *a, **kw: maps.append((a, kw)) or bytes(128))
     monkeypatch.setattr(hop, "launch", lambda *a, **kw: launched.append((a, kw)))
+    spaces = []
+    monkeypatch.setattr(hop, "split_workspace", lambda dev, floats, tickets: spaces.append((floats, tickets))
+                        or (1 << 40, 1 << 41))
     hop._plans.clear()
     a = torch.empty(3, 300, 520, dtype=BF16)
     b = torch.empty(3, 257, 520, dtype=BF16).transpose(1, 2)  # B = w.t(): k-major
     out = torch.empty(3, 300, 257, dtype=BF16)
     mm._matmul_into(a, b, None, out, False, "ws", None)
     (args, kw), = launched
-    kern, grid, block, ta, tb, c, bias, m, n, k, ldc, bsc, flags = args
+    kern, grid, block, ta, tb, c, bias, m, n, k, ldc, bsc, flags, ws, tickets = args
     assert kern == ("kernel", "kk::mm_ws<__nv_bfloat16, 128, 7, true, true>", "a")  # 27 tiles: the narrow one
+    # 9 K tiles of 128-row partials: no split pays, no workspace
     assert grid == (3 * 3, 1, 3) and block == 384 and kw["shmem"] == WgmmaTile(128, 7).shmem
     assert (ta, tb) == (bytes(128), bytes(128)) and c == out.data_ptr() and bias == 0
-    assert (m, n, k, ldc, bsc, flags) == (300, 257, 520, 257, 300 * 257, 3)
+    assert (m, n, k, ldc, bsc, flags, ws, tickets) == (300, 257, 520, 257, 300 * 257, 3, 0, 0) and not spaces
+    launched.clear()
+    mm._matmul_into(a, b, None, out, False, "ws", [128, 7, 2])  # K's 9 tiles in 2 slices (grid y)
+    (args, kw), = launched
+    assert args[1] == (9, 2, 3) and args[-2:] == (1 << 40, 1 << 41)
+    assert spaces == [(27 * 2 * 128 * 128, 27)]  # 27 tiles x 2 partials of 128 x 128 floats, 27 tickets
+    with pytest.raises(ValueError, match="10 K slices of 9 K tiles"):
+        mm._matmul_into(a, b, None, out, False, "ws", [128, 7, 10])
+    launched.clear()
+    small = torch.empty(3, 16, 257, dtype=BF16)
+    mm._matmul_into(a[:, :16], b, None, small, False, "ws", None)  # 16 rows: the rule splits K in 2
+    mm._matmul_into(a[:, :16, :64], b[:, :64], None, small, False, "ws", None)  # one K tile: its own plan
+    assert [x[0][1] for x in launched] == [(3, 2, 3), (3, 1, 3)]
     assert maps[0][0][2:] == ((520, 300, 3), (1040, 300 * 520 * 2), (64, 128, 1))
     assert maps[1][0][2:] == ((520, 257, 3), (1040, 257 * 520 * 2), (64, 128, 1))
     launched.clear()
     mm._matmul_into(a[0], b[0], None, out[0], False, "tma_wgmma", [256, 4])
     (args, kw), = launched
     assert args[0][1] == "kk::mm_tma_wgmma<__nv_bfloat16, 256, 4, true, true>" and args[2] == 256
-    assert args[1] == (3 * 2, 1, 1) and args[-1] == 0 and kw["shmem"] == WgmmaTile(256, 4).shmem  # no batch dims
+    assert args[1] == (3 * 2, 1, 1) and args[-3] == 0 and kw["shmem"] == WgmmaTile(256, 4).shmem  # no batch dims
     assert maps[-1][0][2:] == ((520, 257, 1), (1040, 1040 * 257), (64, 256, 1))
     calls = []
     monkeypatch.setattr(mm, "launch", lambda *a, **kw: calls.append(kw["name"]))

@@ -1,8 +1,10 @@
 """The Hopper matmul rungs (tma_wgmma, ws) on an sm_90 GPU against float64: odd M and N (K a multiple of 8,
 so that rows are whole 16-byte steps), the four operand layouts, 16-byte offset views, poisoned and
 misaligned outputs, both tile widths with rings that wrap many times, batches with a broadcast operand,
-linear's bias, and the shapes the TMA cannot read (run on mma, with the reason). Each call checks which
-kernel it launched, so a silent fallback cannot pass for the rung."""
+linear's bias, and the shapes the TMA cannot read (run on mma, with the reason). Split K: the rule's and
+configured slice counts on M = 1, 17, 129 with N off the tile and long odd K, the four layouts, batches,
+the bias, and the same bits on every run. Each call checks which kernel it launched (and its K slices),
+so a silent fallback cannot pass for the rung."""
 import pytest
 import torch
 
@@ -22,24 +24,30 @@ IDS = [f"{r}-{str(d)[6:]}" for r, d in CASES]
 TILES = (WgmmaTile(128, 7), WgmmaTile(256, 4))
 
 
-def _launched(fn):
+def _launched(fn, grids=None):
     with recording() as rec:
         got = fn()
+    if grids is not None:
+        grids.extend(r[1] for r in rec)
     return got, [r[7] for r in rec]
 
 
 def _run(rung, dtype, m, n, k, ta=False, tb=True, oa=0, ob=0, oc=0, batch=(), config=None):
+    """The call checked against float64; returns (out, the K slices it launched)."""
     a = operand((*batch, m, k), dtype, ta, oa)
     b = operand((*batch, k, n), dtype, tb, ob)
     out = poisoned((*batch, m, n), dtype, oc)
     what = f"{rung} {dtype} {batch}{m}x{n}x{k} t={ta},{tb} off={oa},{ob},{oc} {config}"
     assert tma_fallback_reason(a, b) is None, what
-    got, names = _launched(lambda: kernelkit.matmul(a, b, out=out, variant=rung, config=config))
+    grids = []
+    got, names = _launched(lambda: kernelkit.matmul(a, b, out=out, variant=rung, config=config), grids)
     assert got is out
     assert len(names) == 1 and f"mm_{rung}<" in names[0], (what, names)
     if config is not None:
         assert f", {config.block_n}, {config.stages}, " in names[0], (what, names)
+        assert grids[0][1] == config.split, (what, grids)
     check_matmul(out, a, b, False, what)
+    return out, grids[0][1]
 
 
 @pytest.mark.parametrize("rung,dtype", CASES, ids=IDS)
@@ -117,3 +125,69 @@ def test_large_rule_tile():
         out, names = _launched(lambda: kernelkit.matmul(a, b, variant=rung))
         assert ", 256, 4, " in names[0]
         check_matmul(out, a, b, False, f"{rung} 4096x2048x1024")
+
+
+# ---- split K ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rung,dtype", CASES, ids=IDS)
+def test_split_k_rule_and_configs(rung, dtype):
+    """Few tiles, long K: the rule splits; M = 1, 17 and 129 (a second M tile of one row), N off the tile,
+    K odd multiples of 8 (a partial last K tile in the last slice), configured splits of both widths."""
+    for m, n, k in ((1, 1000, 4104), (17, 1000, 4104), (129, 520, 8200), (1, 8, 1032)):
+        _, split = _run(rung, dtype, m, n, k)
+        assert split > 1, (m, n, k)
+    for config in (WgmmaTile(128, 7, 3), WgmmaTile(256, 4, 2), WgmmaTile(128, 7, 16)):
+        _run(rung, dtype, 129, 263, 1032, config=config)
+        _run(rung, dtype, 17, 300, 1000, config=config)
+
+
+@pytest.mark.parametrize("rung,dtype", CASES, ids=IDS)
+def test_split_k_layouts_batches_offsets(rung, dtype):
+    for ta in (False, True):
+        for tb in (False, True):
+            _run(rung, dtype, 136, 264, 2056, ta, tb, config=WgmmaTile(128, 7, 5))
+    _run(rung, dtype, 136, 264, 2056, True, False, oa=8, ob=16, oc=1, config=WgmmaTile(128, 7, 4))
+    _run(rung, dtype, 61, 67, 1032, batch=(3,), config=WgmmaTile(128, 7, 4))
+    _, split = _run(rung, dtype, 24, 200, 1032, True, True, batch=(2,))  # m-major A: M a multiple of 8
+    assert split > 1
+    a = operand((4, 33, 1032), dtype)
+    b = operand((1032, 35), dtype, True)  # one B for the whole batch; (4, 33, 40) @ (40, 35) ran before:
+    grids = []  # the plan of that shape with another K must not serve this one
+    out, names = _launched(lambda: kernelkit.matmul(a, b, variant=rung), grids)
+    assert f"mm_{rung}<" in names[0] and grids[0][1] > 1 and grids[0][2] == 4
+    check_matmul(out, a, b.expand(4, 1032, 35), False, f"{rung} split, broadcast B")
+
+
+@pytest.mark.parametrize("rung,dtype", CASES, ids=IDS)
+def test_split_k_bias_after_the_sum(rung, dtype):
+    """linear's bias is added once, by the block that sums the slices."""
+    x = operand((2, 9, 2056), dtype)
+    w = operand((131, 2056), dtype)
+    bias = operand((131,), dtype)
+    grids = []
+    out, names = _launched(lambda: kernelkit.linear(x, w, bias, variant=rung), grids)
+    assert f"mm_{rung}<" in names[0] and grids[0][1] > 1
+    check_matmul(out.view(18, 131), x.reshape(18, 2056), w.t(), False, f"linear split {rung}", bias=bias)
+
+
+@pytest.mark.parametrize("rung,dtype", CASES, ids=IDS)
+def test_split_k_same_bits_every_run(rung, dtype):
+    """The slices are summed in slice order whichever block arrives last: five runs, one result; the
+    tickets are back at 0 after each launch (else a later run's last block would be the wrong one)."""
+    a, b = operand((17, 4104), dtype), operand((4104, 1000), dtype, True)
+    first = kernelkit.matmul(a, b, variant=rung)
+    check_matmul(first, a, b, False, f"{rung} determinism")
+    for _ in range(4):
+        again = kernelkit.matmul(a, b, out=poisoned((17, 1000), dtype), variant=rung)
+        assert torch.equal(again, first)
+    for split in (2, 7):
+        cfg = WgmmaTile(128, 7, split)
+        one = kernelkit.matmul(a, b, variant=rung, config=cfg)
+        assert torch.equal(kernelkit.matmul(a, b, variant=rung, config=cfg), one)
+
+
+def test_split_k_small():
+    """The case compute-sanitizer runs (memcheck, racecheck): both rungs, 3 slices, a partial last K tile."""
+    for rung in RUNGS:
+        _run(rung, torch.bfloat16, 129, 136, 456, config=WgmmaTile(128, 7, 3))
+        _run(rung, torch.bfloat16, 5, 72, 264, False, False, config=WgmmaTile(256, 4, 2))

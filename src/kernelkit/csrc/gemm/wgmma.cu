@@ -13,11 +13,15 @@
 //   (setmaxnreg.dec) and one thread issues the copies, waiting on an "empty" mbarrier per stage; the two
 //   consumer warpgroups take the registers (setmaxnreg.inc), wait on the "full" mbarrier, and arrive on
 //   "empty" once their MMAs on a stage are done. No block-wide barrier in the main loop.
+// Split-K (splitk.cuh): grid y is the number of K slices; block y takes slice y's K tiles, and where
+// there is more than one slice the tile's blocks meet in the workspace `ws` (tickets in `tickets`), the
+// last one summing the partials in slice order before the epilogue below.
 // Edges: the TMA zero-fills the parts of a box outside the tensor (M, N and K tails), and the epilogue
 // writes only inside C. The epilogue stages the C tile (plus bias, rounded to T) in shared memory and
 // writes it as 16-byte row chunks where the row and the address allow, element by element otherwise.
 #include "hopper.cuh"
 #include "matmul.cuh"
+#include "splitk.cuh"
 
 namespace kk {
 namespace hop {
@@ -134,19 +138,23 @@ __host__ __device__ constexpr bool tile_fits_stages() {
 }  // namespace hop
 
 // C[z] = A[z] @ B[z] (+ bias): ta / tb the tensor maps of A (K, M, batch) or (M, K, batch) and B
-// likewise (innermost first), flags bit 0 / 1: A / B have a batch dim (else z = 0 for them).
+// likewise (innermost first), flags bit 0 / 1: A / B have a batch dim (else z = 0 for them). With
+// gridDim.y > 1 slices of K: ws holds gridDim.x * gridDim.z * gridDim.y partial tiles of 128 x BN
+// floats, tickets one counter a tile (0 at launch; left at 0).
 // Dynamic shared memory: 1024 + STAGES * (128 + BN) * 128 bytes.
 template <typename T, int BN, int STAGES, bool kAK, bool kBK>
 __global__ void __launch_bounds__(256, 1)
 mm_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::TensorMap tb, T* C,
-             const T* bias, i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags) {
+             const T* bias, i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags, float* ws, unsigned* tickets) {
   using S = hop::Stage<T, BN, kAK, kBK>;
   static_assert(hop::tile_fits_stages<BN, STAGES>(), "the epilogue's C tile reuses the stages");
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES];
   unsigned char* smem = hop::align1024(dyn);
   const int tid = threadIdx.x, wg = tid / 128;
-  const int Mi = (int)M, Ni = (int)N, ktiles = (int)((K + hop::BK - 1) / hop::BK);
+  const int Mi = (int)M, Ni = (int)N, slices = gridDim.y;
+  int kt0, ktiles;  // this block's K tiles: [kt0, kt0 + ktiles)
+  hop::k_slice((int)((K + hop::BK - 1) / hop::BK), blockIdx.y, slices, kt0, ktiles);
   int tm, tn;
   hop::tile_of(blockIdx.x, (Mi + hop::BM - 1) / hop::BM, (Ni + BN - 1) / BN, tm, tn);
   const int m0 = tm * hop::BM, n0 = tn * BN, z = blockIdx.z;
@@ -161,7 +169,7 @@ mm_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
   __syncthreads();
   if (tid == 0) {
     for (int s = 0; s < STAGES && s < ktiles; ++s)
-      S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, s * hop::BK, za, zb, &full[s]);
+      S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, (kt0 + s) * hop::BK, za, zb, &full[s]);
   }
   float d[BN / 2];
 #pragma unroll
@@ -178,11 +186,14 @@ mm_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
     const int next = kt - 1 + STAGES;
     if (tid == 0 && kt >= 1 && next < ktiles) {
       const int s = (kt - 1) % STAGES;
-      S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, next * hop::BK, za, zb, &full[s]);
+      S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, (kt0 + next) * hop::BK, za, zb, &full[s]);
     }
   }
   hop::wg_wait<0>();
   hop::pin(d);
+  if (slices > 1 && !hop::split_meet<hop::BM, BN>(d, ws, tickets, z * gridDim.x + blockIdx.x, blockIdx.y, slices,
+                                                  min(Mi - m0, hop::BM), tid, 0))
+    return;  // another slice's block finishes the tile
   __syncthreads();  // every MMA has read its stage: the stages hold the C tile now
   T* tile = reinterpret_cast<T*>(smem);
   hop::stage_out<T, BN>(d, tile, bias, n0, Ni, wg, tid);
@@ -196,14 +207,16 @@ mm_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
 template <typename T, int BN, int STAGES, bool kAK, bool kBK>
 __global__ void __launch_bounds__(384, 1)
 mm_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::TensorMap tb, T* C, const T* bias,
-      i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags) {
+      i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags, float* ws, unsigned* tickets) {
   using S = hop::Stage<T, BN, kAK, kBK>;
   static_assert(hop::tile_fits_stages<BN, STAGES>(), "the epilogue's C tile reuses the stages");
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES], empty[STAGES];
   unsigned char* smem = hop::align1024(dyn);
   const int tid = threadIdx.x;
-  const int Mi = (int)M, Ni = (int)N, ktiles = (int)((K + hop::BK - 1) / hop::BK);
+  const int Mi = (int)M, Ni = (int)N, slices = gridDim.y;
+  int kt0, ktiles;  // this block's K tiles: [kt0, kt0 + ktiles)
+  hop::k_slice((int)((K + hop::BK - 1) / hop::BK), blockIdx.y, slices, kt0, ktiles);
   int tm, tn;
   hop::tile_of(blockIdx.x, (Mi + hop::BM - 1) / hop::BM, (Ni + BN - 1) / BN, tm, tn);
   const int m0 = tm * hop::BM, n0 = tn * BN, z = blockIdx.z;
@@ -225,7 +238,7 @@ mm_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
       for (int kt = 0; kt < ktiles; ++kt) {
         const int slot = kt % STAGES;
         if (kt >= STAGES) mbar_wait(&empty[slot], (kt / STAGES - 1) & 1);  // K tile kt - STAGES consumed
-        S::load(smem + slot * S::BYTES, &ta, &tb, m0, n0, kt * hop::BK, za, zb, &full[slot]);
+        S::load(smem + slot * S::BYTES, &ta, &tb, m0, n0, (kt0 + kt) * hop::BK, za, zb, &full[slot]);
       }
     }
   } else {
@@ -246,6 +259,9 @@ mm_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
     }
     hop::wg_wait<0>();
     hop::pin(d);
+    if (slices > 1 && !hop::split_meet<hop::BM, BN>(d, ws, tickets, z * gridDim.x + blockIdx.x, blockIdx.y,
+                                                    slices, min(Mi - m0, hop::BM), ct, 1))
+      return;  // another slice's block finishes the tile
     hop::named_sync(1, 256);  // both consumer warpgroups are past their last MMA
     T* tile = reinterpret_cast<T*>(smem);
     hop::stage_out<T, BN>(d, tile, bias, n0, Ni, wg, ct);

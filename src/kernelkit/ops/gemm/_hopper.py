@@ -9,17 +9,20 @@ kernels run only on compute capability 9.0 (wgmma and setmaxnreg are sm_90a inst
 
 Launch rule: 128 rows of C a block (two consumer warpgroups of 64 rows), ``block_n`` = 256 columns
 where the 128 x 256 tiles still give every SM one, else 128; as many K stages of 64 as the shared
-memory a block may take holds (at most 8). ``WgmmaTile`` is the ``config=`` surface of these rungs.
+memory a block may take holds (at most 8); where the tiles leave SMs idle, K split into slices that
+fill them (``split_for``; the blocks of a tile meet in a workspace, csrc/gemm/splitk.cuh).
+``WgmmaTile`` is the ``config=`` surface of these rungs.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
 import torch
 
 from ...ladder import Kernel
-from ...runtime import allow_shared, get_kernel, launch
+from ...runtime import allow_shared, get_kernel, launch, stream_handle
 from ...runtime.tensor_map import TensorMapError, encode_tiled, maps_supported
 from .._shared.launch_rules import cdiv, compute_capability, sm_count
 from .._shared.plans import plan_cache, remember
@@ -37,6 +40,9 @@ SM90_SHARED = 232448  # dynamic shared memory a block may opt into on sm_90 (227
 ALIGN_SLACK = 1024  # the kernels align their stages up to the 1024-byte swizzle atom
 STATIC_SHARED = 256  # the kernels' static shared memory (the mbarriers) stays below this
 GRID_Z = 65535
+MAX_SPLIT = 64  # K slices of a tile at most (the last block reads them all)
+MIN_SLICE_KTILES = 4  # K tiles a slice keeps at least: the pipeline's fill and drain stay a small part
+TAIL_KTILES = 16  # a slice's full (BM-row) partial costs the tile's finish about this many K tiles' time
 THREADS = {"tma_wgmma": 256, "ws": 384}
 
 TECHNIQUE = {
@@ -53,10 +59,12 @@ TECHNIQUE = {
 @dataclass(frozen=True)
 class WgmmaTile:
     """The ``config=`` of the ``tma_wgmma`` and ``ws`` rungs: a block computes 128 x ``block_n`` outputs
-    (128 or 256: wgmma's N) and keeps ``stages`` K tiles of 64 in its shared-memory ring."""
+    (128 or 256: wgmma's N) and keeps ``stages`` K tiles of 64 in its shared-memory ring; ``split`` > 1
+    divides K into that many slices, one block each, summed in slice order (1: no split)."""
 
     block_n: int
     stages: int
+    split: int = 1
 
     @property
     def stage_bytes(self) -> int:
@@ -78,6 +86,8 @@ class WgmmaTile:
             bad = f"{self.shmem} bytes of shared memory; a block may take {shared_limit - STATIC_SHARED}"
         elif BM * (self.block_n + 8) * 2 > self.stages * self.stage_bytes:
             bad = "the epilogue stages the C tile in the ring: more stages needed"
+        elif not 1 <= self.split <= MAX_SPLIT:
+            bad = f"split must be 1 (no split) to {MAX_SPLIT} K slices"
         if bad:
             raise ValueError(f"{op}: config {self} cannot run: {bad}")
 
@@ -88,11 +98,29 @@ def stages_for(block_n: int, shared_limit: int) -> int:
     return max(2, min(MAX_STAGES, (shared_limit - ALIGN_SLACK - STATIC_SHARED) // per))
 
 
-def tile_for(m: int, n: int, batch: int, sms: int, shared_limit: int) -> WgmmaTile:
+def split_for(tiles: int, ktiles: int, rows: int, sms: int, block_n: int = 128) -> int:
+    """K slices for ``tiles`` output tiles (batch included) of ``rows`` rows of C each over ``ktiles`` K
+    tiles. Few-tile shapes are bound by the loads: one SM's TMA brings a stage's (BM + block_n) rows of
+    128 bytes at a fixed pace, zero-filled rows (past M) included, and about half the SMs streaming real
+    rows reach the device's memory rate; so the blocks wanted are sms / 2 scaled by (BM + block_n) /
+    (rows + block_n), the TMA's rows against those that carry data (M = 1: all the SMs; M = 128: half).
+    Bounded by one wave (a block holds an SM: a second wave doubles the time), by MIN_SLICE_KTILES K
+    tiles a slice, and by sqrt(ktiles / c), where the slices' time ktiles / S plus the finishing tail
+    S c is least, c = TAIL_KTILES rows / BM the cost of a slice's partial in K tiles (it binds where a
+    few tiles have long K). 1 where the tiles fill the SMs."""
+    rows = max(1, min(rows, BM))
+    want = (sms // 2) * (BM + block_n) // (rows + block_n)
+    s = min(sms, want) // max(1, tiles)
+    s = min(s, ktiles // MIN_SLICE_KTILES, MAX_SPLIT, math.isqrt(ktiles * BM // (TAIL_KTILES * rows)))
+    return max(1, s)
+
+
+def tile_for(m: int, n: int, batch: int, sms: int, shared_limit: int, k: int = BK) -> WgmmaTile:
     """block_n = 256 where the 128 x 256 tiles give every SM at least one (the wider MMA reads A once for
-    twice the columns), else 128; the stages that fit."""
+    twice the columns), else 128; the stages that fit; K slices where the tiles leave SMs idle."""
     bn = 256 if cdiv(m, BM) * cdiv(n, 256) * batch >= sms else 128
-    return WgmmaTile(bn, stages_for(bn, shared_limit))
+    split = split_for(cdiv(m, BM) * cdiv(n, bn) * batch, cdiv(k, BK), m, sms, bn)
+    return WgmmaTile(bn, stages_for(bn, shared_limit), split)
 
 
 def kernel(rung: str, dtype: torch.dtype, tile: WgmmaTile, a_k: bool, b_k: bool) -> Kernel:
@@ -174,6 +202,30 @@ def shared_limit(dev: int) -> int:
     return getattr(props, "shared_memory_per_block_optin", 0) or SM90_SHARED
 
 
+# Device memory, not plans: a captured CUDA graph keeps the addresses it was given, so outgrown buffers
+# stay alive in _keep. One workspace per (device, stream): launches on one stream run in order, and the
+# kernels leave every ticket at 0.
+_workspaces: dict[tuple[int, int], tuple] = {}
+_keep: list[torch.Tensor] = []
+
+
+def split_workspace(dev: int, floats: int, tickets: int) -> tuple[int, int]:
+    """Addresses of the split-K partials (``floats`` fp32) and zeroed tickets on ``dev`` for torch's
+    current stream there."""
+    key = (dev, stream_handle(dev))
+    ws = _workspaces.get(key)
+    if ws is None or ws[2] < floats or ws[3] < tickets:
+        if ws is not None:
+            _keep.extend(ws[:2])
+        f = max(floats, 2 * (ws[2] if ws else 0), 1 << 20)
+        c = max(tickets, 2 * (ws[3] if ws else 0), 1024)
+        device = torch.device("cuda", dev)
+        part = torch.empty(f, dtype=torch.float32, device=device)
+        tick = torch.zeros(c, dtype=torch.int32, device=device)
+        ws = _workspaces[key] = (part, tick, f, c, part.data_ptr(), tick.data_ptr())
+    return ws[4], ws[5]
+
+
 def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional[torch.Tensor], m: int, n: int,
                k: int, batch: int, dev: int, config: Optional[list[int]]) -> Optional[str]:
     """out3 <- A @ B (+ bias) on ``rung``; None once launched, else the reason it cannot run (the caller
@@ -181,16 +233,18 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
     reason = problem_reason(sa, sb, batch, dev)
     if reason:
         return reason
-    key = (rung, sa.t.dtype, sa.kmaj, sb.kmaj, m, n, batch, dev, config and tuple(config))
+    key = (rung, sa.t.dtype, sa.kmaj, sb.kmaj, m, n, k, batch, dev, config and tuple(config))  # K sets the split
     plan = _plans.get(key)
     if plan is None:
         limit = shared_limit(dev)
-        tile = WgmmaTile(*config) if config else tile_for(m, n, batch, sm_count(dev), limit)
+        tile = WgmmaTile(*config) if config else tile_for(m, n, batch, sm_count(dev), limit, k)
         tile.check("matmul", limit)
+        if tile.split > cdiv(k, BK):
+            raise ValueError(f"matmul: config {tile} cannot run: {tile.split} K slices of {cdiv(k, BK)} K tiles")
         rec = kernel(rung, sa.t.dtype, tile, sa.kmaj, sb.kmaj)
         kern = get_kernel(rec.source, rec.name, device_index=dev, arch_suffix=rec.arch_suffix)
         allow_shared(kern, tile.shmem, dev)
-        grid = (cdiv(m, BM) * cdiv(n, tile.block_n), 1, batch)
+        grid = (cdiv(m, BM) * cdiv(n, tile.block_n), tile.split, batch)
         plan = remember(_plans, key, (kern, rec, tile, grid))
     kern, rec, tile, grid = plan
     try:
@@ -201,6 +255,10 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
     ldc = out3.stride(1) if m > 1 else n
     bsc = out3.stride(0) if batch > 1 else 0
     flags = int(sa.bstride != 0) | int(sb.bstride != 0) << 1
+    ws = tickets = 0
+    if tile.split > 1:
+        tiles = grid[0] * grid[2]
+        ws, tickets = split_workspace(dev, tiles * tile.split * BM * tile.block_n, tiles)
     launch(kern, grid, rec.block, ta, tb, out3.data_ptr(), 0 if bias is None else bias.data_ptr(), m, n, k, ldc,
-           bsc, flags, shmem=tile.shmem, name=rec.name, device_index=dev)
+           bsc, flags, ws, tickets, shmem=tile.shmem, name=rec.name, device_index=dev)
     return None

@@ -174,7 +174,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out: Optional[torch.Tensor] = No
 
 def _cfg(config) -> Optional[list[int]]:
     if isinstance(config, WgmmaTile):
-        return [config.block_n, config.stages]
+        return [config.block_n, config.stages, config.split]
     return None if config is None else [config.block_m, config.block_n, config.warp_m, config.warp_n, config.stages,
                                         config.min_blocks]
 

@@ -275,11 +275,9 @@ def mean(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, dtype: Opti
     return _reduce("mean", x, dim, keepdim, out, variant, config, dtype)
 
 
-def amax(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Optional[torch.Tensor] = None,
-         variant: Optional[str] = None, config: Optional[ReduceConfig] = None) -> torch.Tensor:
-    """torch.amax(x, dim, keepdim): the maximum over every dim (dim=None) or the given dims.
+_EXTREMUM_DOC = """torch.{name}(x, dim, keepdim): the {what} over every dim (dim=None) or the given dims.
 
-    Exact, in x's dtype (torch.amax takes no ``dtype``). NaN-propagating as torch's: a reduced slice
+    Exact, in x's dtype (torch.{name} takes no ``dtype``). NaN-propagating as torch's: a reduced slice
     holding a NaN gives NaN.
 
     ``x``: a float32, float16 or bfloat16 CUDA tensor of any shape and layout (offset views,
@@ -287,7 +285,7 @@ def amax(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Option
     a tuple or list of distinct ints (negative ones count from the end). ``keepdim``: keep each reduced
     dim with size 1.
     ``out``: optional result of the reduced shape and the result's dtype, on x's device; returned.
-    ``variant``: a rung of ``kernelkit.ladder("amax")`` (naive first); None takes the default (``fast``).
+    ``variant``: a rung of ``kernelkit.ladder("{name}")`` (naive first); None takes the default (``fast``).
     Every rung gives the right answer for every input.
     ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
     ``ReduceConfig`` of kernelkit.ops.reduction.reduce: the fast rung's reduce_fast, for a reduction of
@@ -297,46 +295,31 @@ def amax(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Option
     int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a
     ReduceConfig; ValueError for a CPU tensor, an ``out`` of the wrong shape or device, a dim named
     twice, an unknown variant or a config the input cannot take; IndexError for a dim out of range or
-    a reduced dim of size 0 (max or min of nothing); RuntimeError for an empty tensor reduced over
+    a reduced dim of size 0 ({what} of nothing); RuntimeError for an empty tensor reduced over
     every dim, as in torch.
     """
+
+
+def _extremum(op: str, x, dim, keepdim, out, variant, config) -> torch.Tensor:
     if out is None and variant is None and config is None:
-        got = _lane_call("amax", x, dim, keepdim)
+        got = _lane_call(op, x, dim, keepdim)
         if got is not None:
             return got
-    return _reduce("amax", x, dim, keepdim, out, variant, config)
+    return _reduce(op, x, dim, keepdim, out, variant, config)
+
+
+def amax(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Optional[torch.Tensor] = None,
+         variant: Optional[str] = None, config: Optional[ReduceConfig] = None) -> torch.Tensor:
+    return _extremum("amax", x, dim, keepdim, out, variant, config)
 
 
 def amin(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Optional[torch.Tensor] = None,
          variant: Optional[str] = None, config: Optional[ReduceConfig] = None) -> torch.Tensor:
-    """torch.amin(x, dim, keepdim): the minimum over every dim (dim=None) or the given dims.
+    return _extremum("amin", x, dim, keepdim, out, variant, config)
 
-    Exact, in x's dtype (torch.amin takes no ``dtype``). NaN-propagating as torch's: a reduced slice
-    holding a NaN gives NaN.
 
-    ``x``: a float32, float16 or bfloat16 CUDA tensor of any shape and layout (offset views,
-    non-contiguous, 0-d, empty, more than 2^31 elements). ``dim``: None or () for every dim, an int, or
-    a tuple or list of distinct ints (negative ones count from the end). ``keepdim``: keep each reduced
-    dim with size 1.
-    ``out``: optional result of the reduced shape and the result's dtype, on x's device; returned.
-    ``variant``: a rung of ``kernelkit.ladder("amin")`` (naive first); None takes the default (``fast``).
-    Every rung gives the right answer for every input.
-    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
-    ``ReduceConfig`` of kernelkit.ops.reduction.reduce: the fast rung's reduce_fast, for a reduction of
-    the whole tensor or of its last dims); raises ValueError if it cannot run this input.
-
-    Raises TypeError for a non-tensor or non-float ``x`` (float64 included), a ``dim`` that is not an
-    int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a
-    ReduceConfig; ValueError for a CPU tensor, an ``out`` of the wrong shape or device, a dim named
-    twice, an unknown variant or a config the input cannot take; IndexError for a dim out of range or
-    a reduced dim of size 0 (max or min of nothing); RuntimeError for an empty tensor reduced over
-    every dim, as in torch.
-    """
-    if out is None and variant is None and config is None:
-        got = _lane_call("amin", x, dim, keepdim)
-        if got is not None:
-            return got
-    return _reduce("amin", x, dim, keepdim, out, variant, config)
+amax.__doc__ = _EXTREMUM_DOC.format(name="amax", what="maximum")
+amin.__doc__ = _EXTREMUM_DOC.format(name="amin", what="minimum")
 
 
 # ---------------------------------------------------------------- ladders

@@ -185,10 +185,10 @@ def test_dispatch_launches_the_rung_with_its_tensor_maps(monkeypatch, hopper_dev
     out = torch.empty(3, 300, 257, dtype=BF16)
     mm._matmul_into(a, b, None, out, False, "ws", None)
     (args, kw), = launched
-    kern, grid, block, ta, tb, c, bias, m, n, k, ldc, bsc, flags = args
+    kern, grid, block, ta, tb, c, bias, m, n, k, ldc, bsc, flags, res, ldr = args
     assert kern == ("kernel", "kk::mm_ws<__nv_bfloat16, 128, 7, true, true>", "a")  # 27 tiles: the narrow one
     assert grid == (3 * 3, 1, 3) and block == 384 and kw["shmem"] == WgmmaTile(128, 7).shmem
-    assert (ta, tb) == (bytes(128), bytes(128)) and c == out.data_ptr() and bias == 0
+    assert (ta, tb) == (bytes(128), bytes(128)) and c == out.data_ptr() and bias == 0 and (res, ldr) == (0, 0)
     assert (m, n, k, ldc, bsc, flags) == (300, 257, 520, 257, 300 * 257, 3)
     assert maps[0][0][2:] == ((520, 300, 3), (1040, 300 * 520 * 2), (64, 128, 1))
     assert maps[1][0][2:] == ((520, 257, 3), (1040, 257 * 520 * 2), (64, 128, 1))
@@ -196,7 +196,7 @@ def test_dispatch_launches_the_rung_with_its_tensor_maps(monkeypatch, hopper_dev
     mm._matmul_into(a[0], b[0], None, out[0], False, "tma_wgmma", [256, 4])
     (args, kw), = launched
     assert args[0][1] == "kk::mm_tma_wgmma<__nv_bfloat16, 256, 4, true, true>" and args[2] == 256
-    assert args[1] == (3 * 2, 1, 1) and args[-1] == 0 and kw["shmem"] == WgmmaTile(256, 4).shmem  # no batch dims
+    assert args[1] == (3 * 2, 1, 1) and args[-3] == 0 and kw["shmem"] == WgmmaTile(256, 4).shmem  # no batch dims
     assert maps[-1][0][2:] == ((520, 257, 1), (1040, 1040 * 257), (64, 256, 1))
     calls = []
     monkeypatch.setattr(mm, "launch", lambda *a, **kw: calls.append(kw["name"]))

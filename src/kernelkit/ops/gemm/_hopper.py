@@ -67,8 +67,9 @@ class WgmmaTile:
         """Dynamic shared memory of the launch."""
         return ALIGN_SLACK + self.stages * self.stage_bytes
 
-    def check(self, op: str, shared_limit: int = SM90_SHARED) -> None:
-        """ValueError naming what this tile breaks."""
+    def check(self, op: str, shared_limit: int = SM90_SHARED, staged_bytes: int = 2) -> None:
+        """ValueError naming what this tile breaks. ``staged_bytes``: bytes an element of the C tile the
+        epilogue stages in the ring (2: rounded to fp16/bf16; 4: fp32, linear's fused epilogues)."""
         bad = None
         if self.block_n not in WIDTHS:
             bad = "block_n must be 128 or 256 (wgmma m64n128k16 or m64n256k16)"
@@ -76,8 +77,9 @@ class WgmmaTile:
             bad = f"stages must be 2 to {MAX_STAGES}"
         elif self.shmem + STATIC_SHARED > shared_limit:
             bad = f"{self.shmem} bytes of shared memory; a block may take {shared_limit - STATIC_SHARED}"
-        elif BM * (self.block_n + 8) * 2 > self.stages * self.stage_bytes:
-            bad = "the epilogue stages the C tile in the ring: more stages needed"
+        elif BM * (self.block_n + 8) * staged_bytes > self.stages * self.stage_bytes:
+            bad = (f"the epilogue stages the C tile{' in fp32' if staged_bytes == 4 else ''} in the ring: more "
+                   "stages needed")
         if bad:
             raise ValueError(f"{op}: config {self} cannot run: {bad}")
 
@@ -95,8 +97,9 @@ def tile_for(m: int, n: int, batch: int, sms: int, shared_limit: int) -> WgmmaTi
     return WgmmaTile(bn, stages_for(bn, shared_limit))
 
 
-def kernel(rung: str, dtype: torch.dtype, tile: WgmmaTile, a_k: bool, b_k: bool) -> Kernel:
-    lay = f"{'true' if a_k else 'false'}, {'true' if b_k else 'false'}"
+def kernel(rung: str, dtype: torch.dtype, tile: WgmmaTile, a_k: bool, b_k: bool, epi: int = 0) -> Kernel:
+    """The kernel record; ``epi``: the epilogue template argument (0: matmul's, left to its default)."""
+    lay = f"{'true' if a_k else 'false'}, {'true' if b_k else 'false'}" + (f", {epi}" if epi else "")
     sass = ("UTMALDG", "SYNCS") + (("USETMAXREG",) if rung == "ws" else ())
     return Kernel(SRC, f"kk::mm_{rung}<{CXX[dtype]}, {tile.block_n}, {tile.stages}, {lay}>", store_bits=128,
                   tensor_core="HGMMA", block=THREADS[rung], arch_suffix="a", min_sm=90, sass=sass,
@@ -175,19 +178,21 @@ def shared_limit(dev: int) -> int:
 
 
 def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional[torch.Tensor], m: int, n: int,
-               k: int, batch: int, dev: int, config: Optional[list[int]]) -> Optional[str]:
+               k: int, batch: int, dev: int, config: Optional[list[int]], residual: Optional[torch.Tensor] = None,
+               ldr: int = 0, epi: int = 0) -> Optional[str]:
     """out3 <- A @ B (+ bias) on ``rung``; None once launched, else the reason it cannot run (the caller
-    takes the mma rung). ``config``: a WgmmaTile's fields, or None for the rule's tile."""
+    takes the mma rung). ``config``: a WgmmaTile's fields, or None for the rule's tile. ``epi``: linear's
+    fused epilogue (the kernels' EPI), ``residual`` (or None) read with row stride ``ldr``."""
     reason = problem_reason(sa, sb, batch, dev)
     if reason:
         return reason
-    key = (rung, sa.t.dtype, sa.kmaj, sb.kmaj, m, n, batch, dev, config and tuple(config))
+    key = (rung, sa.t.dtype, sa.kmaj, sb.kmaj, m, n, batch, dev, config and tuple(config), epi)
     plan = _plans.get(key)
     if plan is None:
         limit = shared_limit(dev)
         tile = WgmmaTile(*config) if config else tile_for(m, n, batch, sm_count(dev), limit)
-        tile.check("matmul", limit)
-        rec = kernel(rung, sa.t.dtype, tile, sa.kmaj, sb.kmaj)
+        tile.check("linear" if epi else "matmul", limit, 4 if epi else 2)
+        rec = kernel(rung, sa.t.dtype, tile, sa.kmaj, sb.kmaj, epi)
         kern = get_kernel(rec.source, rec.name, device_index=dev, arch_suffix=rec.arch_suffix)
         allow_shared(kern, tile.shmem, dev)
         grid = (cdiv(m, BM) * cdiv(n, tile.block_n), 1, batch)
@@ -202,5 +207,6 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
     bsc = out3.stride(0) if batch > 1 else 0
     flags = int(sa.bstride != 0) | int(sb.bstride != 0) << 1
     launch(kern, grid, rec.block, ta, tb, out3.data_ptr(), 0 if bias is None else bias.data_ptr(), m, n, k, ldc,
-           bsc, flags, shmem=tile.shmem, name=rec.name, device_index=dev)
+           bsc, flags, 0 if residual is None else residual.data_ptr(), ldr, shmem=tile.shmem, name=rec.name,
+           device_index=dev)
     return None

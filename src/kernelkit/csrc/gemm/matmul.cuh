@@ -77,7 +77,8 @@ __device__ __forceinline__ float activate(float x) {
   if constexpr (EPI == kRelu) return x > 0.0f ? x : 0.0f;
   if constexpr (EPI == kGelu) return x * 0.5f * (1.0f + erff(x * 0.70710678118654752f));
   if constexpr (EPI == kGeluTanh) {
-    const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+    const float cube = x * x * x;
+    const float inner = 0.79788456080286536f * (x + 0.044715f * cube);
     return 0.5f * x * (1.0f + tanhf(inner));
   }
   return x;

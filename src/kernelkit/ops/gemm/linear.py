@@ -7,6 +7,7 @@ instantiation per activation, the residual a runtime pointer (null: none) and ro
 """
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Optional
 
@@ -116,7 +117,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
         check_result_out("linear", out, shape, x.dtype)
         if residual is not None:  # in place (out is residual) is fine: an element is read before it is written
             check_no_partial_overlap("linear", out, residual=residual)
-    x2 = x.reshape(-1, k)
+    x2 = x.reshape(-1, k) if k else x.new_empty(math.prod(x.shape[:-1]), 0)  # reshape(-1, 0) cannot size -1
     if bias is not None and bias.stride(0) != 1 and n > 1:
         bias = bias.contiguous()
     r2 = None if residual is None else residual_rows(residual, n)

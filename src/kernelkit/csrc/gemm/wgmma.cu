@@ -141,39 +141,46 @@ __device__ __forceinline__ void copy_out(const T* t, T* C, i64 ldc, int m0, int 
 template <typename T, int BN, int EPI>
 __device__ __forceinline__ void copy_out_fused(const float* t, T* C, i64 ldc, const T* res, i64 ldr, int m0, int n0,
                                                int M, int N, int ct, int threads) {
-  constexpr int CPR = BN / 8, P = BN + 8;
-  for (int i = ct; i < BM * CPR; i += threads) {
-    const int r = i / CPR, c = (i % CPR) * 8, m = m0 + r, n = n0 + c;
-    if (m >= M || n >= N) continue;
-    const float4 lo = *reinterpret_cast<const float4*>(t + r * P + c);
-    const float4 hi = *reinterpret_cast<const float4*>(t + r * P + c + 4);
-    float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  // a round's residual chunks are all loaded before any is used: RB loads in flight instead of one
+  // DRAM latency exposed a chunk (the epilogue does not overlap the main loop)
+  constexpr int CPR = BN / 8, P = BN + 8, RB = 8;
+  for (int i0 = ct; i0 < BM * CPR; i0 += RB * threads) {
+    uint4 rv[RB];
 #pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = mm::activate<EPI>(v[e]);
-    const bool whole = n + 8 <= N;
-    if (res) {
+    for (int u = 0; u < RB; ++u) {
+      const int i = i0 + u * threads, r = i / CPR, c = (i % CPR) * 8, m = m0 + r, n = n0 + c;
+      rv[u] = make_uint4(0, 0, 0, 0);
+      if (!res || i >= BM * CPR || m >= M || n >= N) continue;
       const T* src = res + (i64)m * ldr + n;
-      T rv[8];
-      if (whole && (reinterpret_cast<unsigned long long>(src) & 15) == 0) {
-        const uint4 w = *reinterpret_cast<const uint4*>(src);
-        memcpy(rv, &w, 16);
+      if (n + 8 <= N && (reinterpret_cast<unsigned long long>(src) & 15) == 0) {
+        rv[u] = *reinterpret_cast<const uint4*>(src);
       } else {
+        T e8[8];
 #pragma unroll
-        for (int e = 0; e < 8; ++e) rv[e] = n + e < N ? src[e] : from_float<T>(0.0f);
+        for (int e = 0; e < 8; ++e) e8[e] = n + e < N ? src[e] : from_float<T>(0.0f);
+        memcpy(&rv[u], e8, 16);
       }
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[e] += to_float(rv[e]);
     }
-    T o[8];
 #pragma unroll
-    for (int e = 0; e < 8; ++e) o[e] = from_float<T>(v[e]);
-    T* dst = C + (i64)m * ldc + n;
-    if (whole && (reinterpret_cast<unsigned long long>(dst) & 15) == 0) {
-      uint4 w;
-      memcpy(&w, o, 16);
-      *reinterpret_cast<uint4*>(dst) = w;
-    } else {
-      for (int e = 0; e < 8 && n + e < N; ++e) dst[e] = o[e];
+    for (int u = 0; u < RB; ++u) {
+      const int i = i0 + u * threads, r = i / CPR, c = (i % CPR) * 8, m = m0 + r, n = n0 + c;
+      if (i >= BM * CPR || m >= M || n >= N) continue;
+      const float4 lo = *reinterpret_cast<const float4*>(t + r * P + c);
+      const float4 hi = *reinterpret_cast<const float4*>(t + r * P + c + 4);
+      float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      T rt[8];
+      memcpy(rt, &rv[u], 16);
+      T o[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[e] = from_float<T>(mm::activate<EPI>(v[e]) + to_float(rt[e]));
+      T* dst = C + (i64)m * ldc + n;
+      if (n + 8 <= N && (reinterpret_cast<unsigned long long>(dst) & 15) == 0) {
+        uint4 w;
+        memcpy(&w, o, 16);
+        *reinterpret_cast<uint4*>(dst) = w;
+      } else {
+        for (int e = 0; e < 8 && n + e < N; ++e) dst[e] = o[e];
+      }
     }
   }
 }

@@ -138,7 +138,8 @@ OP = register(Op(
                                                    * weight.shape[0]) * x.element_size(),
     flops=lambda x, weight, bias=None, **_: 2 * x.numel() * weight.shape[0],
     call=linear, torch_fn=torch.nn.functional.linear, example=example,
-    doc="torch.nn.functional.linear(x, weight, bias): the matmul ladder with the bias in the epilogue",
+    doc="act(torch.nn.functional.linear(x, weight, bias)) + residual: the matmul ladder with the bias, an "
+        "activation (relu, gelu, gelu_tanh) and a residual fused in the epilogue, rounded once",
     param_space={"allow_tf32": (False, True)},
     bench_shapes=((1, 4096, 4096), (16, 4096, 4096), (128, 14336, 4096), (4096, 4096, 14336), (16384, 128256, 4096)),
     bench_dtypes=(torch.float32, torch.float16, torch.bfloat16),

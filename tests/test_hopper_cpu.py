@@ -241,11 +241,11 @@ def test_dispatch_launches_the_rung_with_its_tensor_maps(monkeypatch, hopper_dev
     out = torch.empty(3, 300, 257, dtype=BF16)
     mm._matmul_into(a, b, None, out, False, "ws", None)
     (args, kw), = launched
-    kern, grid, block, ta, tb, c, bias, m, n, k, ldc, bsc, flags, ws, tickets = args
+    kern, grid, block, ta, tb, c, bias, m, n, k, ldc, bsc, flags, res, ldr, ws, tickets = args
     assert kern == ("kernel", "kk::mm_ws<__nv_bfloat16, 128, 7, true, true>", "a")  # 27 tiles: the narrow one
     # 9 K tiles of 128-row partials: no split pays, no workspace
     assert grid == (3 * 3, 1, 3) and block == 384 and kw["shmem"] == WgmmaTile(128, 7).shmem
-    assert (ta, tb) == (bytes(128), bytes(128)) and c == out.data_ptr() and bias == 0
+    assert (ta, tb) == (bytes(128), bytes(128)) and c == out.data_ptr() and bias == 0 and (res, ldr) == (0, 0)
     assert (m, n, k, ldc, bsc, flags, ws, tickets) == (300, 257, 520, 257, 300 * 257, 3, 0, 0) and not spaces
     launched.clear()
     mm._matmul_into(a, b, None, out, False, "ws", [128, 7, 2])  # K's 9 tiles in 2 slices (grid y)

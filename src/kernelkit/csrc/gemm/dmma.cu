@@ -29,10 +29,11 @@ struct DmmaF64 {
 // WM*WN/32 accumulators a lane), K in stages of 128 bytes (16 values, one step) kept STAGES deep by
 // cp.async. kAK / kBK: the operands are k-major in memory. Blocks in groups of 8 along M (tile_origin).
 // Dynamic shared memory: max(STAGES * (BM + BN) * 128, BM * (BN + 8) * 8) bytes.
-template <int BM, int BN, int WM, int WN, int STAGES, bool kAK, bool kBK>
+template <int BM, int BN, int WM, int WN, int STAGES, bool kAK, bool kBK, int EPI = 0>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
 mm_dmma_pipe(const double* A, const double* B, double* C, const double* bias, i64 M, i64 N, i64 K, i64 lda,
-             i64 ldb, i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
+             i64 ldb, i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags,
+    const double* res, i64 ldr) {
   constexpr int KB = 128, THREADS = (BM / WM) * (BN / WN) * 32, WARPS_N = BN / WN, MT = WM / 16, NT = WN / 8;
   using TA = pipe::PipeTile<double, BM, KB, THREADS, kAK>;
   using TB = pipe::PipeTile<double, BN, KB, THREADS, kBK>;
@@ -41,6 +42,7 @@ mm_dmma_pipe(const double* A, const double* B, double* C, const double* bias, i6
   extern __shared__ __align__(128) unsigned char dyn[];
   double* smem = reinterpret_cast<double*>(dyn);
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
+  const mm::Epi<double> ep{bias, res, ldr};
 
   int m0, n0;
   pipe::tile_origin<BM, BN>(p.M, p.N, m0, n0);
@@ -110,8 +112,8 @@ mm_dmma_pipe(const double* A, const double* B, double* C, const double* bias, i6
     __syncthreads();  // every warp is done with the stages: the epilogue's tile reuses them
     int em0, en0;
     pipe::tile_origin<BM, BN>(p.M, p.N, em0, en0);
-    pipe::store_tile<DmmaF64, BM, BN, WM, WN, THREADS>(acc, reinterpret_cast<double*>(dyn), C + z * p.bsc, bias, p,
-                                                       em0, en0);
+    pipe::store_tile<DmmaF64, BM, BN, WM, WN, THREADS, EPI>(acc, reinterpret_cast<double*>(dyn), C + z * p.bsc, ep,
+                                                            p, em0, en0);
   }
 }
 

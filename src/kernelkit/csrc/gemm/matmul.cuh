@@ -1,7 +1,8 @@
 // The matrix multiplication family's shared pieces: the problem every kernel receives, element access
 // through either operand layout, the zero-filled tile loads, and the epilogue's conversions.
 //
-// Every kernel computes C[z] = A[z] @ B[z] (+ bias) for z < batch, C row-major (row stride ldc).
+// Every kernel computes C[z] = A[z] @ B[z] (+ bias) for z < batch, C row-major (row stride ldc); linear's
+// fused epilogues (Epilogue below) add an activation and a residual before the one rounding.
 // An operand is an R x K view (R = M for A, N for B) stored with one contiguous dim: "k-major" when k
 // is contiguous (A row-major, B = w.t() of a row-major w), else "r-major" (A = a.t(), B row-major);
 // ld is the stride of the other dim. Layout and vector flags travel in one word (Flags), so a kernel
@@ -55,25 +56,74 @@ template <> __device__ __forceinline__ double narrow<double>(float v) { return v
 template <typename To> __device__ __forceinline__ To narrow(double v) { return v; }
 template <typename To> __device__ __forceinline__ To narrow(int v) { return v; }
 
-// The epilogue of one output element: bias (indexed by column, may be null) and the conversion.
-template <typename To, typename Acc>
-__device__ __forceinline__ void put(To* c, const To* bias, const Problem& p, int m, int n, Acc v) {
+// The epilogue. EPI, a kernel template parameter, picks it at compile time: kPlain is matmul's (bias,
+// then the one rounding); the others are linear's fused forms, act(acc + bias) + residual computed in
+// the accumulator type and rounded once, the residual (an M x N view, row stride ldr) read where its
+// pointer is not null. kPlain never reads the residual, so its code is that of the plain epilogue.
+enum Epilogue : int { kPlain = 0, kIdentity = 1, kRelu = 2, kGelu = 3, kGeluTanh = 4 };
+
+// What the epilogue reads besides the accumulators: bias by column, residual by (row, column).
+template <typename To>
+struct Epi {
+  const To* bias;
+  const To* res;
+  i64 ldr;
+};
+
+// The activation in the accumulator's precision, written as torch writes it (F.relu, F.gelu with
+// approximate "none" and "tanh"), so that the fused result rounds like torch's unfused one.
+template <int EPI>
+__device__ __forceinline__ float activate(float x) {
+  if constexpr (EPI == kRelu) return x > 0.0f ? x : 0.0f;
+  if constexpr (EPI == kGelu) return x * 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+  if constexpr (EPI == kGeluTanh) {
+    const float cube = x * x * x;
+    const float inner = 0.79788456080286536f * (x + 0.044715f * cube);
+    return 0.5f * x * (1.0f + tanhf(inner));
+  }
+  return x;
+}
+template <int EPI>
+__device__ __forceinline__ double activate(double x) {
+  if constexpr (EPI == kRelu) return x > 0.0 ? x : 0.0;
+  if constexpr (EPI == kGelu) return x * 0.5 * (1.0 + erf(x * 0.70710678118654752));
+  if constexpr (EPI == kGeluTanh) return 0.5 * x * (1.0 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
+  return x;
+}
+
+// One output value's epilogue before the rounding (bias already added): activation, then residual.
+template <int EPI, typename To, typename Acc>
+__device__ __forceinline__ Acc finish(Acc v, const Epi<To>& e, int m, int n) {
+  if constexpr (EPI == kPlain) {
+    return v;
+  } else {
+    v = activate<EPI>(v);
+    if (e.res) v += widen<Acc>(e.res[(i64)m * e.ldr + n]);
+    return v;
+  }
+}
+
+// The epilogue of one output element (bias indexed by column, may be null).
+template <int EPI, typename To, typename Acc>
+__device__ __forceinline__ void put(To* c, const Epi<To>& e, const Problem& p, int m, int n, Acc v) {
   if (m < p.M && n < p.N) {
-    if (bias) v += widen<Acc>(bias[n]);
-    c[(i64)m * p.ldc + n] = narrow<To>(v);
+    if (e.bias) v += widen<Acc>(e.bias[n]);
+    c[(i64)m * p.ldc + n] = narrow<To>(finish<EPI>(v, e, m, n));
   }
 }
 
 // Two outputs of one row at columns n and n + 1, as one store where both lie inside and the address
 // allows it (the row's and the pointer's alignment are known only here).
-template <typename To, typename Acc>
-__device__ __forceinline__ void put2(To* c, const To* bias, const Problem& p, int m, int n, Acc v0, Acc v1) {
+template <int EPI, typename To, typename Acc>
+__device__ __forceinline__ void put2(To* c, const Epi<To>& e, const Problem& p, int m, int n, Acc v0, Acc v1) {
   if (m >= p.M || n >= p.N) return;
   To* q = c + (i64)m * p.ldc + n;
-  if (bias) {
-    v0 += widen<Acc>(bias[n]);
-    if (n + 1 < p.N) v1 += widen<Acc>(bias[n + 1]);
+  if (e.bias) {
+    v0 += widen<Acc>(e.bias[n]);
+    if (n + 1 < p.N) v1 += widen<Acc>(e.bias[n + 1]);
   }
+  v0 = finish<EPI>(v0, e, m, n);
+  if (n + 1 < p.N) v1 = finish<EPI>(v1, e, m, n + 1);
   if (n + 1 < p.N && (reinterpret_cast<unsigned long long>(q) % (2 * sizeof(To))) == 0) {
     using W = typename Carrier<2 * sizeof(To)>::type;  // one integer word: one store instruction
     const To x[2] = {narrow<To>(v0), narrow<To>(v1)};
@@ -88,19 +138,26 @@ __device__ __forceinline__ void put2(To* c, const To* bias, const Problem& p, in
 
 // Four outputs of one row at columns n..n + 3 as one 16-byte store where all lie inside and the address
 // allows it, else element by element.
-template <typename Acc>
-__device__ __forceinline__ void put4(float* c, const float* bias, const Problem& p, int m, int n, const Acc (&v)[4]) {
+template <int EPI, typename Acc>
+__device__ __forceinline__ void put4(float* c, const Epi<float>& e, const Problem& p, int m, int n,
+                                     const Acc (&v)[4]) {
   if (m >= p.M || n >= p.N) return;
   float* q = c + (i64)m * p.ldc + n;
   if (n + 3 < p.N && (reinterpret_cast<unsigned long long>(q) % 16) == 0) {
     float4 w = make_float4(v[0], v[1], v[2], v[3]);
-    if (bias) {
-      w.x += bias[n]; w.y += bias[n + 1]; w.z += bias[n + 2]; w.w += bias[n + 3];
+    if (e.bias) {
+      w.x += e.bias[n]; w.y += e.bias[n + 1]; w.z += e.bias[n + 2]; w.w += e.bias[n + 3];
+    }
+    if constexpr (EPI != kPlain) {
+      w.x = finish<EPI>(w.x, e, m, n);
+      w.y = finish<EPI>(w.y, e, m, n + 1);
+      w.z = finish<EPI>(w.z, e, m, n + 2);
+      w.w = finish<EPI>(w.w, e, m, n + 3);
     }
     *reinterpret_cast<float4*>(q) = w;
   } else {
 #pragma unroll
-    for (int j = 0; j < 4; ++j) put(c, bias, p, m, n + j, v[j]);
+    for (int j = 0; j < 4; ++j) put<EPI>(c, e, p, m, n + j, v[j]);
   }
 }
 

@@ -21,10 +21,11 @@ namespace kk {
 // in memory (16-bit operands are stored in shared memory as they lie; tf32 and int8 always k-major).
 // Blocks are handed out in groups of 8 along M, so that blocks running together share B's columns
 // and A's rows in L2. Dynamic shared memory: STAGES * (BM + BN) * 64 bytes.
-template <typename Tr, int BM, int BN, int WM, int WN, int STAGES, bool kAK, bool kBK>
+template <typename Tr, int BM, int BN, int WM, int WN, int STAGES, bool kAK, bool kBK, int EPI = 0>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
 mm_mma(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* C, const typename Tr::Out* bias, i64 M,
-       i64 N, i64 K, i64 lda, i64 ldb, i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
+       i64 N, i64 K, i64 lda, i64 ldb, i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags,
+    const typename Tr::Out* res, i64 ldr) {
   using T = typename Tr::T;
   using Acc = typename Tr::Acc;
   constexpr int THREADS = (BM / WM) * (BN / WN) * 32, WARPS_N = BN / WN, MT = WM / 16, NT = WN / 8;
@@ -37,6 +38,7 @@ mm_mma(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* C, co
   extern __shared__ __align__(128) unsigned char dyn[];
   T* smem = reinterpret_cast<T*>(dyn);
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
+  const mm::Epi<typename Tr::Out> ep{bias, res, ldr};
   const bool cp_a = p.vec_a && p.a_k == kSA, cp_b = p.vec_b && p.b_k == kSB;
 
   // grouped block order: 8 M tiles per group walk N together
@@ -122,8 +124,8 @@ mm_mma(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* C, co
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const int m = m0 + wm0 + mt * 16 + g, n = n0 + wn0 + nt * 8 + 2 * q;
-        mm::put2(c, bias, p, m, n, acc[mt][nt][0], acc[mt][nt][1]);
-        mm::put2(c, bias, p, m + 8, n, acc[mt][nt][2], acc[mt][nt][3]);
+        mm::put2<EPI>(c, ep, p, m, n, acc[mt][nt][0], acc[mt][nt][1]);
+        mm::put2<EPI>(c, ep, p, m + 8, n, acc[mt][nt][2], acc[mt][nt][3]);
       }
   }
 }

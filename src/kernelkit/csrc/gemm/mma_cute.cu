@@ -96,10 +96,11 @@ __device__ __forceinline__ void load_stage(const Atom& atom, const G& g, S&& s, 
 // C = A @ B (+ bias) on the TiledMMA; the arguments and the flags word as mm_mma's. kAK / kBK: the
 // operands lie k-major in memory (the host launches the instantiation of the call's layouts). Dynamic
 // shared memory: STAGES * (BM + BN) * BK * 2 bytes (64 KB).
-template <typename Tr, bool kAK, bool kBK>
+template <typename Tr, bool kAK, bool kBK, int EPI = 0>
 __global__ void __launch_bounds__(256, 1)
 mm_cute(const typename Tr::T* A, const typename Tr::T* B, typename Tr::T* C, const typename Tr::T* bias, i64 M,
-        i64 N, i64 K, i64 lda, i64 ldb, i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
+        i64 N, i64 K, i64 lda, i64 ldb, i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags,
+    const typename Tr::T* res, i64 ldr) {
   using namespace cute;
   using E = typename Tr::E;
   using mmc::BK;
@@ -112,6 +113,7 @@ mm_cute(const typename Tr::T* A, const typename Tr::T* B, typename Tr::T* C, con
   Tensor sB = make_tensor(make_smem_ptr(smem + cosize(sa_layout)), sb_layout);  // (BN, BK, STAGES)
 
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
+  const mm::Epi<typename Tr::T> ep{bias, res, ldr};
 
   const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;  // grouped order: 8 M tiles a group
   const int width = 8 * tiles_n, first = blockIdx.x / width * 8, gsize = min(tiles_m - first, 8);
@@ -191,7 +193,7 @@ mm_cute(const typename Tr::T* A, const typename Tr::T* B, typename Tr::T* C, con
         CUTE_UNROLL
         for (int v = 0; v < size<0>(acc); v += 2) {
           const auto mn = cC(v, i, j);
-          mm::put2(c, bias, p, m0 + get<0>(mn), n0 + get<1>(mn), acc(v, i, j), acc(v + 1, i, j));
+          mm::put2<EPI>(c, ep, p, m0 + get<0>(mn), n0 + get<1>(mn), acc(v, i, j), acc(v + 1, i, j));
         }
       }
     }

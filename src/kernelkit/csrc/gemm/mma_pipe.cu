@@ -18,10 +18,11 @@ namespace kk {
 // k-major in memory (always so for tf32 and int8). Blocks in groups of 8 along M (tile_origin).
 // Dynamic shared memory:
 // max(STAGES * (BM + BN) * 128, BM * (BN + 8) * 4) bytes.
-template <typename Tr, int BM, int BN, int WM, int WN, int STAGES, bool kAK, bool kBK>
+template <typename Tr, int BM, int BN, int WM, int WN, int STAGES, bool kAK, bool kBK, int EPI = 0>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 1)
 mm_mma_pipe(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* C, const typename Tr::Out* bias,
-            i64 M, i64 N, i64 K, i64 lda, i64 ldb, i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
+            i64 M, i64 N, i64 K, i64 lda, i64 ldb, i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags,
+    const typename Tr::Out* res, i64 ldr) {
   using T = typename Tr::T;
   using Acc = typename Tr::Acc;
   constexpr int KB = 128, THREADS = (BM / WM) * (BN / WN) * 32, WARPS_N = BN / WN, MT = WM / 16, NT = WN / 8;
@@ -34,6 +35,7 @@ mm_mma_pipe(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* 
   extern __shared__ __align__(128) unsigned char dyn[];
   T* smem = reinterpret_cast<T*>(dyn);
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
+  const mm::Epi<typename Tr::Out> ep{bias, res, ldr};
 
   int m0, n0;
   pipe::tile_origin<BM, BN>(p.M, p.N, m0, n0);
@@ -125,7 +127,8 @@ mm_mma_pipe(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* 
 
     int em0, en0;
     pipe::tile_origin<BM, BN>(p.M, p.N, em0, en0);
-    pipe::store_tile<Tr, BM, BN, WM, WN, THREADS>(acc, reinterpret_cast<Acc*>(dyn), C + z * p.bsc, bias, p, em0, en0);
+    pipe::store_tile<Tr, BM, BN, WM, WN, THREADS, EPI>(acc, reinterpret_cast<Acc*>(dyn), C + z * p.bsc, ep, p, em0,
+                                                       en0);
   }
 }
 

@@ -113,14 +113,15 @@ struct PipeTile {
 
 // The epilogue through shared memory: each warp writes its accumulators to a BM x BN tile (rows of
 // BN + 8 values: the 8-byte writes of a half-warp's 4 rows fall in distinct banks), then the block
-// writes C a row at a time in 16-byte chunks, the bias added in the accumulator type before the one
+// writes C a row at a time in 16-byte chunks, the bias (and EPI's activation and residual, the
+// residual read as 16-byte chunks of the same columns) applied in the accumulator type before the one
 // rounding, chunks crossing N or off 16-byte alignment element by element. Against per-fragment
 // 2-element stores it keeps the register file free of the epilogue's addresses (the 64x64 warp tiles
 // spilled with them) and stores whole 32-byte sectors. Shared memory: BM * (BN + 8) accumulators.
-template <typename Tr, int BM, int BN, int WM, int WN, int THREADS, int MT, int NT>
+template <typename Tr, int BM, int BN, int WM, int WN, int THREADS, int EPI, int MT, int NT>
 __device__ __forceinline__ void store_tile(const typename Tr::Acc (&acc)[MT][NT][4], typename Tr::Acc* st,
-                                           typename Tr::Out* c, const typename Tr::Out* bias, const mm::Problem& p,
-                                           int m0, int n0) {
+                                           typename Tr::Out* c, const mm::Epi<typename Tr::Out>& ep,
+                                           const mm::Problem& p, int m0, int n0) {
   using Acc = typename Tr::Acc;
   using Out = typename Tr::Out;
   constexpr int P = BN + 8, OV = 16 / (int)sizeof(Out), CPR = BN / OV;
@@ -145,10 +146,27 @@ __device__ __forceinline__ void store_tile(const typename Tr::Acc (&acc)[MT][NT]
     Acc v[OV];
 #pragma unroll
     for (int j = 0; j < OV; ++j) v[j] = st[row * P + col + j];
-    if (bias) {
+    if (ep.bias) {
 #pragma unroll
       for (int j = 0; j < OV; ++j)
-        if (n + j < p.N) v[j] += mm::widen<Acc>(bias[n + j]);
+        if (n + j < p.N) v[j] += mm::widen<Acc>(ep.bias[n + j]);
+    }
+    if constexpr (EPI != mm::kPlain) {
+#pragma unroll
+      for (int j = 0; j < OV; ++j) v[j] = mm::activate<EPI>(v[j]);
+      if (ep.res) {
+        const Out* r = ep.res + (i64)m * ep.ldr + n;
+        Out rv[OV];
+        if (n + OV <= p.N && reinterpret_cast<unsigned long long>(r) % 16 == 0) {
+          const uint4 w = *reinterpret_cast<const uint4*>(r);
+          memcpy(rv, &w, 16);
+        } else {
+#pragma unroll
+          for (int j = 0; j < OV; ++j) rv[j] = n + j < p.N ? r[j] : mm::zero_of<Out>();
+        }
+#pragma unroll
+        for (int j = 0; j < OV; ++j) v[j] += mm::widen<Acc>(rv[j]);
+      }
     }
     Out* dst = c + (i64)m * p.ldc + n;
     Out o[OV];

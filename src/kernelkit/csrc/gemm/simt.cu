@@ -15,11 +15,13 @@ namespace kk {
 // One output per thread, straight from global memory: 32 columns x 8 rows a 256-thread block.
 // Cost: 2K loads a thread for 2K flops; the 32 threads of a row share A's element (a broadcast) and
 // read B's row coalesced; nothing is reused across threads.
-template <typename T>
+template <typename T, int EPI = 0>
 __global__ void __launch_bounds__(256)
 mm_naive(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 lda, i64 ldb, i64 ldc,
-         i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
+         i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags,
+    const T* res, i64 ldr) {
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
+  const mm::Epi<T> ep{bias, res, ldr};
   const int m = blockIdx.x * 8 + threadIdx.x / 32, n = blockIdx.y * 32 + threadIdx.x % 32;
   for (int z = blockIdx.z; z < p.batch; z += gridDim.z) {
     const T* a = A + z * p.bsa;
@@ -28,20 +30,22 @@ mm_naive(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 l
       T acc = 0;
       for (int k = 0; k < p.K; ++k)
         acc = fma(a[p.a_k ? m * p.lda + k : k * p.lda + m], b[p.b_k ? n * p.ldb + k : k * p.ldb + n], acc);
-      mm::put(C + z * p.bsc, bias, p, m, n, acc);
+      mm::put<EPI>(C + z * p.bsc, ep, p, m, n, acc);
     }
   }
 }
 
 // Shared-memory tiles: a 32x32 block of outputs, one a thread; each K step stages a 32x32 tile of A
 // and of B, so every element loaded from global memory is used 32 times. Cost: 2 shared loads a FMA.
-template <typename T>
+template <typename T, int EPI = 0>
 __global__ void __launch_bounds__(1024)
 mm_smem(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 lda, i64 ldb, i64 ldc,
-        i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
+        i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags,
+    const T* res, i64 ldr) {
   constexpr int TS = 32;
   __shared__ T as[TS][TS + 1], bs[TS][TS + 1];
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
+  const mm::Epi<T> ep{bias, res, ldr};
   const int tx = threadIdx.x % TS, ty = threadIdx.x / TS;
   const int m0 = blockIdx.x * TS, n0 = blockIdx.y * TS;
   for (int z = blockIdx.z; z < p.batch; z += gridDim.z) {
@@ -58,19 +62,21 @@ mm_smem(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 ld
       for (int k = 0; k < TS; ++k) acc = fma(as[ty][k], bs[k][tx], acc);
       __syncthreads();
     }
-    mm::put(C + z * p.bsc, bias, p, m0 + ty, n0 + tx, acc);
+    mm::put<EPI>(C + z * p.bsc, ep, p, m0 + ty, n0 + tx, acc);
   }
 }
 
 // Several outputs a thread, in a column: a 64x64 block tile, BK = 8, 512 threads each computing 8
 // rows of one column. A value of B read from shared memory feeds 8 FMAs: 1.125 shared loads a FMA.
-template <typename T>
+template <typename T, int EPI = 0>
 __global__ void __launch_bounds__(512)
 mm_column(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 lda, i64 ldb,
-          i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
+          i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags,
+    const T* res, i64 ldr) {
   constexpr int BM = 64, BN = 64, BK = 8, TM = 8;
   __shared__ T as[BM][BK], bs[BK][BN];
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
+  const mm::Epi<T> ep{bias, res, ldr};
   const int t = threadIdx.x, col = t % BN, rg = t / BN;
   const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
   for (int z = blockIdx.z; z < p.batch; z += gridDim.z) {
@@ -92,7 +98,7 @@ mm_column(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 
       __syncthreads();
     }
 #pragma unroll
-    for (int i = 0; i < TM; ++i) mm::put(C + z * p.bsc, bias, p, m0 + rg * TM + i, n0 + col, acc[i]);
+    for (int i = 0; i < TM; ++i) mm::put<EPI>(C + z * p.bsc, ep, p, m0 + rg * TM + i, n0 + col, acc[i]);
   }
 }
 
@@ -100,15 +106,17 @@ mm_column(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 
 // threads; thread (ty, tx) owns rows i*16 + ty and columns j*16 + tx (i, j < 8), so the 16 threads
 // of a half-warp read 16 consecutive B values and a broadcast of A. Each k: 8 A and 8 B values from
 // shared memory feed 64 FMAs (0.25 shared loads a FMA). Global loads are 16-byte chunks.
-template <typename T>
+template <typename T, int EPI = 0>
 __global__ void __launch_bounds__(256)
 mm_reg8x8(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 lda, i64 ldb,
-          i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
+          i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags,
+    const T* res, i64 ldr) {
   constexpr int BM = 128, BN = 128, BK = 8, kThreads = 256;
   using SA = mm::RowsR<BK + 1>;  // A as it comes: [m][k]
   using SB = mm::RowsK<BN>;      // B: [k][n]
   __shared__ T as[BM * (BK + 1)], bs[BK * BN];
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
+  const mm::Epi<T> ep{bias, res, ldr};
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
   for (int z = blockIdx.z; z < p.batch; z += gridDim.z) {
@@ -140,7 +148,7 @@ mm_reg8x8(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 
 #pragma unroll
     for (int i = 0; i < 8; ++i)
 #pragma unroll
-      for (int j = 0; j < 8; ++j) mm::put(C + z * p.bsc, bias, p, m0 + i * 16 + ty, n0 + j * 16 + tx, acc[i][j]);
+      for (int j = 0; j < 8; ++j) mm::put<EPI>(C + z * p.bsc, ep, p, m0 + i * 16 + ty, n0 + j * 16 + tx, acc[i][j]);
   }
 }
 
@@ -149,14 +157,16 @@ mm_reg8x8(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 
 // tx*4 + 64*s), each block's 4 values one LDS.128. Four shared loads feed 64 FMAs. kDouble adds
 // double buffering: the next K tile is fetched into registers while this one is computed, and
 // stored to the other buffer afterwards (one barrier a K tile).
-template <bool kDouble>
+template <bool kDouble, int EPI = 0>
 __global__ void __launch_bounds__(256)
 mm_lds128(const float* A, const float* B, float* C, const float* bias, i64 M, i64 N, i64 K, i64 lda, i64 ldb,
-          i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
+          i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags,
+    const float* res, i64 ldr) {
   constexpr int BM = 128, BN = 128, BK = 8, T = 256, P = BM + 4, BUFS = kDouble ? 2 : 1;
   using S = mm::RowsK<P>;  // both operands [k][r]
   __shared__ __align__(16) float as[BUFS][BK * P], bs[BUFS][BK * P];
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
+  const mm::Epi<float> ep{bias, res, ldr};
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
   for (int z = blockIdx.z; z < p.batch; z += gridDim.z) {
@@ -216,7 +226,7 @@ mm_lds128(const float* A, const float* B, float* C, const float* bias, i64 M, i6
     for (int i = 0; i < 8; ++i)
 #pragma unroll
       for (int j = 0; j < 8; ++j)
-        mm::put(C + z * p.bsc, bias, p, m0 + (i / 4) * 64 + ty * 4 + i % 4, n0 + (j / 4) * 64 + tx * 4 + j % 4,
+        mm::put<EPI>(C + z * p.bsc, ep, p, m0 + (i / 4) * 64 + ty * 4 + i % 4, n0 + (j / 4) * 64 + tx * 4 + j % 4,
                 acc[i][j]);
     __syncthreads();  // the next batch entry overwrites the buffers
   }
@@ -227,10 +237,11 @@ mm_lds128(const float* A, const float* B, float* C, const float* bias, i64 M, i6
 // one k then touch 8 consecutive float4 of A (128 bytes, one wavefront) and 4 of B (one wavefront),
 // against 2 wavefronts of B for the 16x16 thread grid. Double-buffered as mm_lds128<true>. MINB:
 // the blocks an SM the registers are capped for (2 at 128x128: 128 registers, no spills, 16 warps).
-template <int BM, int BN, int BK, int WM, int WN, int T, int MINB>
+template <int BM, int BN, int BK, int WM, int WN, int T, int MINB, int EPI = 0>
 __global__ void __launch_bounds__(T, MINB)
 mm_warp(const float* A, const float* B, float* C, const float* bias, i64 M, i64 N, i64 K, i64 lda, i64 ldb,
-        i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
+        i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags,
+    const float* res, i64 ldr) {
   constexpr int WARPS_N = BN / WN, TM = WM / 8, TN = WN / 4, MS = TM / 4, NS = TN / 4;
   static_assert((BM / WM) * (BN / WN) * 32 == T, "one warp a warp tile");
   static_assert(TM % 4 == 0 && TN % 4 == 0, "lane tiles of whole 4x4 blocks");
@@ -239,6 +250,7 @@ mm_warp(const float* A, const float* B, float* C, const float* bias, i64 M, i64 
   using SB = mm::RowsK<PB>;
   __shared__ __align__(16) float as[2][BK * PA], bs[2][BK * PB];
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
+  const mm::Epi<float> ep{bias, res, ldr};
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
   const int lm = lane / 4, ln = lane % 4;
@@ -294,7 +306,7 @@ mm_warp(const float* A, const float* B, float* C, const float* bias, i64 M, i64 
 #pragma unroll
       for (int s = 0; s < NS; ++s) {  // a lane's 4 consecutive columns: one 16-byte store
         const float v[4] = {acc[i][4 * s], acc[i][4 * s + 1], acc[i][4 * s + 2], acc[i][4 * s + 3]};
-        mm::put4(c, bias, p, m, n0 + wn0 + s * (WN / NS) + ln * 4, v);
+        mm::put4<EPI>(c, ep, p, m, n0 + wn0 + s * (WN / NS) + ln * 4, v);
       }
     }
     __syncthreads();

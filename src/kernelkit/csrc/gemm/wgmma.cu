@@ -19,6 +19,8 @@
 // Edges: the TMA zero-fills the parts of a box outside the tensor (M, N and K tails), and the epilogue
 // writes only inside C. The epilogue stages the C tile (plus bias, rounded to T) in shared memory and
 // writes it as 16-byte row chunks where the row and the address allow, element by element otherwise.
+// linear's fused epilogues (EPI other than mm::kPlain) stage the tile in fp32 instead and apply the
+// activation and the residual on the way out, so that the result is rounded once.
 #include "hopper.cuh"
 #include "matmul.cuh"
 #include "splitk.cuh"
@@ -81,19 +83,21 @@ __device__ __forceinline__ void tile_of(int bid, int tiles_m, int tiles_n, int& 
   tn = (bid % width) / gsize;
 }
 
-template <typename T>
-__device__ __forceinline__ void put_pair(T* p, float a, float b) {
-  const T x[2] = {from_float<T>(a), from_float<T>(b)};
-  unsigned w;
-  memcpy(&w, x, 4);
-  *reinterpret_cast<unsigned*>(p) = w;
+template <typename S>
+__device__ __forceinline__ void put_pair(S* p, float a, float b) {
+  using W = typename Carrier<2 * sizeof(S)>::type;
+  const S x[2] = {from_float<S>(a), from_float<S>(b)};
+  W w;
+  memcpy(&w, x, sizeof(W));
+  *reinterpret_cast<W*>(p) = w;
 }
 
-// Warpgroup wg's accumulators, plus the bias, rounded to T into the C tile staged at t: BM rows of
-// BN + 8 elements, so that the 8 rows of a warp's pair stores start 16 bytes apart in the banks.
+// Warpgroup wg's accumulators, plus the bias, into the C tile staged at t: BM rows of BN + 8 elements
+// of S (T rounded, or fp32 for a fused epilogue), so that the 8 rows of a warp's pair stores start 16
+// (T) or 32 (fp32) bytes apart in the banks: either way a warp's stores take the fewest wavefronts.
 // ct: the thread's index among the consumer threads.
-template <typename T, int BN>
-__device__ __forceinline__ void stage_out(const float (&d)[BN / 2], T* t, const T* bias, int n0, int N, int wg,
+template <typename S, typename T, int BN>
+__device__ __forceinline__ void stage_out(const float (&d)[BN / 2], S* t, const T* bias, int n0, int N, int wg,
                                           int ct) {
   constexpr int P = BN + 8;
   const int w = (ct % 128) / 32, l = ct % 32, g = l / 4, q = l % 4;
@@ -130,9 +134,84 @@ __device__ __forceinline__ void copy_out(const T* t, T* C, i64 ldc, int m0, int 
   }
 }
 
-template <int BN, int STAGES>
+// The fused epilogues: the staged fp32 tile (plus bias) through the activation, plus the residual
+// (row stride ldr; null: none), rounded once to T and written as copy_out writes. The residual is read
+// in the same 16-byte row chunks as C is written, coalesced along the row.
+// Why fp32 staging rather than activation and residual before staging: applied to the accumulators,
+// the residual would be read in the wgmma fragment's pattern, 4-byte pairs of 8 rows a warp load (4x
+// the load instructions of 16-byte chunks, half of each 32-byte sector a load); the fp32 tile (132 KB
+// at BN = 256, 68 KB at 128) fits in the ring the stages leave free (192 KB at 4 stages of 256, 224 KB
+// at 7 of 128), and the activation costs the same in either place.
+template <typename T, int BN, int EPI>
+__device__ __forceinline__ void copy_out_fused(const float* t, T* C, i64 ldc, const T* res, i64 ldr, int m0, int n0,
+                                               int M, int N, int ct, int threads) {
+  // a round's residual chunks are all loaded before any is used: RB loads in flight instead of one
+  // DRAM latency exposed a chunk (the epilogue does not overlap the main loop)
+  constexpr int CPR = BN / 8, P = BN + 8, RB = 8;
+  for (int i0 = ct; i0 < BM * CPR; i0 += RB * threads) {
+    uint4 rv[RB];
+#pragma unroll
+    for (int u = 0; u < RB; ++u) {
+      const int i = i0 + u * threads, r = i / CPR, c = (i % CPR) * 8, m = m0 + r, n = n0 + c;
+      rv[u] = make_uint4(0, 0, 0, 0);
+      if (!res || i >= BM * CPR || m >= M || n >= N) continue;
+      const T* src = res + (i64)m * ldr + n;
+      if (n + 8 <= N && (reinterpret_cast<unsigned long long>(src) & 15) == 0) {
+        rv[u] = *reinterpret_cast<const uint4*>(src);
+      } else {
+        T e8[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) e8[e] = n + e < N ? src[e] : from_float<T>(0.0f);
+        memcpy(&rv[u], e8, 16);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < RB; ++u) {
+      const int i = i0 + u * threads, r = i / CPR, c = (i % CPR) * 8, m = m0 + r, n = n0 + c;
+      if (i >= BM * CPR || m >= M || n >= N) continue;
+      const float4 lo = *reinterpret_cast<const float4*>(t + r * P + c);
+      const float4 hi = *reinterpret_cast<const float4*>(t + r * P + c + 4);
+      float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      T rt[8];
+      memcpy(rt, &rv[u], 16);
+      T o[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[e] = from_float<T>(mm::activate<EPI>(v[e]) + to_float(rt[e]));
+      T* dst = C + (i64)m * ldc + n;
+      if (n + 8 <= N && (reinterpret_cast<unsigned long long>(dst) & 15) == 0) {
+        uint4 w;
+        memcpy(&w, o, 16);
+        *reinterpret_cast<uint4*>(dst) = w;
+      } else {
+        for (int e = 0; e < 8 && n + e < N; ++e) dst[e] = o[e];
+      }
+    }
+  }
+}
+
+// The epilogue after the last MMA (the tile's shared memory free): stage, a barrier of the consumer
+// threads (sync), write out. kPlain stages T; the fused epilogues fp32.
+template <typename T, int BN, int EPI, typename Sync>
+__device__ __forceinline__ void epilogue(const float (&d)[BN / 2], unsigned char* smem, T* C, i64 ldc, const T* bias,
+                                         const T* res, i64 ldr, int m0, int n0, int M, int N, int wg, int ct,
+                                         Sync sync) {
+  if constexpr (EPI == mm::kPlain) {
+    T* tile = reinterpret_cast<T*>(smem);
+    stage_out<T, T, BN>(d, tile, bias, n0, N, wg, ct);
+    sync();
+    copy_out<T, BN>(tile, C, ldc, m0, n0, M, N, ct, 256);
+  } else {
+    float* tile = reinterpret_cast<float*>(smem);
+    stage_out<float, T, BN>(d, tile, bias, n0, N, wg, ct);
+    sync();
+    copy_out_fused<T, BN, EPI>(tile, C, ldc, res, ldr, m0, n0, M, N, ct, 256);
+  }
+}
+
+// The staged C tile (rows of BN + 8 elements of `bytes`) fits in the ring of stages it reuses.
+template <int BN, int STAGES, int bytes = 2>
 __host__ __device__ constexpr bool tile_fits_stages() {
-  return BM * (BN + 8) * 2 <= STAGES * (BM + BN) * BK * 2;
+  return BM * (BN + 8) * bytes <= STAGES * (BM + BN) * BK * 2;
 }
 
 }  // namespace hop
@@ -142,12 +221,14 @@ __host__ __device__ constexpr bool tile_fits_stages() {
 // gridDim.y > 1 slices of K: ws holds gridDim.x * gridDim.z * gridDim.y partial tiles of 128 x BN
 // floats, tickets one counter a tile (0 at launch; left at 0).
 // Dynamic shared memory: 1024 + STAGES * (128 + BN) * 128 bytes.
-template <typename T, int BN, int STAGES, bool kAK, bool kBK>
+template <typename T, int BN, int STAGES, bool kAK, bool kBK, int EPI = 0>
 __global__ void __launch_bounds__(256, 1)
 mm_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::TensorMap tb, T* C,
-             const T* bias, i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags, float* ws, unsigned* tickets) {
+             const T* bias, i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags, const T* res, i64 ldr, float* ws,
+             unsigned* tickets) {
   using S = hop::Stage<T, BN, kAK, kBK>;
-  static_assert(hop::tile_fits_stages<BN, STAGES>(), "the epilogue's C tile reuses the stages");
+  static_assert(hop::tile_fits_stages<BN, STAGES, EPI == mm::kPlain ? 2 : 4>(),
+                "the epilogue's C tile reuses the stages");
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES];
   unsigned char* smem = hop::align1024(dyn);
@@ -195,21 +276,20 @@ mm_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
                                                   min(Mi - m0, hop::BM), tid, 0))
     return;  // another slice's block finishes the tile
   __syncthreads();  // every MMA has read its stage: the stages hold the C tile now
-  T* tile = reinterpret_cast<T*>(smem);
-  hop::stage_out<T, BN>(d, tile, bias, n0, Ni, wg, tid);
-  __syncthreads();
-  hop::copy_out<T, BN>(tile, C + z * bsc, ldc, m0, n0, Mi, Ni, tid, 256);
+  hop::epilogue<T, BN, EPI>(d, smem, C + z * bsc, ldc, bias, res, ldr, m0, n0, Mi, Ni, wg, tid,
+                            [] { __syncthreads(); });
 }
 
 // The same tile with warp specialization: warpgroup 0 produces (40 registers a thread), warpgroups 1
 // and 2 consume (232), full / empty mbarrier pairs per stage; consumers sync among themselves only
 // (named barrier 1) for the epilogue.
-template <typename T, int BN, int STAGES, bool kAK, bool kBK>
+template <typename T, int BN, int STAGES, bool kAK, bool kBK, int EPI = 0>
 __global__ void __launch_bounds__(384, 1)
 mm_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::TensorMap tb, T* C, const T* bias,
-      i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags, float* ws, unsigned* tickets) {
+      i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags, const T* res, i64 ldr, float* ws, unsigned* tickets) {
   using S = hop::Stage<T, BN, kAK, kBK>;
-  static_assert(hop::tile_fits_stages<BN, STAGES>(), "the epilogue's C tile reuses the stages");
+  static_assert(hop::tile_fits_stages<BN, STAGES, EPI == mm::kPlain ? 2 : 4>(),
+                "the epilogue's C tile reuses the stages");
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES], empty[STAGES];
   unsigned char* smem = hop::align1024(dyn);
@@ -263,10 +343,8 @@ mm_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
                                                     slices, min(Mi - m0, hop::BM), ct, 1))
       return;  // another slice's block finishes the tile
     hop::named_sync(1, 256);  // both consumer warpgroups are past their last MMA
-    T* tile = reinterpret_cast<T*>(smem);
-    hop::stage_out<T, BN>(d, tile, bias, n0, Ni, wg, ct);
-    hop::named_sync(1, 256);
-    hop::copy_out<T, BN>(tile, C + z * bsc, ldc, m0, n0, Mi, Ni, ct, 256);
+    hop::epilogue<T, BN, EPI>(d, smem, C + z * bsc, ldc, bias, res, ldr, m0, n0, Mi, Ni, wg, ct,
+                              [] { hop::named_sync(1, 256); });
   }
 }
 

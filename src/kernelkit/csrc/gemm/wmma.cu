@@ -218,10 +218,11 @@ __device__ __forceinline__ bool aligned32(const void* p) { return (reinterpret_c
 // (kBK). Fragments at the edges, misaligned views and an m-major A are staged by the warp through a
 // slot of shared memory, zero-filled. Four warps a block, 2x2 fragments. Cost: every operand
 // element is read from global memory (L2) once per fragment that needs it, FM or FN times in all.
-template <typename W, bool kBK>
+template <typename W, bool kBK, int EPI = 0>
 __global__ void __launch_bounds__(128)
 mm_wmma_global(const typename W::T* A, const typename W::T* B, typename W::Out* C, const typename W::Out* bias,
-               i64 M, i64 N, i64 K, i64 lda, i64 ldb, i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
+               i64 M, i64 N, i64 K, i64 lda, i64 ldb, i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags,
+    const typename W::Out* res, i64 ldr) {
   using T = typename W::T;
   using Acc = typename W::Acc;
   using R = typename W::RegA;
@@ -230,6 +231,7 @@ mm_wmma_global(const typename W::T* A, const typename W::T* B, typename W::Out* 
   __shared__ __align__(32) T sb[4][FN * FK];
   __shared__ __align__(32) Acc sc[4][FM * FN];
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
+  const mm::Epi<typename W::Out> ep{bias, res, ldr};
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int m0 = blockIdx.x * 2 * FM + (warp / 2) * FM, n0 = blockIdx.y * 2 * FN + (warp % 2) * FN;
   if (m0 >= p.M || n0 >= p.N) return;  // no block-wide barrier below: a warp past the edge just leaves
@@ -272,7 +274,7 @@ mm_wmma_global(const typename W::T* A, const typename W::T* B, typename W::Out* 
     }
     W::store(sc[warp], acc, FN);
     __syncwarp();
-    for (int e = lane; e < FM * FN; e += 32) mm::put(C + z * p.bsc, bias, p, m0 + e / FN, n0 + e % FN, sc[warp][e]);
+    for (int e = lane; e < FM * FN; e += 32) mm::put<EPI>(C + z * p.bsc, ep, p, m0 + e / FN, n0 + e % FN, sc[warp][e]);
     __syncwarp();
   }
 }
@@ -288,10 +290,11 @@ struct Slabs {
 // WN tile of (WM/FM) x (WN/FN) fragments. Both operands are staged k-major (transposed on the way in
 // where the operand is m- or n-major), fetched into registers during the previous slab's MMAs.
 // Each operand element is read from global memory once per block tile that needs it.
-template <typename W, int BM, int BN, int WM, int WN, int THREADS>
+template <typename W, int BM, int BN, int WM, int WN, int THREADS, int EPI = 0>
 __global__ void __launch_bounds__(THREADS)
 mm_wmma_smem(const typename W::T* A, const typename W::T* B, typename W::Out* C, const typename W::Out* bias,
-             i64 M, i64 N, i64 K, i64 lda, i64 ldb, i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags) {
+             i64 M, i64 N, i64 K, i64 lda, i64 ldb, i64 ldc, i64 bsa, i64 bsb, i64 bsc, i64 batch, i64 flags,
+    const typename W::Out* res, i64 ldr) {
   using T = typename W::T;
   using Acc = typename W::Acc;
   using R = typename W::RegA;
@@ -306,6 +309,7 @@ mm_wmma_smem(const typename W::T* A, const typename W::T* B, typename W::Out* C,
   T* sa = reinterpret_cast<T*>(raw);
   T* sb = sa + A_ELEMS;
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
+  const mm::Epi<typename W::Out> ep{bias, res, ldr};
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
   const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
@@ -359,7 +363,7 @@ mm_wmma_smem(const typename W::T* A, const typename W::T* B, typename W::Out* C,
         W::store(scratch, acc[i][j], FN);
         __syncwarp();
         for (int e = lane; e < FM * FN; e += 32)
-          mm::put(C + z * p.bsc, bias, p, m0 + wm0 + i * FM + e / FN, n0 + wn0 + j * FN + e % FN, scratch[e]);
+          mm::put<EPI>(C + z * p.bsc, ep, p, m0 + wm0 + i * FM + e / FN, n0 + wn0 + j * FN + e % FN, scratch[e]);
         __syncwarp();
       }
     __syncthreads();

@@ -75,8 +75,9 @@ class WgmmaTile:
         """Dynamic shared memory of the launch."""
         return ALIGN_SLACK + self.stages * self.stage_bytes
 
-    def check(self, op: str, shared_limit: int = SM90_SHARED) -> None:
-        """ValueError naming what this tile breaks."""
+    def check(self, op: str, shared_limit: int = SM90_SHARED, staged_bytes: int = 2) -> None:
+        """ValueError naming what this tile breaks. ``staged_bytes``: bytes an element of the C tile the
+        epilogue stages in the ring (2: rounded to fp16/bf16; 4: fp32, linear's fused epilogues)."""
         bad = None
         if self.block_n not in WIDTHS:
             bad = "block_n must be 128 or 256 (wgmma m64n128k16 or m64n256k16)"
@@ -84,8 +85,9 @@ class WgmmaTile:
             bad = f"stages must be 2 to {MAX_STAGES}"
         elif self.shmem + STATIC_SHARED > shared_limit:
             bad = f"{self.shmem} bytes of shared memory; a block may take {shared_limit - STATIC_SHARED}"
-        elif BM * (self.block_n + 8) * 2 > self.stages * self.stage_bytes:
-            bad = "the epilogue stages the C tile in the ring: more stages needed"
+        elif BM * (self.block_n + 8) * staged_bytes > self.stages * self.stage_bytes:
+            bad = (f"the epilogue stages the C tile{' in fp32' if staged_bytes == 4 else ''} in the ring: more "
+                   "stages needed")
         elif not 1 <= self.split <= MAX_SPLIT:
             bad = f"split must be 1 (no split) to {MAX_SPLIT} K slices"
         if bad:
@@ -123,8 +125,9 @@ def tile_for(m: int, n: int, batch: int, sms: int, shared_limit: int, k: int = B
     return WgmmaTile(bn, stages_for(bn, shared_limit), split)
 
 
-def kernel(rung: str, dtype: torch.dtype, tile: WgmmaTile, a_k: bool, b_k: bool) -> Kernel:
-    lay = f"{'true' if a_k else 'false'}, {'true' if b_k else 'false'}"
+def kernel(rung: str, dtype: torch.dtype, tile: WgmmaTile, a_k: bool, b_k: bool, epi: int = 0) -> Kernel:
+    """The kernel record; ``epi``: the epilogue template argument (0: matmul's, left to its default)."""
+    lay = f"{'true' if a_k else 'false'}, {'true' if b_k else 'false'}" + (f", {epi}" if epi else "")
     sass = ("UTMALDG", "SYNCS") + (("USETMAXREG",) if rung == "ws" else ())
     return Kernel(SRC, f"kk::mm_{rung}<{CXX[dtype]}, {tile.block_n}, {tile.stages}, {lay}>", store_bits=128,
                   tensor_core="HGMMA", block=THREADS[rung], arch_suffix="a", min_sm=90, sass=sass,
@@ -227,21 +230,24 @@ def split_workspace(dev: int, floats: int, tickets: int) -> tuple[int, int]:
 
 
 def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional[torch.Tensor], m: int, n: int,
-               k: int, batch: int, dev: int, config: Optional[list[int]]) -> Optional[str]:
+               k: int, batch: int, dev: int, config: Optional[list[int]], residual: Optional[torch.Tensor] = None,
+               ldr: int = 0, epi: int = 0) -> Optional[str]:
     """out3 <- A @ B (+ bias) on ``rung``; None once launched, else the reason it cannot run (the caller
-    takes the mma rung). ``config``: a WgmmaTile's fields, or None for the rule's tile."""
+    takes the mma rung). ``config``: a WgmmaTile's fields, or None for the rule's tile. ``epi``: linear's
+    fused epilogue (the kernels' EPI), ``residual`` (or None) read with row stride ``ldr``."""
     reason = problem_reason(sa, sb, batch, dev)
     if reason:
         return reason
-    key = (rung, sa.t.dtype, sa.kmaj, sb.kmaj, m, n, k, batch, dev, config and tuple(config))  # K sets the split
+    key = (rung, sa.t.dtype, sa.kmaj, sb.kmaj, m, n, k, batch, dev, config and tuple(config), epi)  # K sets the split
     plan = _plans.get(key)
     if plan is None:
+        op = "linear" if epi else "matmul"
         limit = shared_limit(dev)
         tile = WgmmaTile(*config) if config else tile_for(m, n, batch, sm_count(dev), limit, k)
-        tile.check("matmul", limit)
+        tile.check(op, limit, 4 if epi else 2)
         if tile.split > cdiv(k, BK):
-            raise ValueError(f"matmul: config {tile} cannot run: {tile.split} K slices of {cdiv(k, BK)} K tiles")
-        rec = kernel(rung, sa.t.dtype, tile, sa.kmaj, sb.kmaj)
+            raise ValueError(f"{op}: config {tile} cannot run: {tile.split} K slices of {cdiv(k, BK)} K tiles")
+        rec = kernel(rung, sa.t.dtype, tile, sa.kmaj, sb.kmaj, epi)
         kern = get_kernel(rec.source, rec.name, device_index=dev, arch_suffix=rec.arch_suffix)
         allow_shared(kern, tile.shmem, dev)
         grid = (cdiv(m, BM) * cdiv(n, tile.block_n), tile.split, batch)
@@ -260,5 +266,6 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
         tiles = grid[0] * grid[2]
         ws, tickets = split_workspace(dev, tiles * tile.split * BM * tile.block_n, tiles)
     launch(kern, grid, rec.block, ta, tb, out3.data_ptr(), 0 if bias is None else bias.data_ptr(), m, n, k, ldc,
-           bsc, flags, ws, tickets, shmem=tile.shmem, name=rec.name, device_index=dev)
+           bsc, flags, 0 if residual is None else residual.data_ptr(), ldr, ws, tickets, shmem=tile.shmem,
+           name=rec.name, device_index=dev)
     return None

@@ -295,6 +295,12 @@ LADDER = (
 )
 
 
+def with_epilogue(name: str, epi: int) -> str:
+    """A kernel's name with linear's fused epilogue (mm::Epilogue) as its last template argument; 0 (matmul's
+    epilogue, the kernels' default) leaves the name as it is."""
+    return f"{name[:-1]}, {epi}>" if epi else name
+
+
 @dataclass(frozen=True)
 class Launch:
     """A resolved launch: the kernel record, grid, block threads and dynamic shared memory."""

@@ -18,7 +18,7 @@ from .._shared.launch_rules import compute_capability
 from .._shared.plans import plan_cache, remember
 from ._hopper import DTYPES as HOPPER_DTYPES, RUNGS as HOPPER_RUNGS, WgmmaTile, launch_tma
 from ._banks import bank_report
-from ._ladder import BEST_HOPPER, F32, F64, I8, LADDER, MatmulTile, resolve
+from ._ladder import BEST_HOPPER, F32, F64, I8, LADDER, MatmulTile, resolve, with_epilogue
 from ._problem import as3, flags, out_view_ok, side_a, side_b
 
 __all__ = ["matmul"]
@@ -52,18 +52,24 @@ def check_rung(op: str, variant: Optional[str], dtype: torch.dtype, allow_tf32: 
 
 
 def _matmul_into(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor], out: torch.Tensor,
-                 allow_tf32: bool, variant: Optional[str], config: Optional[list[int]]) -> None:
+                 allow_tf32: bool, variant: Optional[str], config: Optional[list[int]],
+                 residual: Optional[torch.Tensor] = None, epi: int = 0) -> None:
     """out <- a @ b (+ bias) for a and b 2-D or 3-D (a batch of 1 broadcasts) and out of any shape with
-    batch x M x N elements (torch.matmul's result shape). ``config``: a MatmulTile's fields, or None."""
+    batch x M x N elements (torch.matmul's result shape). ``config``: a MatmulTile's fields, or None.
+    ``epi``: linear's fused epilogue (mm::Epilogue: 1 identity, 2 relu, 3 gelu, 4 gelu_tanh; 0 none),
+    act(a @ b + bias) + residual rounded once; ``residual``: None or (M, N) with a unit column stride
+    (a batch of one)."""
     a3, b3 = as3(a), as3(b)
     batch, m, k = max(a3.shape[0], b3.shape[0]), a3.shape[1], a3.shape[2]
     n = b3.shape[2]
     if batch == 0 or m == 0 or n == 0:
         return
-    if k == 0:  # an empty sum: zeros, plus the bias
+    if k == 0:  # an empty sum: zeros, plus the bias (and the fused epilogue, in fp32 or fp64)
         out.zero_()
         if bias is not None:
             out.add_(bias)
+        if epi:
+            out.copy_(empty_sum_epilogue(out, residual, epi).view(out.shape))
         return
     try:
         out3 = out.view(batch, m, n)
@@ -71,34 +77,47 @@ def _matmul_into(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor],
         out3 = None
     if out3 is None or not out_view_ok(out3):
         tmp = torch.empty((batch, m, n), dtype=out.dtype, device=out.device)
-        _matmul_into(a, b, bias, tmp, allow_tf32, variant, config)
+        _matmul_into(a, b, bias, tmp, allow_tf32, variant, config, residual, epi)
         out.copy_(tmp.view(out.shape))
         return
     sa, sb = side_a(a3), side_b(b3)
     dev = a.get_device()
+    res_ptr, ldr = (0, 0) if residual is None else (residual.data_ptr(), residual.stride(0) if m > 1 else n)
     if variant in HOPPER_RUNGS:
-        if launch_tma(variant, sa, sb, out3, bias, m, n, k, batch, dev, config) is None:
+        if launch_tma(variant, sa, sb, out3, bias, m, n, k, batch, dev, config, residual, ldr, epi) is None:
             return
         variant, config = "mma", None  # what the TMA cannot read (tma_fallback_reason says why) runs on mma
     elif variant in (None, "best") and config is None and a.dtype in HOPPER_DTYPES and compute_capability(dev) == 90:
-        if launch_tma(BEST_HOPPER, sa, sb, out3, bias, m, n, k, batch, dev, None) is None:
+        if launch_tma(BEST_HOPPER, sa, sb, out3, bias, m, n, k, batch, dev, None, residual, ldr, epi) is None:
             return
     cp = sa.vec and sb.vec
-    key = (a.dtype, allow_tf32, variant, sa.kmaj, sb.kmaj, cp, m, n, batch, dev, config and tuple(config))
+    key = (a.dtype, allow_tf32, variant, sa.kmaj, sb.kmaj, cp, m, n, batch, dev, config and tuple(config), epi)
     plan = _plans.get(key)
     if plan is None:
         cfg = None if config is None else MatmulTile(*config)
-        ln = resolve(variant or "best", a.dtype, allow_tf32, sa.kmaj, sb.kmaj, m, n, batch, dev, cfg, "matmul", cp)
-        kern = get_kernel(ln.kernel.source, ln.kernel.name, device_index=dev)
+        ln = resolve(variant or "best", a.dtype, allow_tf32, sa.kmaj, sb.kmaj, m, n, batch, dev, cfg,
+                     "linear" if epi else "matmul", cp)
+        name = with_epilogue(ln.kernel.name, epi)
+        kern = get_kernel(ln.kernel.source, name, device_index=dev)
         allow_shared(kern, ln.shmem, dev)
-        plan = remember(_plans, key, (kern, ln))
-    kern, ln = plan
+        plan = remember(_plans, key, (kern, ln, name))
+    kern, ln, name = plan
     ldc = out3.stride(1) if m > 1 else n
     bsc = out3.stride(0) if batch > 1 else 0
     bias_ptr = 0 if bias is None else bias.data_ptr()
     launch(kern, ln.grid, ln.threads, sa.t.data_ptr(), sb.t.data_ptr(), out3.data_ptr(), bias_ptr, m, n, k,
-           sa.ld, sb.ld, ldc, sa.bstride, sb.bstride, bsc, batch, flags(sa, sb), shmem=ln.shmem,
-           name=ln.kernel.name, device_index=dev)
+           sa.ld, sb.ld, ldc, sa.bstride, sb.bstride, bsc, batch, flags(sa, sb), res_ptr, ldr, shmem=ln.shmem,
+           name=name, device_index=dev)
+
+
+def empty_sum_epilogue(out: torch.Tensor, residual: Optional[torch.Tensor], epi: int) -> torch.Tensor:
+    """K = 0: act(bias) + residual from ``out`` (holding the bias), in fp32 (fp64 for float64), one rounding."""
+    from .linear import ACTIVATION_FNS  # linear imports this module
+    wide = out.to(torch.float64 if out.dtype == F64 else torch.float32)
+    v = ACTIVATION_FNS[epi](wide)
+    if residual is not None:
+        v = v + residual.to(v.dtype).reshape(v.shape)
+    return v.to(out.dtype)
 
 
 matmul_out = out_op("matmul_out", _matmul_into)

@@ -48,7 +48,8 @@ def hopper_device(monkeypatch):
 def test_reasons_name_the_constraint(hopper_device):
     a = torch.empty(64, 4096, dtype=BF16)
     b = torch.empty(4096, 64, dtype=BF16)
-    reason = lambda x, y, batch=1: hop.problem_reason(side_a(as3(x)), side_b(as3(y)), batch, 0)  # noqa: E731
+    cc = 90
+    reason = lambda x, y, batch=1: hop.problem_reason(side_a(as3(x)), side_b(as3(y)), batch, cc)  # noqa: E731
     assert reason(a, b) is None
     assert reason(a.t(), b.t()) is None  # transposed views: m-major A, k-major B
     odd = torch.empty(64, 4093, dtype=BF16)  # K = 4093: rows 8186 bytes apart
@@ -57,8 +58,8 @@ def test_reasons_name_the_constraint(hopper_device):
     b_odd_batch = torch.empty(3 * 4100, dtype=BF16).as_strided((3, 64, 64), (4100, 64, 1))
     assert "batch stride is 8200 bytes" in reason(torch.empty(3, 64, 64, dtype=BF16), b_odd_batch, 3)
     assert "float16 and bfloat16" in reason(a.float(), b.float())
-    hopper_device["v"] = 80
-    assert "compute capability 9.0 only" in reason(a, b)
+    cc = 80
+    assert "compute capability 9.0 only, not 8.0" in reason(a, b)
 
 
 def test_rule_widest_tile_where_every_sm_gets_one():

@@ -336,7 +336,36 @@ def _inspect(op_name: str, arch: str, dtypes, rungs, wide: bool, jobs) -> int:
     return 0
 
 
+DISPATCH_OPS = ("matmul", "linear", "scaled_matmul")
+
+
+def _dispatch(args) -> int:
+    """`kernelkit inspect matmul --shape MxNxK`: what the op launches for that problem (no GPU needed)."""
+    from .ops.gemm.dispatch import DeviceModel, explain
+
+    if args.op not in DISPATCH_OPS:
+        raise CliError(f"--shape explains the dispatch of {', '.join(DISPATCH_OPS)}, not {args.op}")
+    if len(args.shape) not in (3, 4):
+        raise CliError(f"--shape takes MxNxK or BxMxNxK, got {'x'.join(map(str, args.shape))}")
+    *lead, m, n, k = args.shape
+    gpu = torch.cuda.is_available()
+    device = DeviceModel.of(torch.cuda.current_device()) if gpu else DeviceModel()
+    default = torch.float8_e4m3fn if args.op == "scaled_matmul" else torch.bfloat16
+    for i, dtype in enumerate(args.dtype or [default]):
+        try:
+            lines = explain(args.op, m, n, k, dtype, batch=lead[0] if lead else 1, b_kmajor=args.kmajor_b,
+                            offset=args.offset, allow_tf32=args.tf32, device=device)
+        except ValueError as e:
+            raise CliError(str(e)) from None
+        print(("\n" if i else "") + "\n".join([lines[0]] + ["  " + x for x in lines[1:]]))
+    if not gpu:
+        print("(no GPU here: the rules ran for an H100's 132 SMs and 227 KB of shared memory a block)")
+    return 0
+
+
 def cmd_inspect(args) -> int:
+    if args.shape:
+        return _dispatch(args)
     return _inspect(args.op, args.arch, args.dtype, args.rung, args.wide, args.jobs)
 
 
@@ -566,6 +595,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--rung", action="append", metavar="RUNG", help="only the kernels of this rung; repeatable")
     c.add_argument("--jobs", type=_positive, help="parallel compiler processes (default: one a CPU core)")
     c.add_argument("--wide", action="store_true", help=wide_help)
+    c.add_argument("--shape", type=_size, metavar="MxNxK",
+                   help="matmul, linear, scaled_matmul: instead of the kernel table, what the op launches for "
+                        "this problem (BxMxNxK for a batch): the rung, its tile and K split, or the constraint "
+                        "that sends it from the Hopper rungs to the mma or dequant rung")
+    c.add_argument("--kmajor-b", action="store_true", help="with --shape: matmul's B is a transposed view (w.t())")
+    c.add_argument("--offset", type=int, default=0, metavar="ELEMS",
+                   help="with --shape: A starts this many elements into its storage (a misaligned view)")
+    c.add_argument("--tf32", action="store_true", help="with --shape: float32 with allow_tf32=True")
 
     c = command("ncu", cmd_ncu, "Nsight Compute metrics of one rung (GPU and ncu needed)")
     _op_arg(c)

@@ -139,10 +139,11 @@ def _operand_reason(name: str, t: torch.Tensor, ld: int) -> Optional[str]:
     return None
 
 
-def problem_reason(a: torch.Tensor, b: torch.Tensor, dev: int) -> Optional[str]:
-    """Why the Hopper rungs cannot run this problem (None: they can); a row-major, b column-major."""
-    if compute_capability(dev) != 90:
-        return f"fp8 wgmma is an sm_90a instruction: compute capability 9.0 only, not {compute_capability(dev)}"
+def problem_reason(a: torch.Tensor, b: torch.Tensor, cc: int) -> Optional[str]:
+    """Why the Hopper rungs cannot run this problem on a GPU of compute capability ``cc`` (90 for 9.0)
+    (None: they can); a row-major, b column-major."""
+    if cc != 90:
+        return f"fp8 wgmma is an sm_90a instruction: compute capability 9.0 only, not {cc / 10:.1f}"
     if not maps_supported():
         return "tensor maps travel by value through the C launch shim, not built in this install"
     if max(a.shape[0], b.shape[1]) > MAX_DIM:
@@ -154,7 +155,7 @@ def problem_reason(a: torch.Tensor, b: torch.Tensor, dev: int) -> Optional[str]:
 def fp8_fallback_reason(a: torch.Tensor, b: torch.Tensor) -> Optional[str]:
     """Which constraint sends ``scaled_matmul(a, b, ...)`` from the Hopper rungs to the dequant rung, or
     None when they run it (a row-major, b column-major, as scaled_matmul takes them)."""
-    return problem_reason(a, b, a.get_device())
+    return problem_reason(a, b, compute_capability(a.get_device()))
 
 
 _plans = plan_cache()
@@ -171,7 +172,7 @@ def launch_fp8(rung: str, a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tenso
     """out (M x N, unit column stride) <- a @ b * scale_a * scale_b (+ bias) on ``rung``; None once
     launched, else the reason it cannot run (the caller takes the dequant rung)."""
     dev = a.get_device()
-    reason = problem_reason(a, b, dev)
+    reason = problem_reason(a, b, compute_capability(dev))
     if reason:
         return reason
     m, k = a.shape

@@ -156,12 +156,13 @@ def _side_reason(name: str, s: Side) -> Optional[str]:
     return None
 
 
-def problem_reason(sa: Side, sb: Side, batch: int, dev: int) -> Optional[str]:
-    """Why the TMA rungs cannot run this problem (None: they can)."""
+def problem_reason(sa: Side, sb: Side, batch: int, cc: int) -> Optional[str]:
+    """Why the TMA rungs cannot run this problem on a GPU of compute capability ``cc`` (90 for 9.0) (None:
+    they can)."""
     if sa.t.dtype not in DTYPES:
         return f"the TMA rungs take float16 and bfloat16, not {str(sa.t.dtype)[6:]}"
-    if compute_capability(dev) != 90:
-        return f"wgmma and setmaxnreg are sm_90a instructions: compute capability 9.0 only, not {compute_capability(dev)}"
+    if cc != 90:
+        return f"wgmma and setmaxnreg are sm_90a instructions: compute capability 9.0 only, not {cc / 10:.1f}"
     if not maps_supported():
         return "tensor maps travel by value through the C launch shim, not built in this install"
     if batch > GRID_Z:
@@ -174,7 +175,7 @@ def tma_fallback_reason(a: torch.Tensor, b: torch.Tensor) -> Optional[str]:
     when the TMA rungs run it. ``a`` and ``b`` as ``kernelkit.matmul`` takes them (2-D or 3-D)."""
     a3 = as3(a if a.dim() > 1 else a.unsqueeze(0))
     b3 = as3(b if b.dim() > 1 else b.unsqueeze(-1))
-    return problem_reason(side_a(a3), side_b(b3), max(a3.shape[0], b3.shape[0]), a.get_device())
+    return problem_reason(side_a(a3), side_b(b3), max(a3.shape[0], b3.shape[0]), compute_capability(a.get_device()))
 
 
 # ---- tensor maps ----------------------------------------------------------------------------------
@@ -235,7 +236,7 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
     """out3 <- A @ B (+ bias) on ``rung``; None once launched, else the reason it cannot run (the caller
     takes the mma rung). ``config``: a WgmmaTile's fields, or None for the rule's tile. ``epi``: linear's
     fused epilogue (the kernels' EPI), ``residual`` (or None) read with row stride ``ldr``."""
-    reason = problem_reason(sa, sb, batch, dev)
+    reason = problem_reason(sa, sb, batch, compute_capability(dev))
     if reason:
         return reason
     key = (rung, sa.t.dtype, sa.kmaj, sb.kmaj, m, n, k, batch, dev, config and tuple(config), epi)  # K sets the split

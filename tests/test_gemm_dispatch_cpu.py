@@ -1,0 +1,81 @@
+"""`explain` (kernelkit inspect matmul --shape): its words name the constraint, and its tile is the one
+matmul's own dispatch launches on an sm_90 device (the device calls stubbed)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernelkit.cli import main
+from kernelkit.ops.gemm import _hopper as hop
+from kernelkit.ops.gemm.dispatch import DeviceModel, explain
+
+BF16, F16 = torch.bfloat16, torch.float16
+
+
+def test_the_fallback_names_its_constraint():
+    lines = explain("matmul", 4096, 4096, 4093, BF16)
+    assert "8186 bytes" in lines[1] and lines[-1].startswith("best: mma")
+    assert "6 bytes past a 16-byte boundary" in explain("matmul", 512, 512, 512, F16, offset=3)[1]
+    assert "compute capability 9.0 only, not 8.0" in explain("linear", 512, 512, 512, BF16,
+                                                            device=DeviceModel(80, 108, 166912, "an A100"))[1]
+    assert explain("matmul", 64, 64, 64, torch.float32)[-1].startswith("best: simt_best")
+    assert explain("matmul", 64, 64, 64, torch.float32, allow_tf32=True)[-1].startswith("best: mma")
+    assert explain("matmul", 64, 64, 64, torch.float64)[-1].startswith("best: dmma")
+    fp8 = explain("scaled_matmul", 4096, 4096, 4100, torch.float8_e4m3fn)
+    assert "multiples of 16" in fp8[1]
+    with pytest.raises(ValueError, match="at least 1"):
+        explain("matmul", 0, 4, 4, BF16)
+
+
+@pytest.fixture
+def stubbed(monkeypatch):
+    """matmul's body on CPU tensors for an sm_90 device of 132 SMs, launches recorded."""
+    from kernelkit.ops.gemm import matmul as mm
+
+    launched = []
+    monkeypatch.setattr(hop, "compute_capability", lambda dev: 90)
+    monkeypatch.setattr(mm, "compute_capability", lambda dev: 90)
+    monkeypatch.setattr(hop, "maps_supported", lambda: True)
+    monkeypatch.setattr(hop, "sm_count", lambda dev: 132)
+    monkeypatch.setattr(hop, "shared_limit", lambda dev: hop.SM90_SHARED)
+    monkeypatch.setattr(hop, "get_kernel", lambda src, name, **kw: name)
+    monkeypatch.setattr(hop, "allow_shared", lambda *a: None)
+    monkeypatch.setattr(hop, "encode_tiled", lambda *a, **kw: bytes(128))
+    monkeypatch.setattr(hop, "split_workspace", lambda dev, floats, tickets: (1 << 40, 1 << 41))
+    monkeypatch.setattr(hop, "launch", lambda kern, grid, *a, **kw: launched.append((kern, grid)))
+    hop._plans.clear()
+    return mm, launched
+
+
+@pytest.mark.parametrize("m,n,k,kmajor", [(4096, 4096, 4096, False), (1, 4096, 4096, True), (16, 4096, 14336, False),
+                                          (128, 4096, 4096, True), (300, 257, 520, True), (16384, 1024, 64, False)])
+def test_explain_matches_the_launch(stubbed, m, n, k, kmajor):
+    mm, launched = stubbed
+    a = torch.empty(m, k, dtype=BF16)
+    b = torch.empty(n, k, dtype=BF16).t() if kmajor else torch.empty(k, n, dtype=BF16)
+    mm._matmul_into(a, b, None, torch.empty(m, n, dtype=BF16), False, None, None)
+    (name, grid), = launched
+    said = explain("matmul", m, n, k, BF16, b_kmajor=kmajor)
+    tile = hop.tile_for(m, n, 1, 132, hop.SM90_SHARED, k)
+    assert str(tile) in said[1] and said[-1] == "best: tma_wgmma"
+    assert name.startswith("kk::mm_tma_wgmma<") and f", {tile.block_n}, {tile.stages}, " in name
+    assert grid == (hop.cdiv(m, hop.BM) * hop.cdiv(n, tile.block_n), tile.split, 1)
+
+
+def test_explain_matches_the_fallback(stubbed):
+    for a, b in ((torch.empty(256, 4093, dtype=BF16), torch.empty(4093, 256, dtype=BF16)),
+                 (torch.empty(256 * 512 + 3, dtype=F16)[3:].view(256, 512), torch.empty(512, 256, dtype=F16))):
+        reason = hop.tma_fallback_reason(a, b)
+        said = explain("matmul", 256, 256, a.shape[1], a.dtype, offset=a.storage_offset())
+        assert reason and said[1] == f"tma_wgmma, ws: cannot run it: {reason}"
+
+
+def test_cli_prints_the_dispatch(capsys):
+    assert main(["inspect", "matmul", "--shape", "4096x4096x4093"]) == 0
+    out = capsys.readouterr().out
+    assert "8186 bytes" in out and "best: mma" in out
+    assert main(["inspect", "linear", "--shape", "1x4096x4096", "--dtype", "fp16"]) == 0
+    out = capsys.readouterr().out
+    assert "k-major" in out and "float16" in out and "K in" in out
+    assert main(["inspect", "gelu", "--shape", "4x4x4"]) == 2
+    assert "--shape explains" in capsys.readouterr().err

@@ -133,3 +133,36 @@ def test_box_pipelined_on_the_host(normalize, workdir):
                           bounded=int(normalize))
     _check(out, reference.box_filter(x, (kh, kw), "replicate", normalize), x, f"normalize={normalize}",
            reference.box_filter(x.double(), (kh, kw), "replicate", normalize))
+
+
+@pytest.mark.parametrize("op,dtype,shape,offset,grid", [
+    ("f2d", torch.float32, (2, 100, 400), 0, 5), ("f2d", torch.float32, (2, 100, 401), 1, 7),
+    ("sep", U8, (1, 100, 400, 3), 0, 5), ("sep", U8, (1, 100, 401, 3), 1, 3),
+    ("sobel", torch.float16, (3, 70, 700), 1, 4),
+], ids=lambda v: str(v).replace("torch.", ""))
+def test_inner_tiles_on_the_host(op, dtype, shape, offset, grid, workdir):
+    """Planes of 3 x 3 tiles and more: the inner tiles take the copy without border tests (aligned and
+    shifted rows), the edge tiles the border path, and grids that leave a remainder of tile columns and
+    rows make the walk carry across tile rows and planes."""
+    x = _input(shape, dtype, offset)
+    c = shape[-1] if op == "sep" else 1
+    a = window_host.aligned(x, c > 1)
+    if op == "f2d":
+        w = (torch.randn(5, 5, generator=torch.Generator().manual_seed(5)) / 5).float()
+        tw, th, ld = _common.pipe_geometry(x.element_size(), 2, 1, 4, a)
+        out = window_host.run("f2d", _tmpl(dtype, 5, 1, 4, aligned=a), x, False, w.flatten().tolist(), 5, 5,
+                              MODES["reflect"], grid, _common.pipe_tile_bytes(x.element_size(), th + 4, ld, a), workdir)
+        _check(out, reference.filter2d(x, w, "reflect"), x, f"aligned={a}")
+    elif op == "sep":
+        s = _sigmas(None, 5, 5)[0]
+        ry = _separable.pipe_rows(dtype, 5)
+        out = window_host.run("sep", _tmpl(dtype, 5, c, ry, aligned=a), x, True, _kernel1d(5, s) * 2, 5, 5,
+                              MODES["reflect"], grid, _separable.pipe_shmem(dtype, 5, c, 5, a)[2], workdir, bounded=1)
+        _check(out, reference.gaussian_blur(x, 5, channels_last=True), x, f"aligned={a}",
+               reference.gaussian_blur(x.double(), 5, channels_last=True))
+    else:
+        ry = sob.pipe_rows(dtype)
+        tw, th, ld = _common.pipe_geometry(x.element_size(), 1, 1, ry, a)
+        out = window_host.run("sobel", _tmpl(dtype, 1, ry, aligned=a), x, False, [0.0], 3, 3, MODES["replicate"],
+                              grid, _common.pipe_tile_bytes(x.element_size(), th + 2, ld, a), workdir)
+        _check(out, reference.sobel(x, "replicate"), x, f"aligned={a}")

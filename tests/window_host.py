@@ -76,7 +76,8 @@ def _rewrite(path: Path) -> str:
             "  const uint4* src = reinterpret_cast<const uint4*>(trow) + threadIdx.x; A16(src); SMEM_IN(src, 16 * NC);")
         sub("        *reinterpret_cast<uint4*>(dst) = make_uint4(0u, 0u, 0u, 0u);",
             "        A16(dst); SMEM_IN(dst, 16); *reinterpret_cast<uint4*>(dst) = make_uint4(0u, 0u, 0u, 0u);")
-        sub("          dst[i] = q < 0 ? (R)0 : row[q];", "          SMEM_IN(dst + i, sizeof(R)); dst[i] = q < 0 ? (R)0 : row[q];")
+        sub("        *reinterpret_cast<uint4*>(dst) = make_uint4(wd[0], wd[1], wd[2], wd[3]);",
+            "        A16(dst); SMEM_IN(dst, 16); *reinterpret_cast<uint4*>(dst) = make_uint4(wd[0], wd[1], wd[2], wd[3]);")
     if path.name == "common.cuh":
         sub('''  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(c.x), "r"(c.y), "r"(c.z), "r"(c.w));''',
             "  A16(p); memcpy((void*)p, &c, 16);")

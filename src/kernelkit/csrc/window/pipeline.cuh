@@ -46,6 +46,8 @@ template <typename T, bool kAligned, int TW, int TH, int LD, int HP>
 struct TileWalk {
   using R = raw_t<T>;
   static constexpr int V = vec16<T>(), NCH = LD / V;
+  // a thread's chunks are s = tid, tid + 256, ...: (row, chunk) of the first and the step between them
+  static constexpr int DR = 256 / NCH, DC = 256 % NCH;
   const R* in;
   i64 in_plane, in_row;
   int per_plane, total, H, WC, C, mode, ntx, rows, top;
@@ -66,17 +68,44 @@ struct TileWalk {
     return TilePos{p, ty * TH, (rem - ty * ntx) * TW};
   }
 
-  // Start the copies of tile t into `buf` (nothing past the last tile). Chunks wholly inside the image
-  // row go by cp.async; rows outside the image under the zero border are zero-filled; chunks that
-  // reach past a row's ends take the border rule element by element. `shift` gets each row's m.
+  // Start the copies of tile t into `buf` (nothing past the last tile); `shift` gets each
+  // row's m. A tile whose rows and chunks all lie inside the image (nearly every tile of a large plane)
+  // copies each chunk by cp.async with no border test. Elsewhere: rows outside the image under the zero
+  // border are zero-filled; chunks wholly inside the image row go by cp.async; chunks that reach past
+  // a row's ends take the border rule element by element (all loads issued before the one 16-byte
+  // shared store); chunks that start past every input a stored output reads (HP past the row's end) are
+  // not filled, since only outputs that are not stored read them.
   __device__ __forceinline__ void issue(int t, R* buf, int* shift) const {
     if (t >= total) return;
     const TilePos tp = at(t);
     const R* plane = in + (i64)tp.p * in_plane;
-    const int n = rows * NCH;
     const int y0 = tp.y0 - top, g0 = tp.x0 - HP;
-    for (int s = threadIdx.y * 32 + threadIdx.x; s < n; s += 256) {
-      const int r = s / NCH, c = s - r * NCH;
+    const int s = threadIdx.y * 32 + threadIdx.x;
+    int r = s / NCH, c = s - r * NCH;
+    if (y0 >= 0 && y0 + rows <= H && g0 >= (kAligned ? 0 : V) && g0 + LD <= WC) {
+      const R* base = plane + (i64)y0 * in_row + g0;
+      for (; r < rows; r += DR, c += DC) {
+        if (c >= NCH) {
+          c -= NCH;
+          ++r;
+          if (r >= rows) break;
+        }
+        const R* row = base + (i64)r * in_row;
+        int m = 0;
+        if constexpr (!kAligned) {
+          m = (int)(((unsigned long long)row & 15) / sizeof(R));
+          if (c == 0) shift[r] = m;
+        }
+        tile_copy16(buf + r * LD + c * V, row + c * V - m);
+      }
+      return;
+    }
+    for (; r < rows; r += DR, c += DC) {
+      if (c >= NCH) {
+        c -= NCH;
+        ++r;
+        if (r >= rows) break;
+      }
       R* dst = buf + r * LD + c * V;
       const int y = border_index(y0 + r, H, mode);
       if (y < 0) {
@@ -90,12 +119,19 @@ struct TileWalk {
       const int e = g0 + c * V - m;
       if (e >= 0 && e + V <= WC) {
         tile_copy16(dst, row + e);
-      } else {
+      } else if (e < WC + HP) {
+        constexpr int EPW = 4 / (int)sizeof(R), B = 8 * (int)sizeof(R);
+        unsigned wd[4];
 #pragma unroll
-        for (int i = 0; i < V; ++i) {
-          const int q = border_element(e + i, WC, C, mode);
-          dst[i] = q < 0 ? (R)0 : row[q];
+        for (int k = 0; k < 4; ++k) {
+          wd[k] = 0u;
+#pragma unroll
+          for (int j = 0; j < EPW; ++j) {
+            const int q = border_element(e + k * EPW + j, WC, C, mode);
+            if (q >= 0) wd[k] |= (unsigned)row[q] << (B * j);
+          }
         }
+        *reinterpret_cast<uint4*>(dst) = make_uint4(wd[0], wd[1], wd[2], wd[3]);
       }
     }
   }

@@ -206,7 +206,7 @@ __device__ __forceinline__ void v_half(const float* col, const Wts& wts, int KH,
 // (uint8): the weights are non-negative and each 1-D kernel sums to at most 1, so results lie in
 // [0, 255] and the stores skip the clamps.
 template <typename T, int KMAX, int C, int RY, bool kAligned>
-__global__ void __launch_bounds__(256, 2)
+__global__ void __launch_bounds__(256, sizeof(T) == 4 && KMAX <= 7 ? 3 : 2)
 sep_pipelined(const T* __restrict__ in, T* __restrict__ out, const float* __restrict__ w,
               const float* __restrict__ bias, int planes, int groups, int H, int WC, int C_, i64 in_plane, i64 in_row,
               int KH, int KW, int mode, int bounded) {

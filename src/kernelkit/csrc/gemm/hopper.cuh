@@ -121,6 +121,31 @@ __device__ __forceinline__ void named_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// The dynamic shared memory's first 1024-byte boundary: the swizzled tiles start on one.
+__device__ __forceinline__ unsigned char* align1024(unsigned char* p) {
+  const unsigned a = shared_addr(p);
+  return p + ((1024 - (a & 1023)) & 1023);
+}
+
+// The block's output tile: groups of 8 M tiles walk N together, so that blocks running at once share
+// A's rows and B's columns in L2 (as the mma rung).
+__device__ __forceinline__ void tile_of(int bid, int tiles_m, int tiles_n, int& tm, int& tn) {
+  const int width = 8 * tiles_n, first = (bid / width) * 8;
+  const int gsize = min(tiles_m - first, 8);
+  tm = first + (bid % width) % gsize;
+  tn = (bid % width) / gsize;
+}
+
+// Two adjacent elements of a staged C tile (16-bit or fp32) in one store.
+template <typename S>
+__device__ __forceinline__ void put_pair(S* p, float a, float b) {
+  using W = typename Carrier<2 * sizeof(S)>::type;
+  const S x[2] = {from_float<S>(a), from_float<S>(b)};
+  W w;
+  memcpy(&w, x, sizeof(W));
+  *reinterpret_cast<W*>(p) = w;
+}
+
 // D (64 x N, fp32, in registers) += A (64 x 16) * B (16 x N), both from shared memory through their
 // descriptors. kTA / kTB: A m-major / B n-major (read transposed). The fragment of D: warp w of the
 // warpgroup holds rows 16w..16w+15; lane l holds, for each n8 block j, d[4j..4j+3] = (row g, cols

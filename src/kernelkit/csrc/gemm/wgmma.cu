@@ -69,29 +69,6 @@ struct Stage {
   }
 };
 
-__device__ __forceinline__ unsigned char* align1024(unsigned char* p) {
-  const unsigned a = shared_addr(p);
-  return p + ((1024 - (a & 1023)) & 1023);
-}
-
-// The block's output tile: groups of 8 M tiles walk N together, so that blocks running at once share
-// A's rows and B's columns in L2 (as the mma rung).
-__device__ __forceinline__ void tile_of(int bid, int tiles_m, int tiles_n, int& tm, int& tn) {
-  const int width = 8 * tiles_n, first = (bid / width) * 8;
-  const int gsize = min(tiles_m - first, 8);
-  tm = first + (bid % width) % gsize;
-  tn = (bid % width) / gsize;
-}
-
-template <typename S>
-__device__ __forceinline__ void put_pair(S* p, float a, float b) {
-  using W = typename Carrier<2 * sizeof(S)>::type;
-  const S x[2] = {from_float<S>(a), from_float<S>(b)};
-  W w;
-  memcpy(&w, x, sizeof(W));
-  *reinterpret_cast<W*>(p) = w;
-}
-
 // Warpgroup wg's accumulators, plus the bias, into the C tile staged at t: BM rows of BN + 8 elements
 // of S (T rounded, or fp32 for a fused epilogue), so that the 8 rows of a warp's pair stores start 16
 // (T) or 32 (fp32) bytes apart in the banks: either way a warp's stores take the fewest wavefronts.

@@ -49,31 +49,6 @@ struct Stage {
   }
 };
 
-__device__ __forceinline__ unsigned char* align1024(unsigned char* p) {
-  const unsigned a = shared_addr(p);
-  return p + ((1024 - (a & 1023)) & 1023);
-}
-
-// Groups of 8 M tiles walk N together: blocks running at once share A's rows and B's columns in L2.
-__device__ __forceinline__ void tile_of(int bid, int tiles_m, int tiles_n, int& tm, int& tn) {
-  const int width = 8 * tiles_n, first = (bid / width) * 8;
-  const int gsize = min(tiles_m - first, 8);
-  tm = first + (bid % width) % gsize;
-  tn = (bid % width) / gsize;
-}
-
-template <typename T>
-__device__ __forceinline__ void put_pair(T* p, float a, float b) {
-  if constexpr (sizeof(T) == 4) {
-    *reinterpret_cast<float2*>(p) = make_float2(a, b);
-  } else {
-    const T x[2] = {from_float<T>(a), from_float<T>(b)};
-    unsigned w;
-    memcpy(&w, x, 4);
-    *reinterpret_cast<unsigned*>(p) = w;
-  }
-}
-
 // Rows of the staged C tile hold BN + 8 elements: 16 bytes of padding for 16-bit T (a warp's 4-byte
 // pair stores over 8 rows hit 32 banks), 32 for fp32 (each half-warp's 8-byte stores over 4 rows do).
 template <typename T, int BN>
@@ -101,8 +76,8 @@ __device__ __forceinline__ void stage_out(const float (&d)[BN / 2], T* t, const 
       if (n < N) b0 = to_float(bias[n]);
       if (n + 1 < N) b1 = to_float(bias[n + 1]);
     }
-    put_pair(t + r * P + c, fmaf(d[4 * j], scale, b0), fmaf(d[4 * j + 1], scale, b1));
-    put_pair(t + (r + 8) * P + c, fmaf(d[4 * j + 2], scale, b0), fmaf(d[4 * j + 3], scale, b1));
+    hop::put_pair(t + r * P + c, fmaf(d[4 * j], scale, b0), fmaf(d[4 * j + 1], scale, b1));
+    hop::put_pair(t + (r + 8) * P + c, fmaf(d[4 * j + 2], scale, b0), fmaf(d[4 * j + 3], scale, b1));
   }
 }
 
@@ -136,11 +111,11 @@ f8_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
   static_assert(f8::tile_fits_stages<TOut, BN, STAGES>(), "the epilogue's C tile reuses the stages");
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES];
-  unsigned char* smem = f8::align1024(dyn);
+  unsigned char* smem = hop::align1024(dyn);
   const int tid = threadIdx.x, wg = tid / 128;
   const int Mi = (int)M, Ni = (int)N, ktiles = (int)((K + f8::BK - 1) / f8::BK);
   int tm, tn;
-  f8::tile_of(blockIdx.x, (Mi + f8::BM - 1) / f8::BM, (Ni + BN - 1) / BN, tm, tn);
+  hop::tile_of(blockIdx.x, (Mi + f8::BM - 1) / f8::BM, (Ni + BN - 1) / BN, tm, tn);
   const int m0 = tm * f8::BM, n0 = tn * BN;
   if (tid == 0) {
     hop::prefetch_map(&ta);
@@ -203,11 +178,11 @@ f8_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
   static_assert(f8::tile_fits_stages<TOut, BN, STAGES>(), "the epilogue's C tile reuses the stages");
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES], empty[STAGES];
-  unsigned char* smem = f8::align1024(dyn);
+  unsigned char* smem = hop::align1024(dyn);
   const int tid = threadIdx.x;
   const int Mi = (int)M, Ni = (int)N, ktiles = (int)((K + f8::BK - 1) / f8::BK);
   int tm, tn;
-  f8::tile_of(blockIdx.x, (Mi + f8::BM - 1) / f8::BM, (Ni + BN - 1) / BN, tm, tn);
+  hop::tile_of(blockIdx.x, (Mi + f8::BM - 1) / f8::BM, (Ni + BN - 1) / BN, tm, tn);
   const int m0 = tm * f8::BM, n0 = tn * BN;
   if (tid == 0) {
     hop::prefetch_map(&ta);

@@ -1,4 +1,5 @@
-"""Shared pieces of the matmul GPU tests: operands in either layout and at any offset, the bound check."""
+"""Shared pieces of the matmul tests: operands in either layout and at any offset, the bound check (GPU);
+matmul's dispatch on CPU tensors with the device calls stubbed (CPU)."""
 from __future__ import annotations
 
 import torch
@@ -59,3 +60,30 @@ def check_matmul(out, a, b, tf32: bool, what: str, bias=None) -> None:
     if bias is not None:
         ref, mag = ref + bias.double(), mag + bias.double().abs()
     check(out, ref, mag, a.shape[-1], a.dtype, tf32, what)
+
+
+def stub_sm90(monkeypatch) -> list:
+    """Let matmul's body run on CPU tensors as on an sm_90 device of 132 SMs: kernels are their names,
+    tensor maps empty, launches recorded as (name, args after the kernel) in the list returned."""
+    from kernelkit.ops.gemm import _hopper as hop
+    from kernelkit.ops.gemm import _ladder
+    from kernelkit.ops.gemm import matmul as mm
+
+    launched = []
+    record = lambda k, *a, **kw: launched.append((k, a))  # noqa: E731
+    for mod in (hop, mm):
+        monkeypatch.setattr(mod, "compute_capability", lambda dev: 90)
+        monkeypatch.setattr(mod, "get_kernel", lambda src, name, **kw: name)
+        monkeypatch.setattr(mod, "allow_shared", lambda *a: None)
+        monkeypatch.setattr(mod, "launch", record)
+    monkeypatch.setattr(hop, "maps_supported", lambda: True)
+    monkeypatch.setattr(hop, "sm_count", lambda dev: 132)
+    monkeypatch.setattr(hop, "shared_limit", lambda dev: hop.SM90_SHARED)
+    monkeypatch.setattr(hop, "encode_tiled", lambda *a, **kw: bytes(128))
+    monkeypatch.setattr(hop, "split_workspace", lambda dev, floats, tickets: (1 << 40, 1 << 41))
+    monkeypatch.setattr(_ladder, "sm_count", lambda dev: 132)
+    monkeypatch.setattr(_ladder, "compute_capability", lambda dev: 90)
+    monkeypatch.setattr(_ladder, "smem_limits", lambda dev: (233472, 232448))
+    hop._plans.clear()
+    mm._plans.clear()
+    return launched

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from kernelkit.cli import main
+from matmul_helpers import stub_sm90
 from kernelkit.ops.gemm import _hopper as hop
 from kernelkit.ops.gemm.dispatch import DeviceModel, explain
 
@@ -31,20 +32,7 @@ def test_the_fallback_names_its_constraint():
 def stubbed(monkeypatch):
     """matmul's body on CPU tensors for an sm_90 device of 132 SMs, launches recorded."""
     from kernelkit.ops.gemm import matmul as mm
-
-    launched = []
-    monkeypatch.setattr(hop, "compute_capability", lambda dev: 90)
-    monkeypatch.setattr(mm, "compute_capability", lambda dev: 90)
-    monkeypatch.setattr(hop, "maps_supported", lambda: True)
-    monkeypatch.setattr(hop, "sm_count", lambda dev: 132)
-    monkeypatch.setattr(hop, "shared_limit", lambda dev: hop.SM90_SHARED)
-    monkeypatch.setattr(hop, "get_kernel", lambda src, name, **kw: name)
-    monkeypatch.setattr(hop, "allow_shared", lambda *a: None)
-    monkeypatch.setattr(hop, "encode_tiled", lambda *a, **kw: bytes(128))
-    monkeypatch.setattr(hop, "split_workspace", lambda dev, floats, tickets: (1 << 40, 1 << 41))
-    monkeypatch.setattr(hop, "launch", lambda kern, grid, *a, **kw: launched.append((kern, grid)))
-    hop._plans.clear()
-    return mm, launched
+    return mm, stub_sm90(monkeypatch)
 
 
 @pytest.mark.parametrize("m,n,k,kmajor", [(4096, 4096, 4096, False), (1, 4096, 4096, True), (16, 4096, 14336, False),
@@ -54,7 +42,8 @@ def test_explain_matches_the_launch(stubbed, m, n, k, kmajor):
     a = torch.empty(m, k, dtype=BF16)
     b = torch.empty(n, k, dtype=BF16).t() if kmajor else torch.empty(k, n, dtype=BF16)
     mm._matmul_into(a, b, None, torch.empty(m, n, dtype=BF16), False, None, None)
-    (name, grid), = launched
+    (name, args), = launched
+    grid = args[0]
     said = explain("matmul", m, n, k, BF16, b_kmajor=kmajor)
     tile = hop.tile_for(m, n, 1, 132, hop.SM90_SHARED, k)
     assert str(tile) in said[1] and said[-1] == "best: tma_wgmma"

@@ -8,6 +8,7 @@ import kernelkit
 from kernelkit.ops.gemm import WgmmaTile
 from kernelkit.ops.gemm import _hopper as hop
 from kernelkit.ops.gemm import _ladder
+from matmul_helpers import stub_sm90
 from kernelkit.ops.gemm.linear import ACTIVATIONS, IDENTITY, epilogue_code, residual_rows
 
 BF16, F16 = torch.bfloat16, torch.float16
@@ -42,25 +43,7 @@ def test_residual_rows_keep_row_strides_and_copy_the_rest():
 def stubbed(monkeypatch):
     """matmul's body on CPU tensors with the device calls stubbed; returns the launches (name, args)."""
     from kernelkit.ops.gemm import matmul as mm
-    launched = []
-    monkeypatch.setattr(hop, "compute_capability", lambda dev: 90)
-    monkeypatch.setattr(hop, "maps_supported", lambda: True)
-    monkeypatch.setattr(hop, "sm_count", lambda dev: 132)
-    monkeypatch.setattr(hop, "shared_limit", lambda dev: hop.SM90_SHARED)
-    monkeypatch.setattr(hop, "get_kernel", lambda src, name, **kw: name)
-    monkeypatch.setattr(hop, "allow_shared", lambda *a: None)
-    monkeypatch.setattr(hop, "encode_tiled", lambda *a, **kw: bytes(128))
-    monkeypatch.setattr(hop, "launch", lambda k, *a, **kw: launched.append((k, a)))
-    monkeypatch.setattr(mm, "get_kernel", lambda src, name, **kw: name)
-    monkeypatch.setattr(mm, "allow_shared", lambda *a: None)
-    monkeypatch.setattr(mm, "launch", lambda k, *a, **kw: launched.append((k, a)))
-    monkeypatch.setattr(mm, "compute_capability", lambda dev: 90)
-    monkeypatch.setattr(_ladder, "sm_count", lambda dev: 132)
-    monkeypatch.setattr(_ladder, "compute_capability", lambda dev: 90)
-    monkeypatch.setattr(_ladder, "smem_limits", lambda dev: (233472, 232448))
-    hop._plans.clear()
-    mm._plans.clear()
-    return mm, launched
+    return mm, stub_sm90(monkeypatch)
 
 
 def test_the_epilogue_and_residual_reach_every_launch(stubbed):

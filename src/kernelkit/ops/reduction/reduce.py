@@ -204,83 +204,8 @@ def _make_lane(op: str, x: torch.Tensor, dim, keepdim, out_shape: tuple, dims: l
 Dim = Union[None, int, Sequence[int]]
 
 
-def sum(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, dtype: Optional[torch.dtype] = None,  # noqa: A001
-        out: Optional[torch.Tensor] = None, variant: Optional[str] = None,
-        config: Optional[ReduceConfig] = None) -> torch.Tensor:
-    """torch.sum(x, dim, keepdim, dtype=dtype): the sum over every dim (dim=None) or the given dims.
-
-    Accumulated in fp32, in an order fixed by the shape, the alignment and the device: the same bits
-    every run. The result has x's dtype unless ``dtype`` is given, as in torch; a 16-bit sum past the
-    dtype's range is inf, as torch's. An empty reduction gives 0; NaN and inf propagate.
-
-    ``dtype``: as torch's, the result's dtype: float32, float16 or bfloat16 (None: x's); other dtypes
-    raise TypeError. The sum is accumulated in fp32 whatever ``dtype`` is and written in ``dtype``
-    (torch casts x to ``dtype`` first; for 16-bit x and ``dtype=torch.float32`` both give the fp32 sum).
-
-    ``x``: a float32, float16 or bfloat16 CUDA tensor of any shape and layout (offset views,
-    non-contiguous, 0-d, empty, more than 2^31 elements). ``dim``: None or () for every dim, an int, or
-    a tuple or list of distinct ints (negative ones count from the end). ``keepdim``: keep each reduced
-    dim with size 1.
-    ``out``: optional result of the reduced shape and the result's dtype, on x's device; returned.
-    ``variant``: a rung of ``kernelkit.ladder("sum")`` (naive first); None takes the default (``fast``).
-    Every rung gives the right answer for every input.
-    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
-    ``ReduceConfig`` of kernelkit.ops.reduction.reduce: the fast rung's reduce_fast, for a reduction of
-    the whole tensor or of its last dims); raises ValueError if it cannot run this input.
-
-    Raises TypeError for a non-tensor or non-float ``x`` (float64 included), a ``dim`` that is not an
-    int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a
-    ReduceConfig; ValueError for a CPU tensor, an ``out`` of the wrong shape or device, a dim named
-    twice, an unknown variant or a config the input cannot take; IndexError for a dim out of range.
-    """
-    if out is None and variant is None and config is None and dtype is None:
-        got = _lane_call("sum", x, dim, keepdim)
-        if got is not None:
-            return got
-    return _reduce("sum", x, dim, keepdim, out, variant, config, dtype)
-
-
-def mean(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, dtype: Optional[torch.dtype] = None,
-         out: Optional[torch.Tensor] = None, variant: Optional[str] = None,
-         config: Optional[ReduceConfig] = None) -> torch.Tensor:
-    """torch.mean(x, dim, keepdim, dtype=dtype): the fp32 sum over the given dims times 1/count.
-
-    Accumulated in fp32 as ``sum`` (the same bits every run). The result has x's dtype unless
-    ``dtype`` is given, as in torch. An empty reduction gives NaN, as in torch; NaN and inf propagate.
-
-    ``dtype``: as torch's, the result's dtype: float32, float16 or bfloat16 (None: x's); other dtypes
-    raise TypeError. The mean is accumulated in fp32 whatever ``dtype`` is and written in ``dtype``
-    (torch casts x to ``dtype`` first; for 16-bit x and ``dtype=torch.float32`` both give the fp32 mean).
-
-    ``x``: a float32, float16 or bfloat16 CUDA tensor of any shape and layout (offset views,
-    non-contiguous, 0-d, empty, more than 2^31 elements). ``dim``: None or () for every dim, an int, or
-    a tuple or list of distinct ints (negative ones count from the end). ``keepdim``: keep each reduced
-    dim with size 1.
-    ``out``: optional result of the reduced shape and the result's dtype, on x's device; returned.
-    ``variant``: a rung of ``kernelkit.ladder("mean")`` (naive first); None takes the default (``fast``).
-    Every rung gives the right answer for every input.
-    ``config``: for tuning and tests; the configuration to launch instead of the rule's choice (a
-    ``ReduceConfig`` of kernelkit.ops.reduction.reduce: the fast rung's reduce_fast, for a reduction of
-    the whole tensor or of its last dims); raises ValueError if it cannot run this input.
-
-    Raises TypeError for a non-tensor or non-float ``x`` (float64 included), a ``dim`` that is not an
-    int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a
-    ReduceConfig; ValueError for a CPU tensor, an ``out`` of the wrong shape or device, a dim named
-    twice, an unknown variant or a config the input cannot take; IndexError for a dim out of range.
-    """
-    if out is None and variant is None and config is None and dtype is None:
-        got = _lane_call("mean", x, dim, keepdim)
-        if got is not None:
-            return got
-    return _reduce("mean", x, dim, keepdim, out, variant, config, dtype)
-
-
-_EXTREMUM_DOC = """torch.{name}(x, dim, keepdim): the {what} over every dim (dim=None) or the given dims.
-
-    Exact, in x's dtype (torch.{name} takes no ``dtype``). NaN-propagating as torch's: a reduced slice
-    holding a NaN gives NaN.
-
-    ``x``: a float32, float16 or bfloat16 CUDA tensor of any shape and layout (offset views,
+# The four ops' docstrings: their own first paragraphs, then the arguments and errors they share.
+_ARGS_DOC = """``x``: a float32, float16 or bfloat16 CUDA tensor of any shape and layout (offset views,
     non-contiguous, 0-d, empty, more than 2^31 elements). ``dim``: None or () for every dim, an int, or
     a tuple or list of distinct ints (negative ones count from the end). ``keepdim``: keep each reduced
     dim with size 1.
@@ -294,32 +219,75 @@ _EXTREMUM_DOC = """torch.{name}(x, dim, keepdim): the {what} over every dim (dim
     Raises TypeError for a non-tensor or non-float ``x`` (float64 included), a ``dim`` that is not an
     int or a sequence of ints, an ``out`` of the wrong dtype or a ``config`` that is not a
     ReduceConfig; ValueError for a CPU tensor, an ``out`` of the wrong shape or device, a dim named
-    twice, an unknown variant or a config the input cannot take; IndexError for a dim out of range or
-    a reduced dim of size 0 ({what} of nothing); RuntimeError for an empty tensor reduced over
-    every dim, as in torch.
+    twice, an unknown variant or a config the input cannot take; IndexError for a dim out of range"""
+
+_SUM_DOC = """torch.{name}(x, dim, keepdim, dtype=dtype): {what}
+
+    {how}
+    The result has x's dtype unless ``dtype`` is given, as in torch. {empty}
+
+    ``dtype``: as torch's, the result's dtype: float32, float16 or bfloat16 (None: x's); other dtypes
+    raise TypeError. The {name} is accumulated in fp32 whatever ``dtype`` is and written in ``dtype``
+    (torch casts x to ``dtype`` first; for 16-bit x and ``dtype=torch.float32`` both give the fp32 {name}).
+
+    {args}.
+    """
+
+_EXTREMUM_DOC = """torch.{name}(x, dim, keepdim): the {what} over every dim (dim=None) or the given dims.
+
+    Exact, in x's dtype (torch.{name} takes no ``dtype``). NaN-propagating as torch's: a reduced slice
+    holding a NaN gives NaN.
+
+    {args}
+    or a reduced dim of size 0 ({what} of nothing); RuntimeError for an empty tensor reduced over every
+    dim, as in torch.
     """
 
 
-def _extremum(op: str, x, dim, keepdim, out, variant, config) -> torch.Tensor:
-    if out is None and variant is None and config is None:
+def _call(op: str, x, dim, keepdim, out, variant, config, dtype=None) -> torch.Tensor:
+    """The plain call (no out, variant, config or dtype) tries the fixed lane first."""
+    if out is None and variant is None and config is None and dtype is None:
         got = _lane_call(op, x, dim, keepdim)
         if got is not None:
             return got
-    return _reduce(op, x, dim, keepdim, out, variant, config)
+    return _reduce(op, x, dim, keepdim, out, variant, config, dtype)
+
+
+def sum(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, dtype: Optional[torch.dtype] = None,  # noqa: A001
+        out: Optional[torch.Tensor] = None, variant: Optional[str] = None,
+        config: Optional[ReduceConfig] = None) -> torch.Tensor:
+    return _call("sum", x, dim, keepdim, out, variant, config, dtype)
+
+
+def mean(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, dtype: Optional[torch.dtype] = None,
+         out: Optional[torch.Tensor] = None, variant: Optional[str] = None,
+         config: Optional[ReduceConfig] = None) -> torch.Tensor:
+    return _call("mean", x, dim, keepdim, out, variant, config, dtype)
 
 
 def amax(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Optional[torch.Tensor] = None,
          variant: Optional[str] = None, config: Optional[ReduceConfig] = None) -> torch.Tensor:
-    return _extremum("amax", x, dim, keepdim, out, variant, config)
+    return _call("amax", x, dim, keepdim, out, variant, config)
 
 
 def amin(x: torch.Tensor, dim: Dim = None, keepdim: bool = False, *, out: Optional[torch.Tensor] = None,
          variant: Optional[str] = None, config: Optional[ReduceConfig] = None) -> torch.Tensor:
-    return _extremum("amin", x, dim, keepdim, out, variant, config)
+    return _call("amin", x, dim, keepdim, out, variant, config)
 
 
-amax.__doc__ = _EXTREMUM_DOC.format(name="amax", what="maximum")
-amin.__doc__ = _EXTREMUM_DOC.format(name="amin", what="minimum")
+sum.__doc__ = _SUM_DOC.format(
+    name="sum", what="the sum over every dim (dim=None) or the given dims.",
+    how="Accumulated in fp32, in an order fixed by the shape, the alignment and the device: the same bits\n    "
+        "every run.",
+    empty="A 16-bit sum past the\n    dtype's range is inf, as torch's. An empty reduction gives 0; NaN and inf propagate.",
+    args=_ARGS_DOC.format(name="sum"))
+mean.__doc__ = _SUM_DOC.format(
+    name="mean", what="the fp32 sum over the given dims times 1/count.",
+    how="Accumulated in fp32 as ``sum`` (the same bits every run).",
+    empty="An empty reduction gives NaN,\n    as in torch; NaN and inf propagate.",
+    args=_ARGS_DOC.format(name="mean"))
+amax.__doc__ = _EXTREMUM_DOC.format(name="amax", what="maximum", args=_ARGS_DOC.format(name="amax"))
+amin.__doc__ = _EXTREMUM_DOC.format(name="amin", what="minimum", args=_ARGS_DOC.format(name="amin"))
 
 
 # ---------------------------------------------------------------- ladders

@@ -146,6 +146,29 @@ __device__ __forceinline__ void put_pair(S* p, float a, float b) {
   *reinterpret_cast<W*>(p) = w;
 }
 
+// Warpgroup wg's accumulators into the C tile staged at t: BM rows of BN + 8 elements of S, so that the
+// 8 rows of a warp's pair stores start 16 (16-bit S) or 32 (fp32) bytes apart in the banks, either way
+// the fewest wavefronts. Columns n, n + 1 of a row are staged as value(acc, bias[n]), the bias 0 past N
+// or without one. ct: the thread's index among the consumer threads.
+template <int BN, typename S, typename T, typename Value>
+__device__ __forceinline__ void stage_acc(const float (&d)[BN / 2], S* t, const T* bias, int n0, int N, int wg,
+                                          int ct, Value value) {
+  constexpr int P = BN + 8;
+  const int w = (ct % 128) / 32, l = ct % 32, g = l / 4, q = l % 4;
+  const int r = wg * 64 + w * 16 + g;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int c = 8 * j + 2 * q, n = n0 + c;
+    float b0 = 0.0f, b1 = 0.0f;
+    if (bias) {
+      if (n < N) b0 = to_float(bias[n]);
+      if (n + 1 < N) b1 = to_float(bias[n + 1]);
+    }
+    put_pair(t + r * P + c, value(d[4 * j], b0), value(d[4 * j + 1], b1));
+    put_pair(t + (r + 8) * P + c, value(d[4 * j + 2], b0), value(d[4 * j + 3], b1));
+  }
+}
+
 // D (64 x N, fp32, in registers) += A (64 x 16) * B (16 x N), both from shared memory through their
 // descriptors. kTA / kTB: A m-major / B n-major (read transposed). The fragment of D: warp w of the
 // warpgroup holds rows 16w..16w+15; lane l holds, for each n8 block j, d[4j..4j+3] = (row g, cols

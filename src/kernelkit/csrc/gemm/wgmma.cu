@@ -69,27 +69,12 @@ struct Stage {
   }
 };
 
-// Warpgroup wg's accumulators, plus the bias, into the C tile staged at t: BM rows of BN + 8 elements
-// of S (T rounded, or fp32 for a fused epilogue), so that the 8 rows of a warp's pair stores start 16
-// (T) or 32 (fp32) bytes apart in the banks: either way a warp's stores take the fewest wavefronts.
-// ct: the thread's index among the consumer threads.
+// Warpgroup wg's accumulators plus the bias into the C tile staged at t (S: T rounded, or fp32 for a
+// fused epilogue).
 template <typename S, typename T, int BN>
 __device__ __forceinline__ void stage_out(const float (&d)[BN / 2], S* t, const T* bias, int n0, int N, int wg,
                                           int ct) {
-  constexpr int P = BN + 8;
-  const int w = (ct % 128) / 32, l = ct % 32, g = l / 4, q = l % 4;
-  const int r = wg * 64 + w * 16 + g;
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-    const int c = 8 * j + 2 * q, n = n0 + c;
-    float b0 = 0.0f, b1 = 0.0f;
-    if (bias) {
-      if (n < N) b0 = to_float(bias[n]);
-      if (n + 1 < N) b1 = to_float(bias[n + 1]);
-    }
-    put_pair(t + r * P + c, d[4 * j] + b0, d[4 * j + 1] + b1);
-    put_pair(t + (r + 8) * P + c, d[4 * j + 2] + b0, d[4 * j + 3] + b1);
-  }
+  stage_acc<BN>(d, t, bias, n0, N, wg, ct, [](float acc, float b) { return acc + b; });
 }
 
 // The staged tile to C (row stride ldc): 16-byte chunks along rows, consecutive threads on consecutive

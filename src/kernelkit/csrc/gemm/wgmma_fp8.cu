@@ -65,20 +65,8 @@ __host__ __device__ constexpr bool tile_fits_stages() {
 template <typename T, int BN>
 __device__ __forceinline__ void stage_out(const float (&d)[BN / 2], T* t, const T* bias, float scale, int n0, int N,
                                           int wg, int ct) {
-  constexpr int P = tile_pitch<T, BN>();
-  const int w = (ct % 128) / 32, l = ct % 32, g = l / 4, q = l % 4;
-  const int r = wg * 64 + w * 16 + g;
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-    const int c = 8 * j + 2 * q, n = n0 + c;
-    float b0 = 0.0f, b1 = 0.0f;
-    if (bias) {
-      if (n < N) b0 = to_float(bias[n]);
-      if (n + 1 < N) b1 = to_float(bias[n + 1]);
-    }
-    hop::put_pair(t + r * P + c, fmaf(d[4 * j], scale, b0), fmaf(d[4 * j + 1], scale, b1));
-    hop::put_pair(t + (r + 8) * P + c, fmaf(d[4 * j + 2], scale, b0), fmaf(d[4 * j + 3], scale, b1));
-  }
+  static_assert(tile_pitch<T, BN>() == BN + 8, "hop::stage_acc's row pitch");
+  hop::stage_acc<BN>(d, t, bias, n0, N, wg, ct, [scale](float acc, float b) { return fmaf(acc, scale, b); });
 }
 
 // The staged tile to C (row stride ldc) in 16-byte chunks, consecutive threads on consecutive chunks.

@@ -127,13 +127,31 @@ __device__ __forceinline__ unsigned char* align1024(unsigned char* p) {
   return p + ((1024 - (a & 1023)) & 1023);
 }
 
-// The block's output tile: groups of 8 M tiles walk N together, so that blocks running at once share
-// A's rows and B's columns in L2 (as the mma rung).
-__device__ __forceinline__ void tile_of(int bid, int tiles_m, int tiles_n, int& tm, int& tn) {
+// The origin (m0, n0) of this block's BM x BN tile of C (M x N): groups of 8 M tiles walk N together,
+// so that blocks running at once share A's rows and B's columns in L2 (as the mma rung).
+template <int BM, int BN>
+__device__ __forceinline__ void tile_of(int M, int N, int& m0, int& n0) {
+  const int bid = blockIdx.x, tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
   const int width = 8 * tiles_n, first = (bid / width) * 8;
   const int gsize = min(tiles_m - first, 8);
-  tm = first + (bid % width) % gsize;
-  tn = (bid % width) / gsize;
+  m0 = (first + (bid % width) % gsize) * BM;
+  n0 = ((bid % width) / gsize) * BN;
+}
+
+// Thread 0's start of a block: both tensor maps prefetched, each stage's "full" mbarrier (one arrival,
+// the producer's, plus the TMA's bytes) and, with warp specialization (CONSUMERS > 0), its "empty" one
+// (every consumer thread arrives) initialised and fenced. The caller's block barrier follows.
+template <int STAGES, int CONSUMERS = 0>
+__device__ __forceinline__ void init_ring(const TensorMap* ta, const TensorMap* tb, unsigned long long* full,
+                                          unsigned long long* empty = nullptr) {
+  prefetch_map(ta);
+  prefetch_map(tb);
+#pragma unroll
+  for (int s = 0; s < STAGES; ++s) {
+    bar_init(&full[s], 1);
+    if constexpr (CONSUMERS > 0) bar_init(&empty[s], CONSUMERS);
+  }
+  mbar_init_fence();
 }
 
 // Two adjacent elements of a staged C tile (16-bit or fp32) in one store.
@@ -146,14 +164,25 @@ __device__ __forceinline__ void put_pair(S* p, float a, float b) {
   *reinterpret_cast<W*>(p) = w;
 }
 
-// Warpgroup wg's accumulators into the C tile staged at t: BM rows of BN + 8 elements of S, so that the
-// 8 rows of a warp's pair stores start 16 (16-bit S) or 32 (fp32) bytes apart in the banks, either way
-// the fewest wavefronts. Columns n, n + 1 of a row are staged as value(acc, bias[n]), the bias 0 past N
-// or without one. ct: the thread's index among the consumer threads.
+// The C tile the epilogue stages in the ring of stages after the last MMA: 128 rows of BN + 8 elements,
+// so that the 8 rows of a warp's pair stores start 16 (16-bit) or 32 (fp32) bytes apart in the banks,
+// either way the fewest wavefronts. It fits where STAGES stages of 128 + BN rows of 128 bytes hold it.
+template <int BN>
+__host__ __device__ constexpr int staged_pitch() {
+  return BN + 8;
+}
+template <int BN, int STAGES, int bytes>
+__host__ __device__ constexpr bool staged_tile_fits() {
+  return 128 * staged_pitch<BN>() * bytes <= STAGES * (128 + BN) * 128;
+}
+
+// Warpgroup wg's accumulators into the C tile staged at t. Columns n, n + 1 of a row are staged as
+// value(acc, bias[n]), the bias 0 past N or without one. ct: the thread's index among the consumer
+// threads.
 template <int BN, typename S, typename T, typename Value>
 __device__ __forceinline__ void stage_acc(const float (&d)[BN / 2], S* t, const T* bias, int n0, int N, int wg,
                                           int ct, Value value) {
-  constexpr int P = BN + 8;
+  constexpr int P = staged_pitch<BN>();
   const int w = (ct % 128) / 32, l = ct % 32, g = l / 4, q = l % 4;
   const int r = wg * 64 + w * 16 + g;
 #pragma unroll
@@ -166,6 +195,25 @@ __device__ __forceinline__ void stage_acc(const float (&d)[BN / 2], S* t, const 
     }
     put_pair(t + r * P + c, value(d[4 * j], b0), value(d[4 * j + 1], b1));
     put_pair(t + (r + 8) * P + c, value(d[4 * j + 2], b0), value(d[4 * j + 3], b1));
+  }
+}
+
+// The staged tile (128 rows) to C (row stride ldc): 16-byte chunks along rows, consecutive threads on
+// consecutive chunks; a chunk past N or at an address off the 16-byte grid is written element by element.
+template <int BN, typename T>
+__device__ __forceinline__ void copy_staged(const T* t, T* C, i64 ldc, int m0, int n0, int M, int N, int ct,
+                                            int threads) {
+  constexpr int E = 16 / sizeof(T), CPR = BN / E, P = staged_pitch<BN>();
+  for (int i = ct; i < 128 * CPR; i += threads) {
+    const int r = i / CPR, c = (i % CPR) * E, m = m0 + r, n = n0 + c;
+    if (m >= M || n >= N) continue;
+    const T* src = t + r * P + c;
+    T* dst = C + (i64)m * ldc + n;
+    if (n + E <= N && (reinterpret_cast<unsigned long long>(dst) & 15) == 0) {
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+    } else {
+      for (int e = 0; e < E && n + e < N; ++e) dst[e] = src[e];
+    }
   }
 }
 

@@ -77,27 +77,8 @@ __device__ __forceinline__ void stage_out(const float (&d)[BN / 2], S* t, const 
   stage_acc<BN>(d, t, bias, n0, N, wg, ct, [](float acc, float b) { return acc + b; });
 }
 
-// The staged tile to C (row stride ldc): 16-byte chunks along rows, consecutive threads on consecutive
-// chunks; a chunk past N or at an address off the 16-byte grid is written element by element.
-template <typename T, int BN>
-__device__ __forceinline__ void copy_out(const T* t, T* C, i64 ldc, int m0, int n0, int M, int N, int ct,
-                                         int threads) {
-  constexpr int CPR = BN / 8, P = BN + 8;
-  for (int i = ct; i < BM * CPR; i += threads) {
-    const int r = i / CPR, c = (i % CPR) * 8, m = m0 + r, n = n0 + c;
-    if (m >= M || n >= N) continue;
-    const T* src = t + r * P + c;
-    T* dst = C + (i64)m * ldc + n;
-    if (n + 8 <= N && (reinterpret_cast<unsigned long long>(dst) & 15) == 0) {
-      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-    } else {
-      for (int e = 0; e < 8 && n + e < N; ++e) dst[e] = src[e];
-    }
-  }
-}
-
 // The fused epilogues: the staged fp32 tile (plus bias) through the activation, plus the residual
-// (row stride ldr; null: none), rounded once to T and written as copy_out writes. The residual is read
+// (row stride ldr; null: none), rounded once to T and written as copy_staged writes. The residual is read
 // in the same 16-byte row chunks as C is written, coalesced along the row.
 // Why fp32 staging rather than activation and residual before staging: applied to the accumulators,
 // the residual would be read in the wgmma fragment's pattern, 4-byte pairs of 8 rows a warp load (4x
@@ -109,7 +90,7 @@ __device__ __forceinline__ void copy_out_fused(const float* t, T* C, i64 ldc, co
                                                int M, int N, int ct, int threads) {
   // a round's residual chunks are all loaded before any is used: RB loads in flight instead of one
   // DRAM latency exposed a chunk (the epilogue does not overlap the main loop)
-  constexpr int CPR = BN / 8, P = BN + 8, RB = 8;
+  constexpr int CPR = BN / 8, P = staged_pitch<BN>(), RB = 8;
   for (int i0 = ct; i0 < BM * CPR; i0 += RB * threads) {
     uint4 rv[RB];
 #pragma unroll
@@ -161,19 +142,13 @@ __device__ __forceinline__ void epilogue(const float (&d)[BN / 2], unsigned char
     T* tile = reinterpret_cast<T*>(smem);
     stage_out<T, T, BN>(d, tile, bias, n0, N, wg, ct);
     sync();
-    copy_out<T, BN>(tile, C, ldc, m0, n0, M, N, ct, 256);
+    copy_staged<BN>(tile, C, ldc, m0, n0, M, N, ct, 256);
   } else {
     float* tile = reinterpret_cast<float*>(smem);
     stage_out<float, T, BN>(d, tile, bias, n0, N, wg, ct);
     sync();
     copy_out_fused<T, BN, EPI>(tile, C, ldc, res, ldr, m0, n0, M, N, ct, 256);
   }
-}
-
-// The staged C tile (rows of BN + 8 elements of `bytes`) fits in the ring of stages it reuses.
-template <int BN, int STAGES, int bytes = 2>
-__host__ __device__ constexpr bool tile_fits_stages() {
-  return BM * (BN + 8) * bytes <= STAGES * (BM + BN) * BK * 2;
 }
 
 }  // namespace hop
@@ -189,7 +164,7 @@ mm_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
              const T* bias, i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags, const T* res, i64 ldr, float* ws,
              unsigned* tickets) {
   using S = hop::Stage<T, BN, kAK, kBK>;
-  static_assert(hop::tile_fits_stages<BN, STAGES, EPI == mm::kPlain ? 2 : 4>(),
+  static_assert(hop::staged_tile_fits<BN, STAGES, EPI == mm::kPlain ? 2 : 4>(),
                 "the epilogue's C tile reuses the stages");
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES];
@@ -198,17 +173,11 @@ mm_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
   const int Mi = (int)M, Ni = (int)N, slices = gridDim.y;
   int kt0, ktiles;  // this block's K tiles: [kt0, kt0 + ktiles)
   hop::k_slice((int)((K + hop::BK - 1) / hop::BK), blockIdx.y, slices, kt0, ktiles);
-  int tm, tn;
-  hop::tile_of(blockIdx.x, (Mi + hop::BM - 1) / hop::BM, (Ni + BN - 1) / BN, tm, tn);
-  const int m0 = tm * hop::BM, n0 = tn * BN, z = blockIdx.z;
+  int m0, n0;
+  hop::tile_of<hop::BM, BN>(Mi, Ni, m0, n0);
+  const int z = blockIdx.z;
   const int za = (flags & 1) ? z : 0, zb = (flags & 2) ? z : 0;
-  if (tid == 0) {
-    hop::prefetch_map(&ta);
-    hop::prefetch_map(&tb);
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) hop::bar_init(&full[s], 1);
-    mbar_init_fence();
-  }
+  if (tid == 0) hop::init_ring<STAGES>(&ta, &tb, full);
   __syncthreads();
   if (tid == 0) {
     for (int s = 0; s < STAGES && s < ktiles; ++s)
@@ -250,7 +219,7 @@ __global__ void __launch_bounds__(384, 1)
 mm_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::TensorMap tb, T* C, const T* bias,
       i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags, const T* res, i64 ldr, float* ws, unsigned* tickets) {
   using S = hop::Stage<T, BN, kAK, kBK>;
-  static_assert(hop::tile_fits_stages<BN, STAGES, EPI == mm::kPlain ? 2 : 4>(),
+  static_assert(hop::staged_tile_fits<BN, STAGES, EPI == mm::kPlain ? 2 : 4>(),
                 "the epilogue's C tile reuses the stages");
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES], empty[STAGES];
@@ -259,20 +228,11 @@ mm_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
   const int Mi = (int)M, Ni = (int)N, slices = gridDim.y;
   int kt0, ktiles;  // this block's K tiles: [kt0, kt0 + ktiles)
   hop::k_slice((int)((K + hop::BK - 1) / hop::BK), blockIdx.y, slices, kt0, ktiles);
-  int tm, tn;
-  hop::tile_of(blockIdx.x, (Mi + hop::BM - 1) / hop::BM, (Ni + BN - 1) / BN, tm, tn);
-  const int m0 = tm * hop::BM, n0 = tn * BN, z = blockIdx.z;
+  int m0, n0;
+  hop::tile_of<hop::BM, BN>(Mi, Ni, m0, n0);
+  const int z = blockIdx.z;
   const int za = (flags & 1) ? z : 0, zb = (flags & 2) ? z : 0;
-  if (tid == 0) {
-    hop::prefetch_map(&ta);
-    hop::prefetch_map(&tb);
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      hop::bar_init(&full[s], 1);
-      hop::bar_init(&empty[s], 256);  // every consumer thread arrives once its warpgroup is done
-    }
-    mbar_init_fence();
-  }
+  if (tid == 0) hop::init_ring<STAGES, 256>(&ta, &tb, full, empty);  // 256 consumer threads empty a stage
   __syncthreads();
   if (tid < 128) {
     hop::regs_release<40>();

@@ -49,42 +49,11 @@ struct Stage {
   }
 };
 
-// Rows of the staged C tile hold BN + 8 elements: 16 bytes of padding for 16-bit T (a warp's 4-byte
-// pair stores over 8 rows hit 32 banks), 32 for fp32 (each half-warp's 8-byte stores over 4 rows do).
-template <typename T, int BN>
-__host__ __device__ constexpr int tile_pitch() {
-  return BN + 8;
-}
-
-template <typename T, int BN, int STAGES>
-__host__ __device__ constexpr bool tile_fits_stages() {
-  return BM * tile_pitch<T, BN>() * (int)sizeof(T) <= STAGES * (BM + BN) * BK;
-}
-
 // Warpgroup wg's accumulators times the scale, plus the bias, rounded to T into the tile at t.
 template <typename T, int BN>
 __device__ __forceinline__ void stage_out(const float (&d)[BN / 2], T* t, const T* bias, float scale, int n0, int N,
                                           int wg, int ct) {
-  static_assert(tile_pitch<T, BN>() == BN + 8, "hop::stage_acc's row pitch");
   hop::stage_acc<BN>(d, t, bias, n0, N, wg, ct, [scale](float acc, float b) { return fmaf(acc, scale, b); });
-}
-
-// The staged tile to C (row stride ldc) in 16-byte chunks, consecutive threads on consecutive chunks.
-template <typename T, int BN>
-__device__ __forceinline__ void copy_out(const T* t, T* C, i64 ldc, int m0, int n0, int M, int N, int ct,
-                                         int threads) {
-  constexpr int E = 16 / sizeof(T), CPR = BN / E, P = tile_pitch<T, BN>();
-  for (int i = ct; i < BM * CPR; i += threads) {
-    const int r = i / CPR, c = (i % CPR) * E, m = m0 + r, n = n0 + c;
-    if (m >= M || n >= N) continue;
-    const T* src = t + r * P + c;
-    T* dst = C + (i64)m * ldc + n;
-    if (n + E <= N && (reinterpret_cast<unsigned long long>(dst) & 15) == 0) {
-      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-    } else {
-      for (int e = 0; e < E && n + e < N; ++e) dst[e] = src[e];
-    }
-  }
 }
 
 }  // namespace f8
@@ -96,22 +65,15 @@ __global__ void __launch_bounds__(256, 1)
 f8_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::TensorMap tb, TOut* C,
              const TOut* bias, const float* scale_a, const float* scale_b, i64 M, i64 N, i64 K, i64 ldc) {
   using S = f8::Stage<kA, kB, BN>;
-  static_assert(f8::tile_fits_stages<TOut, BN, STAGES>(), "the epilogue's C tile reuses the stages");
+  static_assert(hop::staged_tile_fits<BN, STAGES, sizeof(TOut)>(), "the epilogue's C tile reuses the stages");
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES];
   unsigned char* smem = hop::align1024(dyn);
   const int tid = threadIdx.x, wg = tid / 128;
   const int Mi = (int)M, Ni = (int)N, ktiles = (int)((K + f8::BK - 1) / f8::BK);
-  int tm, tn;
-  hop::tile_of(blockIdx.x, (Mi + f8::BM - 1) / f8::BM, (Ni + BN - 1) / BN, tm, tn);
-  const int m0 = tm * f8::BM, n0 = tn * BN;
-  if (tid == 0) {
-    hop::prefetch_map(&ta);
-    hop::prefetch_map(&tb);
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) hop::bar_init(&full[s], 1);
-    mbar_init_fence();
-  }
+  int m0, n0;
+  hop::tile_of<f8::BM, BN>(Mi, Ni, m0, n0);
+  if (tid == 0) hop::init_ring<STAGES>(&ta, &tb, full);
   __syncthreads();
   if (tid == 0) {
     for (int s = 0; s < STAGES && s < ktiles; ++s) S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, s * f8::BK, &full[s]);
@@ -153,7 +115,7 @@ f8_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
   TOut* tile = reinterpret_cast<TOut*>(smem);
   f8::stage_out<TOut, BN>(acc, tile, bias, scale, n0, Ni, wg, tid);
   __syncthreads();
-  f8::copy_out<TOut, BN>(tile, C, ldc, m0, n0, Mi, Ni, tid, 256);
+  hop::copy_staged<BN>(tile, C, ldc, m0, n0, Mi, Ni, tid, 256);
 }
 
 // Warp specialization, 384 threads: warpgroup 0 produces (40 registers), warpgroups 1 and 2 consume
@@ -163,25 +125,15 @@ __global__ void __launch_bounds__(384, 1)
 f8_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::TensorMap tb, TOut* C,
       const TOut* bias, const float* scale_a, const float* scale_b, i64 M, i64 N, i64 K, i64 ldc) {
   using S = f8::Stage<kA, kB, BN>;
-  static_assert(f8::tile_fits_stages<TOut, BN, STAGES>(), "the epilogue's C tile reuses the stages");
+  static_assert(hop::staged_tile_fits<BN, STAGES, sizeof(TOut)>(), "the epilogue's C tile reuses the stages");
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES], empty[STAGES];
   unsigned char* smem = hop::align1024(dyn);
   const int tid = threadIdx.x;
   const int Mi = (int)M, Ni = (int)N, ktiles = (int)((K + f8::BK - 1) / f8::BK);
-  int tm, tn;
-  hop::tile_of(blockIdx.x, (Mi + f8::BM - 1) / f8::BM, (Ni + BN - 1) / BN, tm, tn);
-  const int m0 = tm * f8::BM, n0 = tn * BN;
-  if (tid == 0) {
-    hop::prefetch_map(&ta);
-    hop::prefetch_map(&tb);
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-      hop::bar_init(&full[s], 1);
-      hop::bar_init(&empty[s], 256);
-    }
-    mbar_init_fence();
-  }
+  int m0, n0;
+  hop::tile_of<f8::BM, BN>(Mi, Ni, m0, n0);
+  if (tid == 0) hop::init_ring<STAGES, 256>(&ta, &tb, full, empty);  // 256 consumer threads empty a stage
   __syncthreads();
   if (tid < 128) {
     hop::regs_release<40>();
@@ -225,7 +177,7 @@ f8_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
     TOut* tile = reinterpret_cast<TOut*>(smem);
     f8::stage_out<TOut, BN>(acc, tile, bias, scale, n0, Ni, wg, ct);
     hop::named_sync(1, 256);
-    f8::copy_out<TOut, BN>(tile, C, ldc, m0, n0, Mi, Ni, ct, 256);
+    hop::copy_staged<BN>(tile, C, ldc, m0, n0, Mi, Ni, ct, 256);
   }
 }
 

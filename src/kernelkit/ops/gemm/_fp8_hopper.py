@@ -27,6 +27,8 @@ from ...runtime import allow_shared, get_kernel, launch
 from ...runtime.tensor_map import TensorMapError, encode_tiled, maps_supported
 from .._shared.launch_rules import cdiv, compute_capability, sm_count
 from .._shared.plans import plan_cache, remember
+# the 16-bit rungs' launch limits, and their stage rule: a stage's rows are 128-byte lines in both
+from ._hopper import ALIGN_SLACK, MAX_STAGES, SM90_SHARED, STATIC_SHARED, THREADS, shared_limit, stages_for
 
 SRC = "gemm/wgmma_fp8.cu"
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
@@ -36,14 +38,9 @@ BF16, F16, F32 = torch.bfloat16, torch.float16, torch.float32
 OUT_DTYPES = (BF16, F16, F32)
 CXX = {BF16: "__nv_bfloat16", F16: "__half", F32: "float"}
 RUNGS = ("tma_wgmma", "ws")
-THREADS = {"tma_wgmma": 256, "ws": 384}
 BM, BK = 128, 128  # rows of C a block; K elements (bytes) a stage: one 128-byte swizzle line
 WIDTHS = (128, 192, 256)
 PROMOTED_MAX = 192  # two sets of BN / 2 fp32 registers within a consumer's 232
-MAX_STAGES = 8
-SM90_SHARED = 232448
-ALIGN_SLACK = 1024
-STATIC_SHARED = 256
 MAX_DIM = 2**31 - 1  # the kernels index rows and columns in 32 bits
 
 TECHNIQUE = {
@@ -90,11 +87,6 @@ class Fp8Tile:
             bad = "the epilogue stages the C tile in the ring: more stages needed"
         if bad:
             raise ValueError(f"{op}: config {self} cannot run: {bad}")
-
-
-def stages_for(block_n: int, shared_limit: int) -> int:
-    per = (BM + block_n) * BK
-    return max(2, min(MAX_STAGES, (shared_limit - ALIGN_SLACK - STATIC_SHARED) // per))
 
 
 def wave_cost(m: int, n: int, bn: int, sms: int) -> int:
@@ -159,11 +151,6 @@ def fp8_fallback_reason(a: torch.Tensor, b: torch.Tensor) -> Optional[str]:
 
 
 _plans = plan_cache()
-
-
-def shared_limit(dev: int) -> int:
-    props = torch.cuda.get_device_properties(dev)
-    return getattr(props, "shared_memory_per_block_optin", 0) or SM90_SHARED
 
 
 def launch_fp8(rung: str, a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,

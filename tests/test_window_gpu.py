@@ -449,30 +449,25 @@ def test_depthwise_network_layers(dtype, channels_last):
 
 
 def test_depthwise_config_errors():
-    from kernelkit.ops.window.conv2d import DwTile
+    from kernelkit.ops.window.conv2d import DwPlanes, DwTile
 
     x = _input((1, 32, 9, 9), torch.float32)
     w = torch.randn(32, 1, 3, 3, device="cuda")
-    with pytest.raises(TypeError):
-        kernelkit.conv2d(x, w, padding=1, groups=32, config=(8, 1, 1))
-    with pytest.raises(ValueError):
-        kernelkit.conv2d(x, w, padding=1, groups=32, config=DwTile(5, 1, 1))
-    with pytest.raises(ValueError):
-        kernelkit.conv2d(x, w, padding=1, groups=32, config=DwTile(8, 3, 3))
-    with pytest.raises(ValueError):
-        kernelkit.conv2d(x, w, padding=1, groups=32, variant="direct", config=DwTile(8, 1, 1))
-    with pytest.raises(ValueError):
-        kernelkit.conv2d(x, w, padding=2, dilation=2, groups=32, config=DwTile(8, 1, 1))
-    from kernelkit.ops.window.conv2d import DwPlanes
-    with pytest.raises(ValueError):  # several planes a block only as whole planes
-        kernelkit.conv2d(x, w, padding=1, groups=32, config=DwPlanes(4, 2, 1))
-    with pytest.raises(ValueError):
-        kernelkit.conv2d(x, w, padding=1, groups=32, config=DwPlanes(5, 1, 1))
-    with pytest.raises(ValueError):
-        kernelkit.conv2d(x, w, padding=1, groups=32, variant="tiled", config=DwPlanes(4, 1, 1))
-    with pytest.raises(ValueError):
-        kernelkit.conv2d(x.contiguous(memory_format=torch.channels_last), w, padding=1, groups=32,
-                         config=DwPlanes(4, 1, 1))
+    nhwc = x.contiguous(memory_format=torch.channels_last)
+    cases = [  # (error, input, conv2d's keywords besides groups=32)
+        (TypeError, x, dict(padding=1, config=(8, 1, 1))),
+        (ValueError, x, dict(padding=1, config=DwTile(5, 1, 1))),
+        (ValueError, x, dict(padding=1, config=DwTile(8, 3, 3))),
+        (ValueError, x, dict(padding=1, variant="direct", config=DwTile(8, 1, 1))),
+        (ValueError, x, dict(padding=2, dilation=2, config=DwTile(8, 1, 1))),
+        (ValueError, x, dict(padding=1, config=DwPlanes(4, 2, 1))),  # several planes a block only as whole planes
+        (ValueError, x, dict(padding=1, config=DwPlanes(5, 1, 1))),
+        (ValueError, x, dict(padding=1, variant="tiled", config=DwPlanes(4, 1, 1))),
+        (ValueError, nhwc, dict(padding=1, config=DwPlanes(4, 1, 1))),
+    ]
+    for error, inp, kw in cases:
+        with pytest.raises(error):
+            kernelkit.conv2d(inp, w, groups=32, **kw)
 
 
 def test_conv2d_other_cases_are_torch():

@@ -123,6 +123,19 @@ def test_cpu_tensors_make_no_lane():
     assert not reduce._lanes
 
 
+def test_long_column_finishes_go_to_the_fold():
+    """The last block of a split column block sums at most TICKET_SPLITS_MAX partial rows; more (a chain
+    of L2 round trips 8 rows at a time) go to reduce_cols_fold, unless the fold's grid cannot hold the
+    outer slabs."""
+    from kernelkit.ops.reduction._reduce_plans import TICKET_SPLITS_MAX, col_split, ticket_finish
+    assert ticket_finish(1, 1) and ticket_finish(TICKET_SPLITS_MAX, 1)
+    assert not ticket_finish(TICKET_SPLITS_MAX + 1, 1) and not ticket_finish(220, 65535)
+    assert ticket_finish(220, 65536)  # the fold's grid y holds 65535 outer slabs
+    wave = 132 * 5  # reduce_cols at five blocks an SM on an H100
+    assert not ticket_finish(col_split(50257, 3, wave), 1)  # 50257 x 768 bf16, dim 0: 220 splits
+    assert ticket_finish(col_split(8192, 32, wave), 1)  # 8192 x 8192 bf16: 20 splits
+
+
 def test_column_split_fills_one_wave():
     """A column reduction splits its rows over the most blocks that keep the grid within one wave of
     resident blocks, each split at least COL_MIN_ROWS rows; a grid of a wave or more is not split."""

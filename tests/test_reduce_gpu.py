@@ -94,7 +94,9 @@ def test_default_rung_paths(op, dtype):
 def test_column_splits_finish_in_one_launch(op, dtype):
     """Leading and middle dims whose rows are split over blocks that meet in the workspace (odd, prime
     and vector-width column counts, misaligned starts), each result twice with other reductions between
-    (the tickets must be back at 0), poisoned outputs, the same bits every time."""
+    (the tickets must be back at 0), poisoned outputs, the same bits every time. Splits of more than
+    TICKET_SPLITS_MAX blocks (50257 x 768, 100003 x 129, 7919 x 8 on an H100) are summed by the fold's
+    second launch instead of the last block."""
     cases = [((8192, 300), 0), ((100003, 129), 0), ((3, 20011, 77), 1), ((50257, 768), 0), ((4097, 4095), 0),
              ((2, 4099, 1021), 1), ((7919, 8), 0), ((64, 197, 768), 1)]
     for shape, dim in cases:

@@ -44,22 +44,21 @@ class _NeedsCopy(Exception):
 
 def side_a(a3: torch.Tensor) -> Side:
     """A as (batch, M, K)."""
-    for t in (a3, a3.contiguous()):
-        try:
-            return _side(t, t.shape[1], t.shape[2], t.stride(0), t.stride(1), t.stride(2), t.shape[0])
-        except _NeedsCopy:
-            continue
-    raise AssertionError("a contiguous tensor is k-major")
+    return _as_side(a3, lambda t: _side(t, t.shape[1], t.shape[2], t.stride(0), t.stride(1), t.stride(2), t.shape[0]))
 
 
 def side_b(b3: torch.Tensor) -> Side:
     """B as (batch, K, N): its rows for the kernels are N, its depth K."""
-    for t in (b3, b3.contiguous()):
-        try:
-            return _side(t, t.shape[2], t.shape[1], t.stride(0), t.stride(2), t.stride(1), t.shape[0])
-        except _NeedsCopy:
-            continue
-    raise AssertionError("a contiguous tensor is n-major")
+    return _as_side(b3, lambda t: _side(t, t.shape[2], t.shape[1], t.stride(0), t.stride(2), t.stride(1), t.shape[0]))
+
+
+def _as_side(t: torch.Tensor, side) -> Side:
+    """``side(t)`` as it lies; only a view that neither layout reads is copied (``.contiguous()`` of a
+    transposed view is a whole transpose on the GPU: it must not run for the views the kernels take)."""
+    try:
+        return side(t)
+    except _NeedsCopy:
+        return side(t.contiguous())
 
 
 def flags(a: Side, b: Side) -> int:

@@ -176,25 +176,30 @@ __host__ __device__ constexpr bool staged_tile_fits() {
   return 128 * staged_pitch<BN>() * bytes <= STAGES * (128 + BN) * 128;
 }
 
-// Warpgroup wg's accumulators into the C tile staged at t. Columns n, n + 1 of a row are staged as
-// value(acc, bias[n]), the bias 0 past N or without one. ct: the thread's index among the consumer
+// The tile's BN bias values into shared memory (bs; 0 past N or without a bias), by threads tid of
+// `threads`, early in the kernel so that the loads' latency hides behind the pipeline's fill; the
+// epilogue reads them there. Read from global between its shared stores instead, each load waited on
+// the stores before it (a generic store may alias it): 5% of a 4096^3 bf16 linear with a bias.
+template <int BN, typename T>
+__device__ __forceinline__ void load_bias(float* bs, const T* bias, int n0, int N, int tid, int threads) {
+  for (int c = tid; c < BN; c += threads) bs[c] = bias && n0 + c < N ? to_float(bias[n0 + c]) : 0.0f;
+}
+
+// Warpgroup wg's accumulators into the C tile staged at t. Columns c, c + 1 of a row are staged as
+// value(acc, bs[c]) (bs: the tile's bias from load_bias). ct: the thread's index among the consumer
 // threads.
-template <int BN, typename S, typename T, typename Value>
-__device__ __forceinline__ void stage_acc(const float (&d)[BN / 2], S* t, const T* bias, int n0, int N, int wg,
-                                          int ct, Value value) {
+template <int BN, typename S, typename Value>
+__device__ __forceinline__ void stage_acc(const float (&d)[BN / 2], S* t, const float* bs, int wg, int ct,
+                                          Value value) {
   constexpr int P = staged_pitch<BN>();
   const int w = (ct % 128) / 32, l = ct % 32, g = l / 4, q = l % 4;
   const int r = wg * 64 + w * 16 + g;
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
-    const int c = 8 * j + 2 * q, n = n0 + c;
-    float b0 = 0.0f, b1 = 0.0f;
-    if (bias) {
-      if (n < N) b0 = to_float(bias[n]);
-      if (n + 1 < N) b1 = to_float(bias[n + 1]);
-    }
-    put_pair(t + r * P + c, value(d[4 * j], b0), value(d[4 * j + 1], b1));
-    put_pair(t + (r + 8) * P + c, value(d[4 * j + 2], b0), value(d[4 * j + 3], b1));
+    const int c = 8 * j + 2 * q;
+    const float2 b = *reinterpret_cast<const float2*>(bs + c);
+    put_pair(t + r * P + c, value(d[4 * j], b.x), value(d[4 * j + 1], b.y));
+    put_pair(t + (r + 8) * P + c, value(d[4 * j + 2], b.x), value(d[4 * j + 3], b.y));
   }
 }
 

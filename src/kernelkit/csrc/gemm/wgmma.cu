@@ -69,12 +69,11 @@ struct Stage {
   }
 };
 
-// Warpgroup wg's accumulators plus the bias into the C tile staged at t (S: T rounded, or fp32 for a
-// fused epilogue).
-template <typename S, typename T, int BN>
-__device__ __forceinline__ void stage_out(const float (&d)[BN / 2], S* t, const T* bias, int n0, int N, int wg,
-                                          int ct) {
-  stage_acc<BN>(d, t, bias, n0, N, wg, ct, [](float acc, float b) { return acc + b; });
+// Warpgroup wg's accumulators plus the bias (bs, in shared memory) into the C tile staged at t (S: T
+// rounded, or fp32 for a fused epilogue).
+template <typename S, int BN>
+__device__ __forceinline__ void stage_out(const float (&d)[BN / 2], S* t, const float* bs, int wg, int ct) {
+  stage_acc<BN>(d, t, bs, wg, ct, [](float acc, float b) { return acc + b; });
 }
 
 // The fused epilogues: the staged fp32 tile (plus bias) through the activation, plus the residual
@@ -135,17 +134,17 @@ __device__ __forceinline__ void copy_out_fused(const float* t, T* C, i64 ldc, co
 // The epilogue after the last MMA (the tile's shared memory free): stage, a barrier of the consumer
 // threads (sync), write out. kPlain stages T; the fused epilogues fp32.
 template <typename T, int BN, int EPI, typename Sync>
-__device__ __forceinline__ void epilogue(const float (&d)[BN / 2], unsigned char* smem, T* C, i64 ldc, const T* bias,
+__device__ __forceinline__ void epilogue(const float (&d)[BN / 2], unsigned char* smem, T* C, i64 ldc, const float* bs,
                                          const T* res, i64 ldr, int m0, int n0, int M, int N, int wg, int ct,
                                          Sync sync) {
   if constexpr (EPI == mm::kPlain) {
     T* tile = reinterpret_cast<T*>(smem);
-    stage_out<T, T, BN>(d, tile, bias, n0, N, wg, ct);
+    stage_out<T, BN>(d, tile, bs, wg, ct);
     sync();
     copy_staged<BN>(tile, C, ldc, m0, n0, M, N, ct, 256);
   } else {
     float* tile = reinterpret_cast<float*>(smem);
-    stage_out<float, T, BN>(d, tile, bias, n0, N, wg, ct);
+    stage_out<float, BN>(d, tile, bs, wg, ct);
     sync();
     copy_out_fused<T, BN, EPI>(tile, C, ldc, res, ldr, m0, n0, M, N, ct, 256);
   }
@@ -168,6 +167,7 @@ mm_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
                 "the epilogue's C tile reuses the stages");
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES];
+  __shared__ float bias_s[BN];
   unsigned char* smem = hop::align1024(dyn);
   const int tid = threadIdx.x, wg = tid / 128;
   const int Mi = (int)M, Ni = (int)N, slices = gridDim.y;
@@ -183,6 +183,7 @@ mm_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
     for (int s = 0; s < STAGES && s < ktiles; ++s)
       S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, (kt0 + s) * hop::BK, za, zb, &full[s]);
   }
+  hop::load_bias<BN>(bias_s, bias, n0, Ni, tid, 256);  // seen after the main loop's block barriers
   float d[BN / 2];
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
@@ -207,7 +208,7 @@ mm_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
                                                   min(Mi - m0, hop::BM), tid, 0))
     return;  // another slice's block finishes the tile
   __syncthreads();  // every MMA has read its stage: the stages hold the C tile now
-  hop::epilogue<T, BN, EPI>(d, smem, C + z * bsc, ldc, bias, res, ldr, m0, n0, Mi, Ni, wg, tid,
+  hop::epilogue<T, BN, EPI>(d, smem, C + z * bsc, ldc, bias_s, res, ldr, m0, n0, Mi, Ni, wg, tid,
                             [] { __syncthreads(); });
 }
 
@@ -223,6 +224,7 @@ mm_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
                 "the epilogue's C tile reuses the stages");
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES], empty[STAGES];
+  __shared__ float bias_s[BN];
   unsigned char* smem = hop::align1024(dyn);
   const int tid = threadIdx.x;
   const int Mi = (int)M, Ni = (int)N, slices = gridDim.y;
@@ -246,6 +248,7 @@ mm_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
   } else {
     hop::regs_claim<232>();
     const int ct = tid - 128, wg = ct / 128;
+    hop::load_bias<BN>(bias_s, bias, n0, Ni, ct, 256);  // seen after the consumers' barrier below
     float d[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
@@ -265,7 +268,7 @@ mm_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
                                                     slices, min(Mi - m0, hop::BM), ct, 1))
       return;  // another slice's block finishes the tile
     hop::named_sync(1, 256);  // both consumer warpgroups are past their last MMA
-    hop::epilogue<T, BN, EPI>(d, smem, C + z * bsc, ldc, bias, res, ldr, m0, n0, Mi, Ni, wg, ct,
+    hop::epilogue<T, BN, EPI>(d, smem, C + z * bsc, ldc, bias_s, res, ldr, m0, n0, Mi, Ni, wg, ct,
                               [] { hop::named_sync(1, 256); });
   }
 }

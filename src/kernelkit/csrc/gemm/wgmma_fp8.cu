@@ -49,11 +49,12 @@ struct Stage {
   }
 };
 
-// Warpgroup wg's accumulators times the scale, plus the bias, rounded to T into the tile at t.
+// Warpgroup wg's accumulators times the scale, plus the bias (bs, in shared memory), rounded to T into
+// the tile at t.
 template <typename T, int BN>
-__device__ __forceinline__ void stage_out(const float (&d)[BN / 2], T* t, const T* bias, float scale, int n0, int N,
-                                          int wg, int ct) {
-  hop::stage_acc<BN>(d, t, bias, n0, N, wg, ct, [scale](float acc, float b) { return fmaf(acc, scale, b); });
+__device__ __forceinline__ void stage_out(const float (&d)[BN / 2], T* t, const float* bs, float scale, int wg,
+                                          int ct) {
+  hop::stage_acc<BN>(d, t, bs, wg, ct, [scale](float acc, float b) { return fmaf(acc, scale, b); });
 }
 
 }  // namespace f8
@@ -68,6 +69,7 @@ f8_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
   static_assert(hop::staged_tile_fits<BN, STAGES, sizeof(TOut)>(), "the epilogue's C tile reuses the stages");
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES];
+  __shared__ float bias_s[BN];
   unsigned char* smem = hop::align1024(dyn);
   const int tid = threadIdx.x, wg = tid / 128;
   const int Mi = (int)M, Ni = (int)N, ktiles = (int)((K + f8::BK - 1) / f8::BK);
@@ -78,6 +80,7 @@ f8_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
   if (tid == 0) {
     for (int s = 0; s < STAGES && s < ktiles; ++s) S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, s * f8::BK, &full[s]);
   }
+  hop::load_bias<BN>(bias_s, bias, n0, Ni, tid, 256);  // seen after the block barriers below
   float acc[BN / 2], part[BN / 2];
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) acc[i] = part[i] = 0.0f;
@@ -113,7 +116,7 @@ f8_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
   const float scale = __ldg(scale_a) * __ldg(scale_b);
   __syncthreads();  // every MMA has read its stage: the ring holds the C tile now
   TOut* tile = reinterpret_cast<TOut*>(smem);
-  f8::stage_out<TOut, BN>(acc, tile, bias, scale, n0, Ni, wg, tid);
+  f8::stage_out<TOut, BN>(acc, tile, bias_s, scale, wg, tid);
   __syncthreads();
   hop::copy_staged<BN>(tile, C, ldc, m0, n0, Mi, Ni, tid, 256);
 }
@@ -128,6 +131,7 @@ f8_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
   static_assert(hop::staged_tile_fits<BN, STAGES, sizeof(TOut)>(), "the epilogue's C tile reuses the stages");
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES], empty[STAGES];
+  __shared__ float bias_s[BN];
   unsigned char* smem = hop::align1024(dyn);
   const int tid = threadIdx.x;
   const int Mi = (int)M, Ni = (int)N, ktiles = (int)((K + f8::BK - 1) / f8::BK);
@@ -147,6 +151,7 @@ f8_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
   } else {
     hop::regs_claim<232>();
     const int ct = tid - 128, wg = ct / 128;
+    hop::load_bias<BN>(bias_s, bias, n0, Ni, ct, 256);  // seen after the consumers' barrier below
     float acc[BN / 2], part[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = part[i] = 0.0f;
@@ -175,7 +180,7 @@ f8_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
     const float scale = __ldg(scale_a) * __ldg(scale_b);
     hop::named_sync(1, 256);  // both consumer warpgroups are past their last MMA
     TOut* tile = reinterpret_cast<TOut*>(smem);
-    f8::stage_out<TOut, BN>(acc, tile, bias, scale, n0, Ni, wg, ct);
+    f8::stage_out<TOut, BN>(acc, tile, bias_s, scale, wg, ct);
     hop::named_sync(1, 256);
     hop::copy_staged<BN>(tile, C, ldc, m0, n0, Mi, Ni, ct, 256);
   }

@@ -35,11 +35,11 @@ SMALL = {
     "transpose": ((64, 64), "float32"), "permute": ((2, 16, 8, 8), "float32"),
     "sum": ((4096,), "float32"), "mean": ((4096,), "float32"), "amax": ((4096,), "float32"),
     "amin": ((4096,), "float32"), "invert_colors": ((32, 32, 4), "uint8"), "binarize": ((64, 64), "uint8"),
-    "normalize_image": ((32, 32, 3), "uint8"),
+    "normalize_image": ((32, 32, 3), "uint8"), "matmul": ((64, 64, 64), "bfloat16"),
+    "linear": ((16, 64, 64), "bfloat16"),
 }
 # First call only (their host latency is not compared): small inputs of the matrix and window ops.
 FIRST_ONLY = {
-    "matmul": ((64, 64, 64), "float32"), "linear": ((16, 64, 64), "float32"),
     "filter2d": ((64, 64), "float32"), "gaussian_blur": ((64, 64), "float32"), "box_filter": ((64, 64), "float32"),
     "sobel": ((64, 64), "float32"), "median_blur": ((64, 64), "float32"), "max_pool2d": ((1, 4, 32, 32), "float32"),
     "avg_pool2d": ((1, 4, 32, 32), "float32"), "conv2d": ((2, 8, 16, 16), "float16"),

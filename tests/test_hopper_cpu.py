@@ -278,3 +278,12 @@ def test_dispatch_launches_the_rung_with_its_tensor_maps(monkeypatch, hopper_dev
     odd = torch.empty(64, 4093, dtype=BF16)
     mm._matmul_into(odd, torch.empty(4093, 64, dtype=BF16), None, torch.empty(64, 64, dtype=BF16), False, "ws", None)
     assert not launched and calls and "mm_mma<" in calls[0]
+
+
+def test_short_a_box_rows():
+    """A k-major A of fewer than 128 rows is loaded in a box of M rounded up to the 8-row swizzle atom;
+    an m-major A (boxes of 64 rows along M) and tall A keep the tile's 128 rows."""
+    from kernelkit.ops.gemm._hopper import a_box_rows
+    assert [a_box_rows(True, m) for m in (1, 8, 9, 64, 65, 120, 121, 127, 128, 5000)] == \
+        [8, 8, 16, 64, 72, 120, 128, 128, 128, 128]
+    assert a_box_rows(False, 1) == a_box_rows(False, 40) == 128

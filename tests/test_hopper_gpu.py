@@ -191,3 +191,24 @@ def test_split_k_small():
     for rung in RUNGS:
         _run(rung, torch.bfloat16, 129, 136, 456, config=WgmmaTile(128, 7, 3))
         _run(rung, torch.bfloat16, 5, 72, 264, False, False, config=WgmmaTile(256, 4, 2))
+
+
+@pytest.mark.parametrize("rung,dtype", CASES, ids=IDS)
+def test_short_a_boxes(rung, dtype):
+    """A k-major A of fewer than 128 rows comes in a box of M rounded up to 8 rows (flags bits 8-15), the
+    tile's other rows left as the ring held them: after a launch that fills the ring with other data
+    (NaN included), every M from 1 to 127 around the box sizes is right, split and not, and an m-major
+    A keeps the full box."""
+    big = operand((256, 512), dtype)
+    big[3, 7] = float("nan")
+    for m, ta in [(m, False) for m in (1, 7, 8, 9, 40, 63, 64, 65, 100, 120, 127)] + [(40, True)]:
+        for config in (None, WgmmaTile(128, 7, 2)):
+            kernelkit.matmul(big, operand((512, 264), dtype), variant=rung)  # the ring holds other rows now
+            a, b = operand((m, 1032), dtype, ta), operand((1032, 264), dtype, True)
+            out = poisoned((m, 264), dtype)
+            with recording() as rec:
+                kernelkit.matmul(a, b, out=out, variant=rung, config=config)
+            assert len(rec) == 1 and f"mm_{rung}<" in rec[0][7]
+            rows8 = (-(-m // 8) if m <= 120 else 0) if not ta else 0
+            assert (rec[0][6][9] >> 8) & 0xFF == rows8, (m, ta, rec[0][6][9])
+            check_matmul(out, a, b, False, f"{rung} {dtype} M={m} ta={ta} {config}")

@@ -30,6 +30,12 @@ namespace hop {
 
 constexpr int BM = 128, BK = 64;
 
+// The bytes of A's box a stage (flags bits 8-15: its rows over 8; 0: the tile's 128 rows).
+__device__ __forceinline__ int a_box_bytes(i64 flags) {
+  const int r8 = (int)((flags >> 8) & 0xFF);
+  return (r8 ? 8 * r8 : BM) * BK * 2;
+}
+
 // One pipeline stage: the A tile (BM x BK) then the B tile (BN x BK), each as swizzle atoms.
 // kAK / kBK: the operand is k-major in memory (A row-major, B = w.t()); else m- / n-major.
 template <typename T, int BN, bool kAK, bool kBK>
@@ -39,9 +45,12 @@ struct Stage {
 
   // One thread: the copies of the K tile starting at k0 into the stage at s, all counted on bar. A
   // k-major operand is one box (K 64 wide, rows deep); an m- or n-major one is a box per 64 rows.
+  // a_bytes: the bytes of A's box (a k-major A of M < 128 rows may come in a box of fewer rows: the
+  // rows past it keep whatever the stage held, and only feed rows of C past M, never written).
   __device__ __forceinline__ static void load(unsigned char* s, const TensorMap* ta, const TensorMap* tb, int m0,
-                                              int n0, int k0, int za, int zb, unsigned long long* bar) {
-    mbar_expect_bytes(bar, BYTES);
+                                              int n0, int k0, int za, int zb, unsigned long long* bar,
+                                              int a_bytes) {
+    mbar_expect_bytes(bar, a_bytes + B_BYTES);
     if constexpr (kAK) {
       tma_load(s, ta, k0, m0, za, bar);
     } else {
@@ -153,7 +162,8 @@ __device__ __forceinline__ void epilogue(const float (&d)[BN / 2], unsigned char
 }  // namespace hop
 
 // C[z] = A[z] @ B[z] (+ bias): ta / tb the tensor maps of A (K, M, batch) or (M, K, batch) and B
-// likewise (innermost first), flags bit 0 / 1: A / B have a batch dim (else z = 0 for them). With
+// likewise (innermost first), flags bit 0 / 1: A / B have a batch dim (else z = 0 for them), bits 8-15:
+// the rows of A's box over 8 where it is shorter than the tile (a k-major A of few rows; 0: 128). With
 // gridDim.y > 1 slices of K: ws holds gridDim.x * gridDim.z * gridDim.y partial tiles of 128 x BN
 // floats, tickets one counter a tile (0 at launch; left at 0).
 // Dynamic shared memory: 1024 + STAGES * (128 + BN) * 128 bytes.
@@ -177,11 +187,12 @@ mm_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
   hop::tile_of<hop::BM, BN>(Mi, Ni, m0, n0);
   const int z = blockIdx.z;
   const int za = (flags & 1) ? z : 0, zb = (flags & 2) ? z : 0;
+  const int a_bytes = hop::a_box_bytes(flags);
   if (tid == 0) hop::init_ring<STAGES>(&ta, &tb, full);
   __syncthreads();
   if (tid == 0) {
     for (int s = 0; s < STAGES && s < ktiles; ++s)
-      S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, (kt0 + s) * hop::BK, za, zb, &full[s]);
+      S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, (kt0 + s) * hop::BK, za, zb, &full[s], a_bytes);
   }
   hop::load_bias<BN>(bias_s, bias, n0, Ni, tid, 256);  // seen after the main loop's block barriers
   float d[BN / 2];
@@ -199,7 +210,7 @@ mm_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
     const int next = kt - 1 + STAGES;
     if (tid == 0 && kt >= 1 && next < ktiles) {
       const int s = (kt - 1) % STAGES;
-      S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, (kt0 + next) * hop::BK, za, zb, &full[s]);
+      S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, (kt0 + next) * hop::BK, za, zb, &full[s], a_bytes);
     }
   }
   hop::wg_wait<0>();
@@ -234,6 +245,7 @@ mm_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
   hop::tile_of<hop::BM, BN>(Mi, Ni, m0, n0);
   const int z = blockIdx.z;
   const int za = (flags & 1) ? z : 0, zb = (flags & 2) ? z : 0;
+  const int a_bytes = hop::a_box_bytes(flags);
   if (tid == 0) hop::init_ring<STAGES, 256>(&ta, &tb, full, empty);  // 256 consumer threads empty a stage
   __syncthreads();
   if (tid < 128) {
@@ -242,7 +254,7 @@ mm_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
       for (int kt = 0; kt < ktiles; ++kt) {
         const int slot = kt % STAGES;
         if (kt >= STAGES) mbar_wait(&empty[slot], (kt / STAGES - 1) & 1);  // K tile kt - STAGES consumed
-        S::load(smem + slot * S::BYTES, &ta, &tb, m0, n0, (kt0 + kt) * hop::BK, za, zb, &full[slot]);
+        S::load(smem + slot * S::BYTES, &ta, &tb, m0, n0, (kt0 + kt) * hop::BK, za, zb, &full[slot], a_bytes);
       }
     }
   } else {

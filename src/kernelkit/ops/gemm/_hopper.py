@@ -109,7 +109,9 @@ def split_for(tiles: int, ktiles: int, rows: int, sms: int, block_n: int = 128) 
     Bounded by one wave (a block holds an SM: a second wave doubles the time), by MIN_SLICE_KTILES K
     tiles a slice, and by sqrt(ktiles / c), where the slices' time ktiles / S plus the finishing tail
     S c is least, c = TAIL_KTILES rows / BM the cost of a slice's partial in K tiles (it binds where a
-    few tiles have long K). 1 where the tiles fill the SMs."""
+    few tiles have long K). 1 where the tiles fill the SMs. Fitted with A in full 128-row boxes; a k-major
+    A of fewer rows now comes in a shorter box (``a_box_rows``), which made these shapes 1.5-5 points of
+    cuBLAS faster at the same slice counts (docs/design/matmul.md, "Short A boxes")."""
     rows = max(1, min(rows, BM))
     want = (sms // 2) * (BM + block_n) // (rows + block_n)
     s = min(sms, want) // max(1, tiles)
@@ -191,6 +193,14 @@ def tensor_map_fields(s: Side, rows: int, k: int, batch: int, box_rows: int) -> 
     return (dims[0], dims[1], d2), (s1, s2), (box[0], box[1], 1)
 
 
+def a_box_rows(kmaj: bool, m: int) -> int:
+    """Rows of A's TMA box: the tile's 128, or for a k-major A of fewer rows, M rounded up to 8 (the
+    128-byte swizzle's atom), so that the TMA does not write a stage's zero rows past M into shared
+    memory: at M = 1 and BN = 128 a stage moves 136 rows of 128 bytes instead of 256. The kernels learn
+    the box's bytes from flags bits 8-15 (rows / 8)."""
+    return BM if not kmaj or m >= BM else cdiv(m, 8) * 8
+
+
 def tensor_map(s: Side, rows: int, k: int, batch: int, box_rows: int) -> bytes:
     dims, strides, box = tensor_map_fields(s, rows, k, batch, box_rows)
     return encode_tiled(s.t.dtype, s.t.data_ptr(), dims, strides, box, swizzle=128)
@@ -254,14 +264,15 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
         grid = (cdiv(m, BM) * cdiv(n, tile.block_n), tile.split, batch)
         plan = remember(_plans, key, (kern, rec, tile, grid))
     kern, rec, tile, grid = plan
+    a_rows = a_box_rows(sa.kmaj, m)
     try:
-        ta = tensor_map(sa, m, k, batch, BM)
+        ta = tensor_map(sa, m, k, batch, a_rows)
         tb = tensor_map(sb, n, k, batch, tile.block_n)
     except TensorMapError as exc:
         return str(exc)
     ldc = out3.stride(1) if m > 1 else n
     bsc = out3.stride(0) if batch > 1 else 0
-    flags = int(sa.bstride != 0) | int(sb.bstride != 0) << 1
+    flags = int(sa.bstride != 0) | int(sb.bstride != 0) << 1 | (a_rows // 8 if a_rows < BM else 0) << 8
     ws = tickets = 0
     if tile.split > 1:
         tiles = grid[0] * grid[2]

@@ -35,9 +35,10 @@ MODEL = tuple((m, n, k) for m in (1, 16, 128, 4096, 16384) for n, k in MODEL_NK)
 
 
 def rule_tile(m: int, n: int, k: int, batch: int) -> hop.WgmmaTile:
+    """matmul's own tile for these operands (A row-major: k-major, its box cut at M below 128 rows)."""
     dev = torch.cuda.current_device()
     return hop.tile_for(m, n, batch, torch.cuda.get_device_properties(dev).multi_processor_count,
-                        hop.shared_limit(dev), k)
+                        hop.shared_limit(dev), k, hop.a_box_rows(True, m))
 
 
 def run_case(shape, dname, rungs, extra, tiles, seconds, log):

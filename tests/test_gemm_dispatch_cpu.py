@@ -45,8 +45,11 @@ def test_explain_matches_the_launch(stubbed, m, n, k, kmajor):
     (name, args), = launched
     grid = args[0]
     said = explain("matmul", m, n, k, BF16, b_kmajor=kmajor)
-    tile = hop.tile_for(m, n, 1, 132, hop.SM90_SHARED, k)
+    a_rows = hop.a_box_rows(True, m)  # A row-major: k-major, its box M rounded up to 8 rows below 128
+    tile = hop.tile_for(m, n, 1, 132, hop.SM90_SHARED, k, a_rows)
     assert str(tile) in said[1] and said[-1] == "best: tma_wgmma"
+    assert (f"A in boxes of {a_rows} rows" in said[1]) == (m <= 120)
+    assert args[11] >> 8 == (a_rows // 8 if m <= 120 else 0)  # flags: the kernels read the box from it
     assert name.startswith("kk::mm_tma_wgmma<") and f", {tile.block_n}, {tile.stages}, " in name
     assert grid == (hop.cdiv(m, hop.BM) * hop.cdiv(n, tile.block_n), tile.split, 1)
 

@@ -100,30 +100,29 @@ def stages_for(block_n: int, shared_limit: int) -> int:
     return max(2, min(MAX_STAGES, (shared_limit - ALIGN_SLACK - STATIC_SHARED) // per))
 
 
-def split_for(tiles: int, ktiles: int, rows: int, sms: int, block_n: int = 128) -> int:
+def split_for(tiles: int, ktiles: int, rows: int, sms: int, block_n: int = 128, a_rows: int = BM) -> int:
     """K slices for ``tiles`` output tiles (batch included) of ``rows`` rows of C each over ``ktiles`` K
-    tiles. Few-tile shapes are bound by the loads: one SM's TMA brings a stage's (BM + block_n) rows of
-    128 bytes at a fixed pace, zero-filled rows (past M) included, and about half the SMs streaming real
-    rows reach the device's memory rate; so the blocks wanted are sms / 2 scaled by (BM + block_n) /
-    (rows + block_n), the TMA's rows against those that carry data (M = 1: all the SMs; M = 128: half).
+    tiles. Few-tile shapes are bound by the loads: one SM's TMA brings a stage's (a_rows + block_n) rows
+    of 128 bytes at a fixed pace (``a_rows``: A's box, ``a_box_rows``; zero-filled rows past M included),
+    and about half the SMs streaming real rows reach the device's memory rate; so the blocks wanted are
+    sms / 2 scaled by (a_rows + block_n) / (rows + block_n), the TMA's rows against those that carry data
+    (an m-major A of one row: all the SMs; a k-major A, whose box stops at M: half).
     Bounded by one wave (a block holds an SM: a second wave doubles the time), by MIN_SLICE_KTILES K
     tiles a slice, and by sqrt(ktiles / c), where the slices' time ktiles / S plus the finishing tail
     S c is least, c = TAIL_KTILES rows / BM the cost of a slice's partial in K tiles (it binds where a
-    few tiles have long K). 1 where the tiles fill the SMs. Fitted with A in full 128-row boxes; a k-major
-    A of fewer rows now comes in a shorter box (``a_box_rows``), which made these shapes 1.5-5 points of
-    cuBLAS faster at the same slice counts (docs/design/matmul.md, "Short A boxes")."""
+    few tiles have long K). 1 where the tiles fill the SMs."""
     rows = max(1, min(rows, BM))
-    want = (sms // 2) * (BM + block_n) // (rows + block_n)
+    want = (sms // 2) * (a_rows + block_n) // (rows + block_n)
     s = min(sms, want) // max(1, tiles)
     s = min(s, ktiles // MIN_SLICE_KTILES, MAX_SPLIT, math.isqrt(ktiles * BM // (TAIL_KTILES * rows)))
     return max(1, s)
 
 
-def tile_for(m: int, n: int, batch: int, sms: int, shared_limit: int, k: int = BK) -> WgmmaTile:
+def tile_for(m: int, n: int, batch: int, sms: int, shared_limit: int, k: int = BK, a_rows: int = BM) -> WgmmaTile:
     """block_n = 256 where the 128 x 256 tiles give every SM at least one (the wider MMA reads A once for
     twice the columns), else 128; the stages that fit; K slices where the tiles leave SMs idle."""
     bn = 256 if cdiv(m, BM) * cdiv(n, 256) * batch >= sms else 128
-    split = split_for(cdiv(m, BM) * cdiv(n, bn) * batch, cdiv(k, BK), m, sms, bn)
+    split = split_for(cdiv(m, BM) * cdiv(n, bn) * batch, cdiv(k, BK), m, sms, bn, a_rows)
     return WgmmaTile(bn, stages_for(bn, shared_limit), split)
 
 
@@ -254,7 +253,8 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
     if plan is None:
         op = "linear" if epi else "matmul"
         limit = shared_limit(dev)
-        tile = WgmmaTile(*config) if config else tile_for(m, n, batch, sm_count(dev), limit, k)
+        rule = lambda: tile_for(m, n, batch, sm_count(dev), limit, k, a_box_rows(sa.kmaj, m))  # noqa: E731
+        tile = WgmmaTile(*config) if config else rule()
         tile.check(op, limit, 4 if epi else 2)
         if tile.split > cdiv(k, BK):
             raise ValueError(f"{op}: config {tile} cannot run: {tile.split} K slices of {cdiv(k, BK)} K tiles")

@@ -90,11 +90,13 @@ def explain(op: str, m: int, n: int, k: int, dtype: torch.dtype, *, batch: int =
     reason = hop.problem_reason(side_a(a3), side_b(b3), batch, dev.cc)
     if reason:
         return lines + [f"tma_wgmma, ws: cannot run it: {reason}", "best: mma (the sm_80-class rung)"]
-    tile = hop.tile_for(m, n, batch, dev.sms, dev.shared, k)
+    a_rows = hop.a_box_rows(side_a(a3).kmaj, m)
+    tile = hop.tile_for(m, n, batch, dev.sms, dev.shared, k, a_rows)
     split = f", K in {tile.split} slices met in a workspace" if tile.split > 1 else ""
     tiles = hop.cdiv(m, hop.BM) * hop.cdiv(n, tile.block_n) * batch
     return lines + [f"tma_wgmma, ws: run it with {tile}: {tiles} tile{'s' if tiles != 1 else ''} of {hop.BM} x {tile.block_n}"
-                    f"{split}, {tile.stages} K stages of {hop.BK} in {tile.shmem} bytes of shared memory",
+                    f"{split}, {tile.stages} K stages of {hop.BK} in {tile.shmem} bytes of shared memory"
+                    f"{f', A in boxes of {a_rows} rows' if a_rows < hop.BM else ''}",
                     f"best: {BEST_HOPPER}"]
 
 

@@ -27,6 +27,7 @@ from ...runtime.tensor_map import TensorMapError, encode_tiled, maps_supported
 from .._shared.launch_rules import cdiv, compute_capability, sm_count
 from .._shared.plans import plan_cache, remember
 from ._problem import Side, as3, side_a, side_b
+from ._replay import TmaReplay, launch_handle, offer, replays_possible
 
 SRC = "gemm/wgmma.cu"
 F16, BF16 = torch.float16, torch.bfloat16
@@ -280,4 +281,9 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
     launch(kern, grid, rec.block, ta, tb, out3.data_ptr(), 0 if bias is None else bias.data_ptr(), m, n, k, ldc,
            bsc, flags, 0 if residual is None else residual.data_ptr(), ldr, ws, tickets, shmem=tile.shmem,
            name=rec.name, device_index=dev)
+    if batch == 1 and residual is None and out3.is_cuda and replays_possible():
+        split = (grid[0] * tile.split * BM * tile.block_n, grid[0]) if tile.split > 1 else None
+        offer(TmaReplay(launch_handle(kern), grid, rec.block, tile.shmem, dev, sa.t.dtype,
+                        tensor_map_fields(sa, m, k, batch, a_rows), tensor_map_fields(sb, n, k, batch, tile.block_n),
+                        (m, n, k, ldc, bsc, flags), split, rec.name, (sa.t.data_ptr(), sb.t.data_ptr())))
     return None

@@ -20,12 +20,15 @@ from ._hopper import DTYPES as HOPPER_DTYPES, RUNGS as HOPPER_RUNGS, WgmmaTile, 
 from ._banks import bank_report
 from ._ladder import BEST_HOPPER, F32, F64, I8, LADDER, MatmulTile, resolve, with_epilogue
 from ._problem import as3, flags, out_view_ok, side_a, side_b
+from ._replay import begin, capture, keep, replays_possible, signature
 
 __all__ = ["matmul"]
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.float64)
 TENSOR_CORE_ONLY = ("wmma_global", "wmma_smem", "mma")
 _plans = plan_cache()
+_replays = plan_cache()  # call signature -> TmaReplay (_replay.py): plain calls that skip the checks
+compiling = torch.compiler.is_compiling
 
 
 def result_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -172,6 +175,14 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out: Optional[torch.Tensor] = No
     batch dims, an ``out`` of another shape, an unknown variant, a tensor-core rung on float32
     without ``allow_tf32``, or a config the rung cannot run.
     """
+    key = None
+    if out is None and config is None and replays_possible() and not compiling():
+        key = signature(a, b, params=(bool(allow_tf32), variant))
+        replay = _replays.get(key)
+        if replay is not None:
+            got = replay(a, b, None)
+            if got is not None:
+                return got
     check_tensor(a, "a", DTYPES, "matmul")
     check_tensor(b, "b", DTYPES, "matmul")
     check_same_device("matmul", ("a", a), ("b", b), ("out", out))
@@ -187,7 +198,12 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out: Optional[torch.Tensor] = No
         check_result_out("matmul", out, shape, rdt)
     a2 = a.unsqueeze(0) if a.dim() == 1 else a
     b2 = b.unsqueeze(-1) if b.dim() == 1 else b
+    replayable = key is not None and a.dim() == 2 and b.dim() == 2  # the new out is contiguous
+    if replayable:
+        begin()
     matmul_out(a2, b2, None, out, bool(allow_tf32), variant, _cfg(config))
+    if replayable:
+        keep(_replays, key, capture(a, b, shape))
     return out
 
 

@@ -248,3 +248,28 @@ def test_sub_byte_shapes_native_on_sm80_emulated_s4_on_sm90():
         assert native == (arch == "sm_80"), (arch, dict(s4))
         if arch == "sm_90":
             assert any(op.startswith("IMMA.16832.S8") for op in s4) and sum(s4.values()) > 60
+
+
+def test_replay_capture_takes_only_launches_of_the_calls_own_operands():
+    """A replay is kept only when the checked path's Hopper launch read the call's own tensors (not
+    copies); the signature tells apart what the checks depend on (shape, strides, dtype, presence)."""
+    from kernelkit.ops.gemm import _replay
+    from kernelkit.runtime.launch import recording
+
+    a, b = torch.empty(8, 16, dtype=torch.bfloat16), torch.empty(32, 16, dtype=torch.bfloat16)
+    fake = _replay.TmaReplay(1, (1, 1, 1), 256, 0, 0, torch.bfloat16, (), (), (), None, "k",
+                             (a.data_ptr(), b.data_ptr()))
+    _replay.begin()
+    assert _replay.capture(a, b, (8, 32)) is None  # nothing launched
+    _replay.offer(fake)
+    assert _replay.capture(a, b, (8, 32)) is fake and fake.out_shape == (8, 32)
+    _replay.offer(fake)
+    assert _replay.capture(a.clone(), b, (8, 32)) is None  # the launch read a copy of a
+    assert _replay.capture(a, b, (8, 32)) is None  # taken once
+    sig = _replay.signature
+    assert sig(a, b.t(), None, params=(None,)) != sig(a, b.t().contiguous(), None, params=(None,))
+    assert sig(a, b, None, params=(None,)) != sig(a.float(), b, None, params=(None,))
+    assert sig(a, b, None, params=(None,)) != sig(a, b, torch.empty(32), params=(None,))
+    assert sig(a, b, None, params=(None,)) == sig(a.clone(), b.clone(), None, params=(None,))
+    with recording():
+        assert not _replay.replays_possible()

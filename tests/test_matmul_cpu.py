@@ -273,3 +273,17 @@ def test_replay_capture_takes_only_launches_of_the_calls_own_operands():
     assert sig(a, b, None, params=(None,)) == sig(a.clone(), b.clone(), None, params=(None,))
     with recording():
         assert not _replay.replays_possible()
+
+
+def test_wrong_arguments_are_named_before_any_replay_lookup():
+    """The replay lookup of plain calls runs before the checks, on well-typed arguments only: wrong ones
+    still get the checks' own errors."""
+    import kernelkit
+
+    w = torch.empty(4, 8)
+    with pytest.raises(TypeError, match="x"):
+        kernelkit.linear([[1.0] * 8], w)
+    with pytest.raises(ValueError, match="CUDA tensor|activation"):  # not "unhashable type: 'list'"
+        kernelkit.linear(torch.empty(2, 8), w, activation=["gelu"])
+    with pytest.raises(TypeError, match="a must be a torch.Tensor"):
+        kernelkit.matmul("a", torch.empty(8, 2))

@@ -94,7 +94,10 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     ``allow_tf32``, or a config the rung cannot run.
     """
     key = None
-    if residual is None and out is None and config is None and replays_possible() and not compiling():
+    if (residual is None and out is None and config is None and isinstance(x, torch.Tensor)
+            and isinstance(weight, torch.Tensor) and (bias is None or isinstance(bias, torch.Tensor))
+            and (activation is None or type(activation) is str) and (variant is None or type(variant) is str)
+            and replays_possible() and not compiling()):  # else the checks below say what is wrong
         key = signature(x, weight, bias, params=(activation, bool(allow_tf32), variant))
         replay = _replays.get(key)
         if replay is not None:

@@ -176,7 +176,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out: Optional[torch.Tensor] = No
     without ``allow_tf32``, or a config the rung cannot run.
     """
     key = None
-    if out is None and config is None and replays_possible() and not compiling():
+    if (out is None and config is None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+            and (variant is None or type(variant) is str) and replays_possible() and not compiling()):
         key = signature(a, b, params=(bool(allow_tf32), variant))
         replay = _replays.get(key)
         if replay is not None:

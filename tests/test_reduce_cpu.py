@@ -294,3 +294,36 @@ def test_grouped_column_plan_emulation_takes_every_row_once():
         x = rng.standard_normal((outer, R, inner))
         np.testing.assert_allclose(emulate_grouped_cols(x, g, rsplit, 0.5), 0.5 * x.sum(1), rtol=1e-12, atol=1e-12)
     assert col_group(1, 1029, 127, torch.float16) == 8  # the first case is one the rule groups
+
+
+@pytest.fixture
+def stub_reduce_plans(monkeypatch):
+    """The column plans built and run on CPU tensors for a device of 660 resident reduce_cols blocks (an
+    H100 at five an SM): kernels are their names, launches recorded as (name, grid, arguments)."""
+    from kernelkit.ops.reduction import _reduce_plans as rp
+    import kernelkit.ops.reduction.reduce  # noqa: F401  (registers the ops the plans read their rungs from)
+
+    launched = []
+    monkeypatch.setattr(rp, "get_kernel", lambda src, name, **kw: name)
+    monkeypatch.setattr(rp, "resident_blocks", lambda kernel, block, cluster, dev, shmem=0: 660)
+    monkeypatch.setattr(rp, "launch", lambda k, grid, block, *args, **kw: launched.append((k, grid, args)))
+    monkeypatch.setattr(rp, "_workspace", lambda dev, floats, counters: (1 << 40, 1 << 41))
+    return rp, launched
+
+
+def test_column_plans_route_long_finishes_to_the_fold(stub_reduce_plans):
+    """50257 x 768 bf16 over dim 0 (3 column blocks, 220 splits) writes fp32 partials without tickets and
+    folds them in a second launch; 8192 x 8192 (32 column blocks, 20 splits) finishes in one launch,
+    the last block of each column block taking the tickets."""
+    rp, launched = stub_reduce_plans
+    bf16 = torch.bfloat16
+    x = torch.empty(50257, 768, dtype=bf16)
+    rp._make_plan("sum", x, (0,), None, None, 0, bf16)(x, torch.empty(768, dtype=bf16))
+    (first, grid, args), (fold, _, fold_args) = launched
+    assert "reduce_cols<__nv_bfloat16, float," in first and fold.startswith("kk::reduce_cols_fold<")
+    assert grid == 3 * 220 and args[3] == 0 and fold_args[3] == 220  # no tickets; the fold reads 220 rows
+    launched.clear()
+    x = torch.empty(8192, 8192, dtype=bf16)
+    rp._make_plan("sum", x, (0,), None, None, 0, bf16)(x, torch.empty(8192, dtype=bf16))
+    (only, grid, args), = launched
+    assert "reduce_cols<__nv_bfloat16, __nv_bfloat16," in only and grid == 32 * 20 and args[3] == 1 << 41

@@ -1,5 +1,7 @@
 """The Hopper rungs with B n-major (a row-major (K, N) tensor) against B k-major (``w.t()``, linear's
-weight), beside cuBLAS on the same data: where the k-major gap is, and whether the timing method moves it.
+weight), beside cuBLAS on the same data, and linear with a bias and GELU: that both layouts run alike
+(a k-major B once paid a hidden per-call transpose: docs/design/matmul.md, "B layout"), under three
+timing methods.
 
     python benchmarks/matmul_layouts.py [--shapes 16384x14336x4096,4096x4096x4096] [--seconds 2] [--clocks]
         [--out FILE.json]

@@ -89,5 +89,13 @@ def test_what_the_signature_does_not_fix_takes_the_checked_path(replayed):
         x = operand((40, 520), BF16)
         _check(kernelkit.linear(x, strided), x, strided, zero_bias, None, None, False, "strided weight")
     assert len(LIN._replays) == before and replayed["n"] == served
+    # a strided bias is read through a contiguous copy: no replay may pass the caller's pointer for it
+    w2 = operand((264, 520), BF16)
+    bias = operand((264 * 2,), BF16)[::2]
+    before = len(LIN._replays)
+    for _ in range(2):
+        x = operand((40, 520), BF16)
+        _check(kernelkit.linear(x, w2, bias), x, w2, bias, None, None, False, "strided bias")
+    assert len(LIN._replays) == before and replayed["n"] == served
     clear_plans()
     assert not LIN._replays and not MM._replays

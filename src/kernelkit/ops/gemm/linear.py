@@ -134,11 +134,12 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
         if residual is not None:  # in place (out is residual) is fine: an element is read before it is written
             check_no_partial_overlap("linear", out, residual=residual)
     x2 = x.reshape(-1, k) if k else x.new_empty(math.prod(x.shape[:-1]), 0)  # reshape(-1, 0) cannot size -1
+    # a call that can be replayed: x read where it lies, the bias as given, not a contiguous copy of it
+    # (the replay passes the caller's bias pointer); out is new and contiguous
+    replayable = key is not None and x.is_contiguous() and (bias is None or bias.stride(0) == 1)
     if bias is not None and bias.stride(0) != 1 and n > 1:
         bias = bias.contiguous()
     r2 = None if residual is None else residual_rows(residual, n)
-    # a call that can be replayed: x read where it lies, the bias as given (a new contiguous out)
-    replayable = key is not None and x.is_contiguous() and (bias is None or bias.stride(0) == 1)
     if replayable:
         begin()
     matmul_out(x2, weight.t(), bias, out, bool(allow_tf32), variant, _cfg(config), r2, epi)

@@ -251,11 +251,11 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
         return reason
     key = (rung, sa.t.dtype, sa.kmaj, sb.kmaj, m, n, k, batch, dev, config and tuple(config), epi)  # K sets the split
     plan = _plans.get(key)
+    a_rows = a_box_rows(sa.kmaj, m)
     if plan is None:
         op = "linear" if epi else "matmul"
         limit = shared_limit(dev)
-        rule = lambda: tile_for(m, n, batch, sm_count(dev), limit, k, a_box_rows(sa.kmaj, m))  # noqa: E731
-        tile = WgmmaTile(*config) if config else rule()
+        tile = WgmmaTile(*config) if config else tile_for(m, n, batch, sm_count(dev), limit, k, a_rows)
         tile.check(op, limit, 4 if epi else 2)
         if tile.split > cdiv(k, BK):
             raise ValueError(f"{op}: config {tile} cannot run: {tile.split} K slices of {cdiv(k, BK)} K tiles")
@@ -265,7 +265,6 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
         grid = (cdiv(m, BM) * cdiv(n, tile.block_n), tile.split, batch)
         plan = remember(_plans, key, (kern, rec, tile, grid))
     kern, rec, tile, grid = plan
-    a_rows = a_box_rows(sa.kmaj, m)
     try:
         ta = tensor_map(sa, m, k, batch, a_rows)
         tb = tensor_map(sb, n, k, batch, tile.block_n)

@@ -6,10 +6,10 @@ checks, the operand probe, the plan lookup and the tensor maps, all in Python, w
 problem leaves a ``TmaReplay`` behind (``capture``); the op keeps it under the call's signature
 (``signature``: shapes, strides, dtypes and devices of the tensors, and the keyword arguments) in a plan
 cache, and the next call of that signature replays it: a new output, the two tensor maps for the
-operands' addresses (cached by address), the launch. What the signature does not fix is checked again at each replay: the
-operands' 16-byte alignment (the tensor maps need it) and the current device. A replay declines
-(returns None, the op takes its checked path) where launches are recorded, under ``KERNELKIT_SYNC``,
-without the launch shim, and while torch.compile traces.
+operands' addresses (cached by address), the launch. What the signature does not fix is checked again
+at each replay: the operands' 16-byte alignment (the tensor maps need it) and the current device. A
+replay declines (returns None, the op takes its checked path) where launches are recorded, under
+``KERNELKIT_SYNC``, without the launch shim, and while torch.compile traces (``replays_possible``).
 """
 from __future__ import annotations
 
@@ -73,7 +73,10 @@ def launch_handle(kernel) -> int:
 
 
 def replays_possible() -> bool:
-    return _launch_mod._fast_launch is not None and not _launch_mod._SYNC and _launch_mod._recorded is None
+    """Whether a call may replay or leave a replay: the launch shim built, no KERNELKIT_SYNC, launches not
+    being recorded, torch.compile not tracing."""
+    return (_launch_mod._fast_launch is not None and not _launch_mod._SYNC and _launch_mod._recorded is None
+            and not torch.compiler.is_compiling())
 
 
 def offer(replay: TmaReplay) -> None:

@@ -94,7 +94,8 @@ def explain(op: str, m: int, n: int, k: int, dtype: torch.dtype, *, batch: int =
     tile = hop.tile_for(m, n, batch, dev.sms, dev.shared, k, a_rows)
     split = f", K in {tile.split} slices met in a workspace" if tile.split > 1 else ""
     tiles = hop.cdiv(m, hop.BM) * hop.cdiv(n, tile.block_n) * batch
-    return lines + [f"tma_wgmma, ws: run it with {tile}: {tiles} tile{'s' if tiles != 1 else ''} of {hop.BM} x {tile.block_n}"
+    plural = "s" if tiles != 1 else ""
+    return lines + [f"tma_wgmma, ws: run it with {tile}: {tiles} tile{plural} of {hop.BM} x {tile.block_n}"
                     f"{split}, {tile.stages} K stages of {hop.BK} in {tile.shmem} bytes of shared memory"
                     f"{f', A in boxes of {a_rows} rows' if a_rows < hop.BM else ''}",
                     f"best: {BEST_HOPPER}"]

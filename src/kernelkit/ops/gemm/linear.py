@@ -21,7 +21,6 @@ from ._replay import begin, capture, keep, replays_possible, signature
 from .matmul import _cfg, check_result_out, check_rung, matmul_out, random_operand
 
 _replays = plan_cache()  # call signature -> TmaReplay (_replay.py): plain calls that skip the checks
-compiling = torch.compiler.is_compiling
 
 __all__ = ["linear"]
 
@@ -97,7 +96,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     if (residual is None and out is None and config is None and isinstance(x, torch.Tensor)
             and isinstance(weight, torch.Tensor) and (bias is None or isinstance(bias, torch.Tensor))
             and (activation is None or type(activation) is str) and (variant is None or type(variant) is str)
-            and replays_possible() and not compiling()):  # else the checks below say what is wrong
+            and replays_possible()):  # else the checks below say what is wrong
         key = signature(x, weight, bias, params=(activation, bool(allow_tf32), variant))
         replay = _replays.get(key)
         if replay is not None:

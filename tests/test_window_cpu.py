@@ -328,6 +328,47 @@ def test_depthwise_tile_rule():
     assert dw.tile_shape(3, 3, [1, 1], [2, 2]) is None and dw.tile_shape(3, 3, [1, 2], [1, 1]) is None
 
 
+def test_depthwise_regs_rule():
+    """The register tiles: the stride's first tile; one tile a thread until the grid would fill more than
+    REGS_WAVES rounds of resident threads, then as many a thread as keep about that many, never more than
+    the image's tile rows."""
+    from kernelkit.ops.window import conv2d as dw
+
+    assert dw.regs_rule(64, 96, 56, 56, 1, 132) == dw.DwRegs(*dw.REGS_TILES[1][0], 1)
+    assert dw.regs_rule(64, 96, 56, 56, 2, 132).rx == dw.REGS_TILES[2][0][0]
+    resident = 132 * dw.REGS_BLOCKS_PER_SM * dw.REGS_THREADS
+    for n, c, oh, ow, s in ((64, 96, 56, 56, 1), (256, 96, 112, 112, 1), (512, 960, 7, 7, 1), (1, 4, 4097, 3, 2),
+                            (128, 384, 200, 200, 2)):
+        t = dw.regs_rule(n, c, oh, ow, s, 132)
+        assert t.fits(s) and 1 <= t.chunk <= -(-oh // t.ry)
+        per_round = n * -(-ow // t.rx) * (c // 4)
+        rounds = per_round * -(-(-(-oh // t.ry)) // t.chunk) / resident
+        if t.chunk > 1:  # enough rounds left; not many more unless a thread already walks the whole image
+            assert dw.REGS_WAVES <= rounds, (n, c, oh, ow, t, rounds)
+            assert rounds < 2 * dw.REGS_WAVES + 1 or t.chunk == -(-oh // t.ry), (n, c, oh, ow, t, rounds)
+    assert dw.regs_rule(256, 96, 112, 112, 1, 132).chunk > 1 and dw.regs_rule(64, 960, 7, 7, 1, 132).chunk == 1
+
+
+def test_depthwise_columns_rule():
+    """The planar register strip: the least staged rows (with a strip's fixed cost) among strips whose
+    threads fill COLUMNS_ROUNDS rounds of resident threads; the shortest strip where none does. The
+    network layers get the strips measured best on an H100 (docs/design/window.md)."""
+    from kernelkit.ops.window import conv2d as dw
+
+    for (c, h, s), want in (((96, 112, 2), 8), ((144, 56, 1), 16), ((384, 14, 1), 16), ((960, 7, 1), 8),
+                            ((384, 14, 2), 4), ((32, 111, 1), 16)):
+        oh = (h + 2 - 3) // s + 1
+        assert dw.columns_rule(64 * c, oh, oh, 3, s, 132).ry == want, (c, h, s)
+    resident = 132 * dw.REGS_BLOCKS_PER_SM * dw.REGS_THREADS
+    for planes, oh, ow in ((1, 5, 5), (3, 1000, 1), (64 * 384, 7, 7), (6144, 56, 56)):
+        t = dw.columns_rule(planes, oh, ow, 3, 1, 132)
+        assert t.fits()
+        if planes * -(-oh // 4) * ow < dw.COLUMNS_ROUNDS * resident:
+            assert t.ry == min(dw.COLUMNS_RY)
+        else:
+            assert planes * -(-oh // t.ry) * ow >= dw.COLUMNS_ROUNDS * resident
+
+
 def test_depthwise_planes_rule():
     """The planar band: ry of the fewest staged rows a column, whole small planes grouped up to the strip
     target (never fewer than two blocks an SM), large planes cut into even bands within the bound, None
@@ -368,7 +409,8 @@ def sm90_pool_conv():
 
 def test_span_and_tile_kernels_in_the_sass(sm90_pool_conv):
     """The span kernels load and store by 128 bits; the depthwise tiles stage their inputs and weights in
-    shared memory (STS, LDS), channels_last ones by 128-bit loads, none spill."""
+    shared memory (STS, LDS), channels_last ones by 128-bit loads, none spill; the register kernels use no
+    shared memory and load a 4-channel vector at a time."""
     span = [r for r in sm90_pool_conv["max_pool2d"] if "pool_span" in r.kernel.name]
     assert len(span) == 3 * len(pool.SPAN)
     for r in span:
@@ -382,6 +424,17 @@ def test_span_and_tile_kernels_in_the_sass(sm90_pool_conv):
             assert max(r.load_widths) == 128, r.kernel.name
     from kernelkit.ops.window import conv2d as dw
 
+    regs = [r for r in sm90_pool_conv["conv2d"] if "dw_registers" in r.kernel.name]
+    assert len({r.kernel.name for r in regs}) == 3 * sum(len(dw.REGS_TILES[s]) for _, s in dw.REGS_KS)
+    for r in regs:  # no shared memory; a 4-channel vector a load: 8 bytes in 16 bits, 16 in fp32
+        assert not any(op.startswith(("STS", "LDS")) for op in r.opcodes) and r.local_ops == 0, r.kernel.name
+        assert max(r.load_widths) == 128 and r.spill_bytes == 0, r.kernel.name
+        assert (64 if r.dtype != torch.float32 else 128) in r.load_widths, r.kernel.name
+    columns = [r for r in sm90_pool_conv["conv2d"] if "dw_columns" in r.kernel.name]
+    assert len({r.kernel.name for r in columns}) == 3 * len(dw.REGS_KS) * len(dw.COLUMNS_RY)
+    for r in columns:  # straight from global memory, element by element, nothing spilled
+        assert not any(op.startswith(("STS", "LDS")) for op in r.opcodes), r.kernel.name
+        assert r.local_ops == 0 and r.spill_bytes == 0, r.kernel.name
     planar = [r for r in sm90_pool_conv["conv2d"] if "dw_planes" in r.kernel.name]
     assert len({r.kernel.name for r in planar}) == 3 * len(dw.TILE_KS) * len(dw.PLANES_RY)
     for r in planar:

@@ -403,6 +403,49 @@ def test_depthwise_tiles_of_every_shape(dtype, channels_last):
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_depthwise_register_tiles(dtype):
+    """The register kernels (channels_last 3x3) under every compiled tile and 1 to 3 tiles a thread (a last
+    chunk past the image), on odd sizes, images narrower and shorter than a tile, channel counts of 4 to 100,
+    an offset view whose vectors stay aligned, paddings 0 to 2, with and without bias; a misaligned view
+    takes another rung (checked only for its result)."""
+    from kernelkit.ops.window.conv2d import REGS_TILES, DwRegs
+
+    torch.manual_seed(12)
+    for (n, c, h, w), offset in (((2, 12, 19, 23), 0), ((1, 4, 1, 2), 0), ((3, 100, 6, 5), 4), ((1, 8, 33, 1), 0),
+                                 ((2, 36, 9, 64), 8)):
+        x = _input((n, h, w, c), dtype, offset).permute(0, 3, 1, 2)  # channels_last strides
+        for s in (1, 2):
+            for p in (0, 1, 2):
+                oh, ow = (h + 2 * p - 3) // s + 1, (w + 2 * p - 3) // s + 1
+                if oh <= 0 or ow <= 0:
+                    continue
+                for rx, ry in REGS_TILES[s]:
+                    for chunk in (1, 2, 3):
+                        _dw_check(x, c, 3, s, p, 1, (rx + chunk) % 2 == 0, None, DwRegs(rx, ry, chunk))
+    x = _input((1, 7, 9, 12), dtype, 2).permute(0, 3, 1, 2)  # 12 channels 2 elements past a vector
+    _dw_check(x, 12, 3, 1, 1, 1, True, "registers")
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_depthwise_register_columns(dtype):
+    """The planar register kernels (NCHW 3x3) under every strip height, on planes of one row or column,
+    narrower and shorter than a strip, odd sizes, an offset view (copied to contiguous first), paddings 0
+    to 2, strides 1 and 2, with and without bias."""
+    from kernelkit.ops.window.conv2d import COLUMNS_RY, DwColumns
+
+    torch.manual_seed(13)
+    for (n, c, h, w), offset in (((2, 3, 19, 23), 0), ((1, 2, 1, 9), 0), ((3, 5, 6, 5), 1), ((1, 4, 33, 1), 0),
+                                 ((2, 7, 40, 17), 3)):
+        x = _input((n, c, h, w), dtype, offset)
+        for s in (1, 2):
+            for p in (0, 1, 2):
+                if (h + 2 * p - 3) // s + 1 <= 0 or (w + 2 * p - 3) // s + 1 <= 0:
+                    continue
+                for ry in COLUMNS_RY:
+                    _dw_check(x, c, 3, s, p, 1, (ry + p) % 2 == 0, None, DwColumns(ry))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_depthwise_planar_bands(dtype):
     """The planar band kernels (NCHW) under bands of one strip to the whole plane, one plane or several a
     block (a last group past the planes), on odd and H = 1 planes, offset views, strides 1 and 2, every
@@ -449,7 +492,7 @@ def test_depthwise_network_layers(dtype, channels_last):
 
 
 def test_depthwise_config_errors():
-    from kernelkit.ops.window.conv2d import DwPlanes, DwTile
+    from kernelkit.ops.window.conv2d import DwColumns, DwPlanes, DwRegs, DwTile
 
     x = _input((1, 32, 9, 9), torch.float32)
     w = torch.randn(32, 1, 3, 3, device="cuda")
@@ -464,10 +507,17 @@ def test_depthwise_config_errors():
         (ValueError, x, dict(padding=1, config=DwPlanes(5, 1, 1))),
         (ValueError, x, dict(padding=1, variant="tiled", config=DwPlanes(4, 1, 1))),
         (ValueError, nhwc, dict(padding=1, config=DwPlanes(4, 1, 1))),
+        (ValueError, x, dict(padding=1, config=DwRegs(4, 2, 1))),  # NCHW
+        (ValueError, nhwc, dict(padding=1, config=DwRegs(4, 1, 1))),  # no such tile at stride 1
+        (ValueError, nhwc, dict(padding=2, dilation=2, config=DwRegs(4, 2, 1))),
+        (ValueError, nhwc, dict(padding=1, variant="tiled", config=DwRegs(4, 2, 1))),
+        (ValueError, nhwc, dict(padding=1, config=DwColumns(8))),  # channels_last
+        (ValueError, x, dict(padding=1, config=DwColumns(5))),
+        (ValueError, x, dict(padding=3, config=DwColumns(8)), 7),  # no 7x7 columns
     ]
-    for error, inp, kw in cases:
+    for error, inp, kw, *k in cases:
         with pytest.raises(error):
-            kernelkit.conv2d(inp, w, groups=32, **kw)
+            kernelkit.conv2d(inp, w if not k else torch.randn(32, 1, k[0], k[0], device="cuda"), groups=32, **kw)
 
 
 def test_conv2d_other_cases_are_torch():

@@ -83,17 +83,6 @@ constexpr int kDwBatch = 4;  // loads a thread issues before storing them to the
 template <bool kChannelsLast>
 __host__ __device__ constexpr int dw_pix() { return kChannelsLast ? 36 : 33; }
 
-// One element stored from a float through its integer carrier: assigning the __half itself kept the
-// 7x7 channels_last kernels past 80 registers (its copy operator), the carrier at 64.
-template <typename T>
-__device__ __forceinline__ void dw_store(T* p, i64 at, float v) {
-  using U = typename Carrier<sizeof(T)>::type;
-  const T h = wstore<T>(v);
-  U u;
-  memcpy(&u, &h, sizeof(T));
-  reinterpret_cast<U*>(p)[at] = u;
-}
-
 template <typename T>
 __device__ __forceinline__ const T* dw_at(const T* in, i64 sc, i64 sh, i64 sw, int c, int y, int x) {
   return in + c * sc + y * sh + x * sw;

@@ -235,6 +235,7 @@ pool_span(const T* __restrict__ in, T* __restrict__ out, int planes, int H, int 
   const i64 total = (i64)planes * groups;
   const int c0 = ox0 * S - pw;
   const bool aligned_rows = in_row % V == 0 && W % V == 0;
+  const float whole_rcp = kMax ? 1.0f : __frcp_rn((float)(divisor ? divisor : K * K));  // a window inside the image
   for (i64 g = blockIdx.y * (i64)blockDim.y + threadIdx.y; g < total; g += (i64)gridDim.y * blockDim.y) {
     const int p = (int)(g / groups);
     const int oy0 = (int)(g - (i64)p * groups) * RY;
@@ -257,12 +258,17 @@ pool_span(const T* __restrict__ in, T* __restrict__ out, int planes, int H, int 
       const int oy = oy0 + j;
       if (oy >= OH) break;
       float res[V];
+      // the divisor as a correctly rounded reciprocal (one rounding more than a division, no slow path);
+      // where every window of the warp's threads lies inside the image they share whole_rcp (decided per
+      // warp: a thread of the edge beside others would run both paths, slower than the per-output one)
+      const int hs = oy * S - ph;
+      const bool whole = !kMax && __all_sync(__activemask(), hs >= 0 && hs + K <= H && c0 >= 0 && c0 + L <= W);
 #pragma unroll
       for (int i = 0; i < V; ++i) {
-        // the divisor as a correctly rounded reciprocal: one rounding more than a division, no slow path
-        res[i] = kMax ? acc[j][i]
-                      : acc[j][i] * __frcp_rn(pool_divisor(oy * S - ph, (ox0 + i) * S - pw, K, K, H, W, ph, pw,
-                                                           include_pad, divisor));
+        res[i] = kMax    ? acc[j][i]
+                 : whole ? acc[j][i] * whole_rcp
+                         : acc[j][i] * __frcp_rn(pool_divisor(hs, (ox0 + i) * S - pw, K, K, H, W, ph, pw, include_pad,
+                                                              divisor));
       }
       store_run<T, V>(out + ((i64)p * OH + oy) * OW, ox0, OW, res);
     }

@@ -133,6 +133,17 @@ __device__ __forceinline__ void store_run(T* row, int x, int WC, const float (&a
   }
 }
 
+// One element stored from a float through its integer carrier: assigning the __half itself kept the
+// depthwise 7x7 channels_last kernels past 80 registers (its copy operator), the carrier at 64.
+template <typename T>
+__device__ __forceinline__ void dw_store(T* p, i64 at, float v) {
+  using U = typename Carrier<sizeof(T)>::type;
+  const T h = wstore<T>(v);
+  U u;
+  memcpy(&u, &h, sizeof(T));
+  reinterpret_cast<U*>(p)[at] = u;
+}
+
 // A thread's window of W floats from a tile row, starting at a 16-byte aligned tile position: W / 4
 // shared-memory loads of 128 bits.
 template <int W>

@@ -1,7 +1,7 @@
-"""The depthwise conv2d's launch shapes and their rules: the channel-group tile (``DwTile``, ``tile_rule``)
-of channels_last inputs and the planar bands (``DwPlanes``, ``planes_rule``) of NCHW inputs, each a
-function of the output plane, the window, the stride and the device's SM count. conv2d.py launches them;
-``config=`` takes either dataclass."""
+"""The depthwise conv2d's launch shapes and their rules: the register tiles (``DwRegs``, ``regs_rule``) and
+the channel-group tile (``DwTile``, ``tile_rule``) of channels_last inputs, and the planar bands
+(``DwPlanes``, ``planes_rule``) of NCHW inputs, each a function of the problem's sizes, the window, the
+stride and the device's SM count. conv2d.py launches them; ``config=`` takes any of the dataclasses."""
 from __future__ import annotations
 
 import functools
@@ -151,3 +151,64 @@ def planes_rule(planes: int, oh: int, ow: int, k: int, s: int, sms: int) -> Opti
     if ns < 1:
         return None
     return DwPlanes(ry, 1, cdiv(every, cdiv(every, ns)))
+
+
+# The register rung (dw_registers): channels_last, 4 channels a thread with their K*K weights in registers,
+# a tile of ry x rx outputs, no shared memory. Compiled for 3x3 at strides 1 and 2 (5x5's 100 weights do not
+# fit beside the sums).
+REGS_KS = ((3, 1), (3, 2))
+REGS_TILES = {1: ((4, 2), (2, 2)), 2: ((2, 2), (4, 1))}  # (rx, ry) by stride; the first is the rule's
+REGS_THREADS = 128
+REGS_BLOCKS_PER_SM = 4  # the kernels' launch bounds: at most 128 registers a thread
+REGS_WAVES = 8  # a thread walks several tiles only while the grid still fills this many rounds of the GPU
+
+
+@dataclass(frozen=True)
+class DwRegs:
+    """The register rung's tile: ``ry`` x ``rx`` outputs of 4 channels a thread (a pair of REGS_TILES),
+    ``chunk`` such tiles a thread walks down the image (its weights read once for all)."""
+
+    rx: int
+    ry: int
+    chunk: int
+
+    def fits(self, s: int) -> bool:
+        return (self.rx, self.ry) in REGS_TILES[s] and self.chunk >= 1
+
+
+@functools.lru_cache(maxsize=4096)
+def regs_rule(n: int, c: int, oh: int, ow: int, s: int, sms: int) -> DwRegs:
+    """The stride's first tile; ``chunk`` > 1 only where the threads of one tile a thread would fill more
+    than REGS_WAVES rounds of the GPU's resident threads (then as many tiles a thread as keep that many)."""
+    rx, ry = REGS_TILES[s][0]
+    threads = n * cdiv(ow, rx) * (c // 4)  # a thread's column of tiles
+    rows = cdiv(oh, ry)
+    resident = sms * REGS_BLOCKS_PER_SM * REGS_THREADS
+    return DwRegs(rx, ry, max(1, min(rows, rows * threads // (REGS_WAVES * resident))))
+
+
+COLUMNS_RY = (4, 8, 16)  # output rows a thread of the planar register kernels (dw_columns), 3x3 at strides 1, 2
+COLUMNS_STRIP_COST = 2  # a strip's fixed work (its weights, indices, stores) in input rows' worth
+COLUMNS_ROUNDS = 4  # fewer threads than this many rounds of resident ones leave the loads' latency bare
+
+
+@dataclass(frozen=True)
+class DwColumns:
+    """The planar register kernels' strip (NCHW): ``ry`` output rows of one column a thread (in COLUMNS_RY)."""
+
+    ry: int
+
+    def fits(self) -> bool:
+        return self.ry in COLUMNS_RY
+
+
+@functools.lru_cache(maxsize=4096)
+def columns_rule(planes: int, oh: int, ow: int, k: int, s: int, sms: int) -> DwColumns:
+    """The strip of least cost, cdiv(OH, ry) strips of (ry - 1) S + K input rows and COLUMNS_STRIP_COST,
+    among those whose threads fill at least COLUMNS_ROUNDS rounds of the GPU's resident threads; where none
+    does, the shortest strip (the most threads)."""
+    resident = sms * REGS_BLOCKS_PER_SM * REGS_THREADS
+    full = [ry for ry in COLUMNS_RY if planes * cdiv(oh, ry) * ow >= COLUMNS_ROUNDS * resident]
+    if not full:
+        return DwColumns(min(COLUMNS_RY))
+    return DwColumns(min(full, key=lambda ry: (cdiv(oh, ry) * ((ry - 1) * s + k + COLUMNS_STRIP_COST), -ry)))

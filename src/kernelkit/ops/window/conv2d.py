@@ -6,64 +6,26 @@ from __future__ import annotations
 import numbers
 from typing import Optional
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ...ladder import Kernel, Op, Variant, register
-from ...runtime import allow_shared, get_kernel, launch
+from ...ladder import Op, Variant, register
 from .._shared.checks import check_same_device, check_tensor
 from .._shared.custom_op import out_op
-from .._shared.launch_rules import cdiv, sm_count
-from .._shared.plans import plan_cache, remember
-from ._common import CXX, FLOATS, GRID_YZ, Planes, TensorCache, empty_output, out_size
+from .._shared.launch_rules import sm_count
+from ._common import FLOATS, Planes, empty_output, out_size
+from ._depthwise_kernels import (  # noqa: F401  (kernel names, public through this module for tools and tests)
+    CONFIG_COLUMNS, CONFIG_PLANES, CONFIG_REGS, CONFIG_TILE, _direct, _planar, _registers_dw, _tiled, columns_name,
+    float_weights, planes_name, regs_fit, regs_name, run_columns, run_direct, run_planes, run_regs, run_tiled,
+    tile_name, tile_shape)
 from ._depthwise_shapes import (  # noqa: F401  (the configurations and rules, public through this module)
-    GROUP, PLANAR_TILE_WIDTH, PLANES_MAX_SMEM, PLANES_RY, PLANES_SMEM, PLANES_THREADS, TILE_KS, TILE_MIN_CHANNELS,
-    TILE_RX, TILE_RY, TILE_SMEM, DwPlanes, DwTile, pix_floats, planes_pitch, planes_rule, tile_rule)
+    COLUMNS_ROUNDS, COLUMNS_RY, GROUP, PLANAR_TILE_WIDTH, PLANES_MAX_SMEM, PLANES_RY, PLANES_SMEM, PLANES_THREADS,
+    REGS_BLOCKS_PER_SM, REGS_KS, REGS_THREADS, REGS_TILES, REGS_WAVES, TILE_KS, TILE_MIN_CHANNELS, TILE_RX, TILE_RY,
+    TILE_SMEM, DwColumns, DwPlanes, DwRegs, DwTile, columns_rule, pix_floats, planes_pitch, planes_rule, regs_rule,
+    tile_rule)
 from .filter2d import _registers, _vector, filter_planes
 
 __all__ = ["conv2d"]
-
-SRC = "window/conv2d.cu"
-
-
-def _direct_name(dtype: torch.dtype, ve: int, cl: bool) -> str:
-    return f"kk::dw_direct<{CXX[dtype]}, {ve}, {'true' if cl else 'false'}>"
-
-
-def _direct(dtype):
-    return (Kernel(SRC, _direct_name(dtype, 1, False), block=256), Kernel(SRC, _direct_name(dtype, 1, True), block=256),
-            Kernel(SRC, _direct_name(dtype, 16 // dtype.itemsize, True), load_bits=128, store_bits=128, block=256))
-
-
-def planes_name(dtype: torch.dtype, k: int, s: int, ry: int) -> str:
-    return f"kk::dw_planes<{CXX[dtype]}, {k}, {s}, {ry}>"
-
-
-def _planar(dtype):
-    return tuple(Kernel(SRC, planes_name(dtype, k, s, ry), block=PLANES_THREADS, dyn_shared=PLANES_SMEM)
-                 for k, s in TILE_KS for ry in PLANES_RY)
-
-
-def tile_shape(kh: int, kw: int, stride: list[int], dilation: list[int]) -> Optional[tuple[int, int]]:
-    """(K, S) where the tiled kernels are compiled for this window, else None."""
-    if kh == kw and stride[0] == stride[1] and dilation == [1, 1] and (kh, stride[0]) in TILE_KS:
-        return kh, stride[0]
-    return None
-
-
-def tile_name(dtype: torch.dtype, k: int, s: int, rx: int, cl: bool) -> str:
-    return f"kk::dw_tile<{CXX[dtype]}, {k}, {s}, {rx}, {TILE_RY}, {'true' if cl else 'false'}>"
-
-
-def _tiled(dtype):
-    out = []
-    for k, s in TILE_KS:
-        for rx in TILE_RX[s]:
-            out.append(Kernel(SRC, tile_name(dtype, k, s, rx, True), load_bits=128, block=256, dyn_shared=TILE_SMEM))
-            out.append(Kernel(SRC, tile_name(dtype, k, s, rx, False), block=256, dyn_shared=TILE_SMEM))
-    return tuple(out)
-
 
 VARIANTS = (
     Variant("direct", "one output per thread (channels_last: 16 bytes of channels per thread, 16-byte tap "
@@ -74,72 +36,21 @@ VARIANTS = (
             "NCHW), a lane a channel with its weights in registers and 2 x 7-8 outputs from register windows; "
             "compiled 3x3, 5x5, 7x7 at stride 1 and 3x3, 5x5 at stride 2 (others: the direct kernels)",
             FLOATS, lambda dtype, **_: (*_tiled(dtype), *_direct(dtype))),
-    Variant("best", "compiled windows: NCHW on planar bands (whole-width rows of one plane, or several whole "
-            "small planes, staged in shared memory by coalesced row loads; a thread a column strip of 4 or 8 "
-            "outputs), channels_last on the tiled kernels (16 channels or more); planar inputs of fewer "
-            "channels at stride 1 with the size-keeping padding on filter2d's tiles (a weight set per channel); "
-            "the direct kernels otherwise", FLOATS,
-            lambda dtype, **_: (*_planar(dtype), *_tiled(dtype), *_registers(dtype), *_vector(dtype),
-                                *_direct(dtype)), default=True),
+    Variant("registers", "3x3 at strides 1 and 2 from global memory, no shared memory, the filter in registers: "
+            "channels_last, 4 channels a thread with their 9 weights and a tile of 2 x 4 (stride 1) or 2 x 2 "
+            "outputs, each input row read once a tile as 8- or 16-byte channel vectors (C a multiple of 4 on "
+            "aligned vectors); NCHW, a column strip of 4 to 16 outputs a thread, element loads all issued before "
+            "the first use (any width and alignment); others: the tiled kernels", FLOATS,
+            lambda dtype, **_: (*_registers_dw(dtype), *_tiled(dtype), *_direct(dtype))),
+    Variant("best", "3x3 on the register kernels (NCHW columns; channels_last tiles where C is a multiple of 4); "
+            "other compiled windows: NCHW on planar bands (whole-width rows of one plane, or several whole small "
+            "planes, staged in shared memory by coalesced row loads; a thread a column strip of 4 or 8 outputs), "
+            "channels_last on the tiled kernels (16 channels or more); planar inputs of fewer channels at "
+            "stride 1 with the size-keeping padding on filter2d's tiles (a weight set per channel); the direct "
+            "kernels otherwise", FLOATS,
+            lambda dtype, **_: (*_planar(dtype), *_registers_dw(dtype), *_tiled(dtype), *_registers(dtype),
+                                *_vector(dtype), *_direct(dtype)), default=True),
 )
-
-_plans = plan_cache()
-CONFIG_TILE, CONFIG_PLANES = 0, 1  # the first of the ints a config reaches the custom op as
-_weights = {False: TensorCache(), True: TensorCache()}  # by tap_major: both forms kept for a weight
-
-
-def _float_weights(weight: torch.Tensor, tap_major: bool) -> torch.Tensor:
-    """The weights as float32 (C, KH*KW), or tap-major (KH*KW, C), made once per weight version."""
-    key = (weight._version, weight.data_ptr())
-    got = _weights[tap_major].get(weight, key)
-    if got is not None:
-        return got
-    w = weight.detach().reshape(weight.shape[0], -1).to(torch.float32)
-    w = (w.t() if tap_major else w).contiguous()
-    _weights[tap_major].put(weight, key, w)
-    return w
-
-
-def _run_tiled(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out: torch.Tensor, ks: tuple[int, int],
-               padding: list[int], cl: bool, t: DwTile) -> None:
-    N, C, H, W = x.shape
-    OH, OW = out.shape[-2:]
-    dev, dtype = x.get_device(), x.dtype
-    k, s = ks
-    key = ("tile", dtype, dev, k, s, t.rx, cl)
-    kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, tile_name(dtype, k, s, t.rx, cl), device_index=dev))
-    shmem = t.smem(k, s, cl)
-    if shmem > 48 * 1024:
-        allow_shared(kern, shmem, dev)
-    sn, sc, sh, sw = x.stride()
-    ve = 16 // x.element_size()
-    vec = cl and sc == 1 and C % ve == 0 and sw % ve == 0 and sh % ve == 0 and sn % ve == 0 and x.data_ptr() % 16 == 0
-    tiles_x = cdiv(OW, t.tw)
-    grid = (cdiv(OH, t.th) * tiles_x, cdiv(C, GROUP), min(N, GRID_YZ))
-    i32 = np.int32
-    launch(kern, grid, (32, t.warps_x * t.warps_y), x.data_ptr(), out.data_ptr(), w.data_ptr(),
-           0 if b is None else b.data_ptr(), i32(N), i32(C), i32(H), i32(W), i32(OH), i32(OW), sn, sc, sh, sw,
-           i32(padding[0]), i32(padding[1]), i32(t.warps_x), i32(tiles_x), i32(vec), shmem=shmem, name="dw_tile",
-           device_index=dev)
-
-
-def _run_planes(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out: torch.Tensor, ks: tuple[int, int],
-                padding: list[int], t: DwPlanes) -> None:
-    N, C, H, W = x.shape
-    OH, OW = out.shape[-2:]
-    dev, dtype = x.get_device(), x.dtype
-    k, s = ks
-    key = ("planes", dtype, dev, k, s, t.ry)
-    kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, planes_name(dtype, k, s, t.ry), device_index=dev))
-    shmem = t.smem(OW, k, s)
-    bands = cdiv(cdiv(OH, t.ry), t.strips)
-    NC = N * C
-    i32 = np.int32
-    launch(kern, cdiv(NC, t.planes) * bands, PLANES_THREADS, x.data_ptr(), out.data_ptr(), w.data_ptr(),
-           0 if b is None else b.data_ptr(), i32(NC), i32(C), i32(H), i32(W), i32(OH), i32(OW), i32(padding[0]),
-           i32(padding[1]), i32(t.planes), i32(t.strips), i32(bands), i32(t.rows(k, s)), i32((OW - 1) * s + k),
-           i32(planes_pitch(OW, k, s)), shmem=shmem, name="dw_planes", device_index=dev)
-
 
 def _conv2d_into(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], out: torch.Tensor,
                  stride: list[int], padding: list[int], dilation: list[int], variant: Optional[str],
@@ -147,45 +58,42 @@ def _conv2d_into(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
     N, C, H, W = x.shape
     KH, KW = weight.shape[-2:]
     OH, OW = out.shape[-2:]
-    dev, dtype = x.get_device(), x.dtype
+    dev = x.get_device()
     b = None if bias is None else bias.to(torch.float32).contiguous()
     cl = not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
     ks = tile_shape(KH, KW, stride, dilation)
-    if ks is not None and not cl and variant in (None, "best"):
-        t = None
-        if config is not None and config[0] == CONFIG_PLANES:
-            t = DwPlanes(*config[1:])
-        elif config is None and (C >= TILE_MIN_CHANNELS or stride != [1, 1] or padding != [KH // 2, KW // 2]):
-            t = planes_rule(N * C, OH, OW, ks[0], ks[1], sm_count(dev))
-        if t is not None:
-            _run_planes(x.contiguous(), _float_weights(weight, False), b, out, ks, padding, t)
-            return
-    if ks is not None and (variant == "tiled" or (variant in (None, "best") and C >= TILE_MIN_CHANNELS)):
-        t = DwTile(*config[1:]) if config is not None else tile_rule(OH, OW, ks[0], ks[1], cl)
-        _run_tiled(x if cl else x.contiguous(), _float_weights(weight, True), b, out, ks, padding, cl, t)
+    kind = None if config is None else config[0]
+    best = variant in (None, "best")
+    if cl and (best or variant == "registers") and kind in (None, CONFIG_REGS) and regs_fit(x, ks, OH, OW):
+        t = DwRegs(*config[1:]) if kind == CONFIG_REGS else regs_rule(N, C, OH, OW, ks[1], sm_count(dev))
+        run_regs(x, float_weights(weight, True), b, out, ks, padding, t)
+        return
+    # NCHW: 3x3 on register columns, other compiled windows on planar bands; few channels with the
+    # size-keeping padding go to filter2d's tiles below (large planes, where they are faster)
+    many_planes = C >= TILE_MIN_CHANNELS or stride != [1, 1] or padding != [KH // 2, KW // 2]
+    if not cl and ks is not None:
+        if kind == CONFIG_COLUMNS or (kind is None and ks in REGS_KS and (variant == "registers" or best and many_planes)):
+            t = DwColumns(*config[1:]) if kind == CONFIG_COLUMNS else columns_rule(N * C, OH, OW, *ks, sm_count(dev))
+            if run_columns(x.contiguous(), float_weights(weight, False), b, out, ks, padding, t):
+                return
+        if kind == CONFIG_PLANES or (kind is None and best and many_planes):
+            t = DwPlanes(*config[1:]) if kind == CONFIG_PLANES else planes_rule(N * C, OH, OW, *ks, sm_count(dev))
+            if t is not None:
+                run_planes(x.contiguous(), float_weights(weight, False), b, out, ks, padding, t)
+                return
+    if ks is not None and (variant in ("tiled", "registers") or (best and C >= TILE_MIN_CHANNELS)):
+        t = DwTile(*config[1:]) if kind == CONFIG_TILE else tile_rule(OH, OW, ks[0], ks[1], cl)
+        run_tiled(x if cl else x.contiguous(), float_weights(weight, True), b, out, ks, padding, cl, t)
         return
     same = (stride == [1, 1] and dilation == [1, 1] and KH % 2 == 1 and KW % 2 == 1
             and padding == [KH // 2, KW // 2])
-    if variant in (None, "best") and same and not cl:
+    if best and same and not cl:
         xc = x.contiguous()
         p = Planes(xc, N * C, H, W, 1, H * W, W)
-        filter_planes("best", p, out, _float_weights(weight, False), b, C, KH, KW, 0)
+        filter_planes("best", p, out, float_weights(weight, False), b, C, KH, KW, 0)
         return
-    if not cl:
-        x = x.contiguous()
-    ve = 16 // x.element_size() if cl and C % (16 // x.element_size()) == 0 and x.data_ptr() % 16 == 0 else 1
-    key = (dtype, dev, ve, cl)
-    kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, _direct_name(dtype, ve, cl), device_index=dev))
-    w = _float_weights(weight, cl)
-    wc, wt = (1, C) if cl else (KH * KW, 1)
-    sn, sc, sh, sw = x.stride()
-    total = N * OH * OW * (C // ve)
-    grid = max(1, min(cdiv(total, 256), sm_count(dev) * 16))
-    i32 = np.int32
-    launch(kern, grid, 256, x.data_ptr(), out.data_ptr(), w.data_ptr(), 0 if b is None else b.data_ptr(),
-           i32(N), i32(C), i32(H), i32(W), i32(OH), i32(OW), sn, sc, sh, sw, i32(wc), i32(wt), i32(KH), i32(KW),
-           i32(stride[0]), i32(stride[1]), i32(padding[0]), i32(padding[1]), i32(dilation[0]), i32(dilation[1]),
-           name="dw_direct", device_index=dev)
+    run_direct(x if cl else x.contiguous(), float_weights(weight, cl), b, out, (KH, KW), stride, padding, dilation,
+               cl)
 
 
 _conv2d_out = out_op("conv2d_depthwise_out", _conv2d_into)
@@ -201,7 +109,7 @@ def _pair(v, name: str) -> list[int]:
 
 def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None, stride=1, padding=0,
            dilation=1, groups: int = 1, *, variant: Optional[str] = None,
-           config: "Optional[DwTile | DwPlanes]" = None) -> torch.Tensor:
+           config: "Optional[DwRegs | DwTile | DwPlanes]" = None) -> torch.Tensor:
     """2-D convolution with torch.nn.functional.conv2d's arguments and semantics (a correlation).
 
     The depthwise case runs on kernelkit's kernels: a float32, float16 or bfloat16 CUDA ``input`` of
@@ -214,14 +122,17 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     ``groups``: as torch's; the depthwise case is groups == C == C_out.
     No ``out``: the result is always a new tensor.
     ``variant``: a rung of ``kernelkit.ladder("conv2d")`` for the depthwise case; None picks the best.
-    ``config``: for tuning and tests, a ``DwTile`` (``kernelkit.ops.window.conv2d.DwTile``: outputs a
-    thread along W, warps across and down) for the tiled kernels, which then run (with variant None,
-    "best" or "tiled"), or, for an NCHW input, a ``DwPlanes`` (output rows a thread, planes a block,
-    strips a band) for the planar band kernels (variant None or "best"); without one ``planes_rule``
-    (NCHW) and ``tile_rule`` (channels_last) pick from the output size, kernel, stride and SM count.
+    ``config``: for tuning and tests, a ``DwRegs`` (``kernelkit.ops.window.conv2d.DwRegs``: a thread's
+    tile of outputs and the tiles it walks) for the register kernels of a channels_last input they run
+    (variant None, "best" or "registers"), a ``DwTile`` (outputs a thread along W, warps across and
+    down) for the tiled kernels (variant None, "best" or "tiled"), or, for an NCHW input, a ``DwColumns``
+    (output rows a thread) for the planar register kernels (variant None, "best" or "registers") or a
+    ``DwPlanes`` (output rows a thread, planes a block, strips a band) for the planar band kernels
+    (variant None or "best"); without one ``regs_rule`` and ``tile_rule`` (channels_last),
+    ``columns_rule`` and ``planes_rule`` (NCHW) pick from the problem's sizes, kernel, stride and SM count.
 
     Raises TypeError for a non-tensor input, a depthwise input of another dtype, sizes that are not
-    ints or a config that is not a DwTile or DwPlanes; ValueError for an unknown variant, a weight or bias on another
+    ints or a config that is not one of those; ValueError for an unknown variant, a weight or bias on another
     device, a padding string other than "valid"/"same", an output that would be empty, or a config for
     a window the tiled kernels are not compiled for, another rung, or a tile or band they cannot run.
     """
@@ -257,25 +168,37 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
         raise ValueError(f"conv2d: the output would be {OH}x{OW} for an input of {H}x{W}")
     cfg = None
     if config is not None:
-        cfg = _check_config(config, KH, KW, s, d, variant,
-                            not input.is_contiguous() and input.is_contiguous(memory_format=torch.channels_last),
-                            OH, OW)
-        variant = "best" if isinstance(config, DwPlanes) else "tiled"
+        cfg = _check_config(config, input, KH, KW, s, d, variant, OH, OW)
+        variant = {DwPlanes: "best", DwRegs: "registers", DwColumns: "registers", DwTile: "tiled"}[type(config)]
     out = empty_output(input, (N, C, OH, OW))
     if out.numel():
         _conv2d_out(input, weight, bias, out, s, p, d, variant, cfg)
     return out
 
 
-def _check_config(config, KH: int, KW: int, s: list[int], d: list[int], variant: Optional[str],
-                  channels_last: bool, OH: int, OW: int) -> list[int]:
-    if not isinstance(config, (DwTile, DwPlanes)):
-        raise TypeError(f"conv2d: config must be a DwTile or a DwPlanes, got {type(config).__name__}")
-    planar = isinstance(config, DwPlanes)
-    if variant not in ((None, "best") if planar else (None, "best", "tiled")):
-        raise ValueError(f"conv2d: {type(config).__name__} sets the tiled or planar kernels' block, not the "
-                         f"{variant!r} rung's")
+def _check_config(config, x: torch.Tensor, KH: int, KW: int, s: list[int], d: list[int], variant: Optional[str],
+                  OH: int, OW: int) -> list[int]:
+    if not isinstance(config, (DwRegs, DwColumns, DwTile, DwPlanes)):
+        raise TypeError(f"conv2d: config must be a DwRegs, a DwColumns, a DwTile or a DwPlanes, got "
+                        f"{type(config).__name__}")
+    channels_last = not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last)
+    planar, regs = isinstance(config, DwPlanes), isinstance(config, DwRegs)
+    rung = "registers" if isinstance(config, (DwRegs, DwColumns)) else None if planar else "tiled"
+    if variant not in (None, "best", rung):
+        raise ValueError(f"conv2d: {type(config).__name__} sets the register, tiled or planar kernels' block, "
+                         f"not the {variant!r} rung's")
     ks = tile_shape(KH, KW, s, d)
+    if regs:
+        if not (channels_last and regs_fit(x, ks, OH, OW) and config.fits(ks[1])):
+            raise ValueError(f"conv2d: {config} is not a tile the register kernels run on this input: "
+                             f"channels_last, (K, S) in {REGS_KS}, C a multiple of 4 on aligned vectors, (rx, ry) "
+                             f"in {REGS_TILES}")
+        return [CONFIG_REGS, config.rx, config.ry, config.chunk]
+    if isinstance(config, DwColumns):
+        if channels_last or ks not in REGS_KS or not config.fits():
+            raise ValueError(f"conv2d: {config} is not a strip the planar register kernels run: an NCHW input, "
+                             f"(K, S) in {REGS_KS}, ry in {COLUMNS_RY}")
+        return [CONFIG_COLUMNS, config.ry]
     if ks is None:
         raise ValueError(f"conv2d: no tiled kernel for a {KH}x{KW} window at stride {s}, dilation {d}; "
                          f"they are compiled for (K, S) in {TILE_KS}")

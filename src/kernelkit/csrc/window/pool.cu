@@ -259,10 +259,13 @@ pool_span(const T* __restrict__ in, T* __restrict__ out, int planes, int H, int 
       if (oy >= OH) break;
       float res[V];
       // the divisor as a correctly rounded reciprocal (one rounding more than a division, no slow path);
-      // where every window of the warp's threads lies inside the image they share whole_rcp (decided per
+      // windows whose divisor is K*K (a divisor_override; counting the padding: inside the padded image;
+      // else inside the image) share whole_rcp where every window of the warp's threads does (decided per
       // warp: a thread of the edge beside others would run both paths, slower than the per-output one)
       const int hs = oy * S - ph;
-      const bool whole = !kMax && __all_sync(__activemask(), hs >= 0 && hs + K <= H && c0 >= 0 && c0 + L <= W);
+      const bool full = include_pad ? hs + K <= H + ph && c0 + L <= W + pw
+                                    : hs >= 0 && hs + K <= H && c0 >= 0 && c0 + L <= W;
+      const bool whole = !kMax && (divisor != 0 || __all_sync(__activemask(), full));
 #pragma unroll
       for (int i = 0; i < V; ++i) {
         res[i] = kMax    ? acc[j][i]

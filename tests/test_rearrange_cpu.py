@@ -298,7 +298,8 @@ def test_shared_memory_instruction_census():
             w = Window(e, cfg[0], *cfg[1])
             items = w.ITEMS if w.in_aligned else 1  # the read items' loop is unrolled only for aligned input rows
             assert c.shared_store_widths == {128: w.LOADS}, (name, c.shared_store_widths)
-            assert c.shared_load_widths == {8 * e: items * w.P * w.V}, (name, c.shared_load_widths)
+            # (and one more: the edge pass's element reads, in a loop)
+            assert c.shared_load_widths == {8 * e: items * w.P * w.V + 1}, (name, c.shared_load_widths)
             assert c.global_load_widths == {128: w.LOADS * (1 if w.in_aligned else 2)}, (name, c.global_load_widths)
             assert c.global_store_widths[128] == items * w.P, (name, c.global_store_widths)
         else:
@@ -520,17 +521,12 @@ def emulate_window(w: Window, mem: np.ndarray, args, in_addr: int, out_addr: int
                     lanes.append((tid, offs))
                     vals = [smem[a:a + e] for a in offs]
                     firstr = q * V - o
-                    if (q > 0 or o == 0) and firstr + V <= nr:
+                    elems = []
+                    if (q > 0 or o == 0) and firstr + V <= nr:  # whole chunks; the rest in the edge pass
                         addr = row + firstr * e
                         assert addr % 16 == 0
                         tgt = [(addr - out_addr) // e + i for i in range(V)]
                         elems = list(zip(tgt, vals))
-                    else:
-                        elems = []
-                        for i in range(V):
-                            tr = firstr + i + (w.tr if q == 0 and i < o else 0)
-                            if tr < nr:
-                                elems.append(((row + tr * e - out_addr) // e, vals[i]))
                     for idx, val in elems:
                         assert 0 <= idx < out_len, "store outside the output"
                         written[idx] += 1
@@ -541,6 +537,23 @@ def emulate_window(w: Window, mem: np.ndarray, args, in_addr: int, out_addr: int
                         if warp_lanes:
                             for i in range(V):
                                 bank_log.append(wavefronts([offs[i] for offs in warp_lanes], e))
+        for tid in range(w.threads):  # the edge pass: each column's head and tail, element by element
+            for t in range(tid, w.tc * 2 * V, w.threads):
+                cc, slot = divmod(t, 2 * V)
+                if cc >= nc:
+                    break
+                row = dst + (c0 + cc) * osc * e
+                o = 0 if w.out_aligned else (row & 15) // e
+                head = 0 if o == 0 else min(V - o, nr)
+                tail = max(head, (nr + o) // V * V - o)
+                tr = slot if slot < V else tail + slot - V
+                if tr < (head if slot < V else nr):
+                    c16, within = cc * e >> 4, cc * e & 15
+                    a = (tr * w.CH + (c16 ^ ((tr // V) & (w.XW - 1)))) * 16 + within
+                    idx = (row + tr * e - out_addr) // e
+                    assert 0 <= idx < out_len, "store outside the output"
+                    written[idx] += 1
+                    out[idx * e:idx * e + e] = smem[a:a + e]
     assert written.max(initial=0) <= 1, "an output element written twice"
     return out
 

@@ -309,15 +309,24 @@ __global__ void __launch_bounds__(THREADS, (kInAligned ? 5 : 4) * 256 / THREADS)
 #pragma unroll
         for (int e = 0; e < V; ++e) v[e] = *reinterpret_cast<const T*>(tbytes + (e < o ? a1 : a0) + e * PITCH);
         const int first = q * V - o;  // tile row of element 0 of a whole chunk
-        if ((q > 0 || o == 0) && first + V <= nr) {
-          store16(row + first, pack_elems<E, V>(v));
-        } else {
-#pragma unroll
-          for (int e = 0; e < V; ++e) {
-            const int tr = first + e + (q == 0 && e < o ? TR : 0);
-            if (tr < nr) row[tr] = (T)v[e];
-          }
-        }
+        if ((q > 0 || o == 0) && first + V <= nr) store16(row + first, pack_elems<E, V>(v));
+      }
+    }
+    // The elements no whole chunk holds, each column's head (before its first 16-byte boundary) and tail
+    // (after its last whole chunk), element by element and spread over every thread: left to the chunk's
+    // lane (up to V stores while the warp's other lanes waited) they cost the misaligned outputs a third
+    // of their rate.
+    for (int t = threadIdx.x; t < TC * 2 * V; t += THREADS) {
+      const int cc = t / (2 * V), slot = t - cc * 2 * V;
+      if (cc >= nc) break;
+      T* row = dst + (c0 + cc) * out_sc;
+      const int o = kOutAligned ? 0 : (int)((reinterpret_cast<unsigned long long>(row) & 15) / E);
+      const int head = o == 0 ? 0 : min(V - o, nr);                // rows [0, head)
+      const int tail = max(head, (nr + o) / V * V - o);             // rows [tail, nr)
+      const int tr = slot < V ? slot : tail + slot - V;
+      if (slot < V ? tr < head : tr < nr) {
+        const int c16 = cc * E >> 4, within = cc * E & 15;
+        row[tr] = *reinterpret_cast<const T*>(tbytes + (tr * CH + (c16 ^ ((tr / V) & (XW - 1)))) * 16 + within);
       }
     }
     __syncthreads();  // the next tile overwrites the buffer

@@ -40,8 +40,11 @@ CHOSEN = [
      "kk::norm_rows<__nv_bfloat16, kk::RowConfig<1024, 4, 8, 1, 2, 1>>", 2 * (1024 * 4 + 2) * 16),
     ("auto", F32, 151936, A, 90, NormTile(960, 5, 8, staged=True, handout=True),
      "kk::norm_rows<float, kk::RowConfig<960, 5, 8, 1, 2, 1>>", 2 * (960 * 5 + 2) * 16),
-    ("auto", F32, 262144, A, 90, Welford(), "kk::norm_welford<float, 512>", 0),
-    ("auto", F16, 300001, W, 90, Welford(), "kk::norm_welford<__half, 512>", 0),
+    ("auto", F32, 262144, A, 90, NormTile(512, 8, 16, staged=True, handout=True),
+     "kk::norm_rows<float, kk::RowConfig<512, 8, 16, 1, 2, 1>>", 2 * (512 * 8 + 2) * 16),
+    ("auto", F16, 300001, W, 90, NormTile(800, 3, 16, staged=True, handout=True),
+     "kk::norm_rows<__half, kk::RowConfig<800, 3, 16, 2, 2, 1>>", 2 * (800 * 3 + 2) * 16),
+    ("auto", F16, 600001, W, 90, Welford(), "kk::norm_welford<__half, 512>", 0),
     ("staged", F16, 4096, A, 90, NormTile(128, 4, staged=True),
      "kk::norm_rows<__half, kk::RowConfig<128, 4, 1, 1, 1, 1>>", 2 * (128 * 4 + 2) * 16),
     ("bulk_ring", F16, 32768, A, 90, BulkRing(1024, 4, 1, 3, True, 4), "kk::norm_bulk_dyn<__half, 1024, 4, 3, true, 4>",
@@ -96,8 +99,9 @@ def test_warp_and_cta_row_rules():
 
 def test_cluster_row_rule():
     """Rows past a CTA on sm_90: the smallest cluster of CTAs of at most 512 threads x 32 values, then 8 CTAs
-    of up to 1024 threads at the vectors their staged weight and bias leave shared memory for (fp32: 7);
-    persistent, staged, handed out; before sm_90 and beyond, welford; rows a CTA holds stay cta_row."""
+    of up to 1024 threads at the vectors their staged weight and bias leave shared memory for (fp32: 7),
+    then the same in clusters of 16 (non-portable, H100 and H200 only); persistent, staged, handed out;
+    before sm_90 and beyond, welford; rows a CTA holds stay cta_row."""
     tile = NormTile(512, 4, 2, staged=True, handout=True)
     assert rule("cluster_row", F16, 16392) == NormTile(288, 4, 2, staged=True, handout=True)
     assert rule("cluster_row", F16, 32768) == tile and rule("cluster_row", F16, 32768 - 7, W) == tile
@@ -105,13 +109,17 @@ def test_cluster_row_rule():
     assert rule("cluster_row", F16, 40000, sm=80) == Welford()
     assert rule("cluster_row", BF16, 131072) == NormTile(512, 4, 8, staged=True, handout=True)
     assert rule("cluster_row", BF16, 262144) == NormTile(1024, 4, 8, staged=True, handout=True)
-    assert rule("cluster_row", BF16, 262144, W) == Welford()  # the window's 7 more elements do not fit
+    # the window's 7 more elements do not fit 8 CTAs: 16 of 704 threads
+    assert rule("cluster_row", BF16, 262144, W) == NormTile(704, 3, 16, staged=True, handout=True)
     assert rule("cluster_row", F32, 8 * 1024 * 7 * 4) == NormTile(1024, 7, 8, staged=True, handout=True)
-    assert rule("cluster_row", F32, 8 * 1024 * 7 * 4 + 4) == Welford()
-    # a device with less shared memory a block: fewer vectors a thread of the 8 x 1024 fallback
+    assert rule("cluster_row", F32, 8 * 1024 * 7 * 4 + 4) == NormTile(480, 8, 16, staged=True, handout=True)
+    assert rule("cluster_row", F32, 300001) == NormTile(960, 5, 16, staged=True, handout=True)
+    assert rule("cluster_row", F32, 16 * 1024 * 7 * 4) == NormTile(1024, 7, 16, staged=True, handout=True)
+    assert rule("cluster_row", F32, 16 * 1024 * 7 * 4 + 4) == Welford()
+    # a device with less shared memory a block: fewer vectors a thread of the 1024-thread fallbacks
     assert rule("cluster_row", F32, 8 * 1024 * 5 * 4, smem=163 * 1024) == NormTile(1024, 5, 8, staged=True,
                                                                                        handout=True)
-    assert rule("cluster_row", F32, 8 * 1024 * 5 * 4 + 4, smem=163 * 1024) == Welford()
+    assert rule("cluster_row", F32, 16 * 1024 * 5 * 4 + 4, smem=163 * 1024) == Welford()
 
 
 def test_staged_bulk_and_smem_rules():

@@ -322,6 +322,30 @@ def test_cluster_rows(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_wide_cluster_rows(dtype):
+    """Rows past 8 CTAs of 1024 threads (H100, H200) run in clusters of 16 (a non-portable size the kernel opts
+    into): the default dispatch picks them at 300001 (and fp32 262144), aligned and misaligned, on more rows
+    than resident clusters, with every weight/bias combination, into poisoned outputs against float64; the
+    handed-out rows give the fixed stride's bits."""
+    _need_sm90()
+    for len_ in (300001, 262144):
+        for rows, offset in ((37, 0), (20, 1)):
+            form = ALIGNED if offset == 0 and len_ % per_vec(dtype) == 0 else None
+            cfg = _chosen(dtype, len_, form) if form is not None else None
+            if cfg is not None:
+                assert cfg.cluster == 16 or len_ == 262144 and dtype != torch.float32, cfg
+            x = (torch.randn(rows * len_ + offset, device="cuda") * 0.5 + 10).to(dtype)[offset:].view(rows, len_)
+            _check_weight_bias_combinations(x, len_, dtype, f"wide cluster rows {rows}x{len_} offset {offset}")
+    cfg = _chosen(dtype, 300001 - 300001 % per_vec(dtype))
+    assert cfg.cluster == 16, cfg
+    n = 300001 - 300001 % per_vec(dtype)
+    x = random_input(30 * n, dtype).view(30, n)
+    w, b = random_input(n, dtype), random_input(n, dtype)
+    fixed = kernelkit.layer_norm(x, (n,), w, b, config=dataclasses.replace(cfg, handout=False))
+    assert torch.equal(kernelkit.layer_norm(x, (n,), w, b), fixed), dtype
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_packed_rows(dtype):
     """Rows of up to 16 vectors move in blocks of whole rows through shared memory (the rule's packed_rows):
     every length up to the rule's last, row counts that leave the last block short, x and out at any phase

@@ -144,6 +144,8 @@ def launch(kernel, grid, block, *args, shmem: int = 0, cluster: int = 1, coopera
             raise KernelLaunchError(f"launching {name} (grid={grid}, block={block}, shmem={shmem}) on "
                                     f"cuda:{device_index} failed: {_error_string(err)}")
     else:
+        if cluster > 8:
+            allow_wide_clusters(kernel, cluster, device_index)
         key = (grid, block, shmem, cluster, cooperative)
         cfg = _configs.get(key)
         if cfg is None:
@@ -277,6 +279,24 @@ def allow_shared(kernel, nbytes: int, device_index: int) -> None:
     _shared_opt_in[key] = nbytes
 
 
+_wide_clusters: set[tuple] = set()
+
+
+def allow_wide_clusters(kernel, cluster: int, device_index: int) -> None:
+    """Let ``kernel`` launch in clusters past the portable 8 CTAs (the driver refuses 16 unless the kernel
+    opts in). Set once per kernel and device."""
+    key = (id(kernel), device_index)
+    if cluster <= 8 or key in _wide_clusters:
+        return
+    from cuda.bindings import driver
+
+    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+    (err,) = driver.cuKernelSetAttribute(attr, 1, kernel.handle, driver.CUdevice(device_index))
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise KernelLaunchError(f"cannot launch a kernel in clusters of {cluster} on cuda:{device_index}: {err}")
+    _wide_clusters.add(key)
+
+
 _resident: dict[tuple, int] = {}
 
 
@@ -288,6 +308,7 @@ def resident_blocks(kernel, block: int, cluster: int, device_index: int, shmem: 
     if got is not None:
         return got
     sms = torch.cuda.get_device_properties(device_index).multi_processor_count
+    allow_wide_clusters(kernel, cluster, device_index)
     occ = kernel.occupancy
     with on_device(device_index):
         per_sm = int(occ.max_active_blocks_per_multiprocessor(block, shmem))
@@ -310,3 +331,4 @@ def clear_loaded() -> None:
         _configs.clear()
         _resident.clear()
         _shared_opt_in.clear()
+        _wide_clusters.clear()

@@ -84,9 +84,9 @@ class RowTile:
 
     def __post_init__(self):
         ok = _pow2(self.threads) if self.threads <= 32 else self.threads % 32 == 0 and self.threads <= 1024
-        if not (ok and self.vecs >= 1 and self.cluster in (1, 2, 4, 8)):
+        if not (ok and self.vecs >= 1 and self.cluster in (1, 2, 4, 8, WIDE_CLUSTER)):
             raise ValueError(f"{self}: threads a power of two <= 32 or a multiple of 32 <= 1024, vecs >= 1, "
-                             "cluster 1, 2, 4 or 8")
+                             f"cluster 1, 2, 4, 8 or {WIDE_CLUSTER}")
         if self.cluster > 1 and self.threads <= 32:
             raise ValueError(f"{self}: a cluster splits rows held by whole CTAs (threads > 32)")
 
@@ -120,7 +120,11 @@ class RowTile:
 VECS_A_THREAD = 4
 MIN_CTA = 64  # a CTA row has at least two warps (a row of fewer threads is a warp slice)
 CLUSTER_CTA = 512
-MAX_CLUSTER = 8
+MAX_CLUSTER = 8  # the portable cluster size
+# Clusters of 16 CTAs are a non-portable size (the kernel opts in at launch): sm_90 (H100, H200) runs them,
+# one a GPC. Taken only for rows 8 CTAs cannot hold.
+WIDE_CLUSTER = 16
+WIDE_CLUSTER_SMS = (90,)
 
 
 def warp_tile(vectors: int):
@@ -146,24 +150,34 @@ def cta_tile(vectors: int, most_vecs: int, min_threads: int = MIN_CTA, max_threa
     return threads, cdiv(vectors, threads)
 
 
-def cluster_tile(vectors: int, most_vecs: int, longest_vecs: int):
+def cluster_tile(vectors: int, most_vecs: int, longest_vecs: int, max_cluster: int = MAX_CLUSTER):
     """(threads, vecs, cluster): the smallest cluster whose CTAs of at most CLUSTER_CTA threads hold the row
-    at up to ``most_vecs`` vectors a thread; else MAX_CLUSTER CTAs of up to 1024 threads and
+    at up to ``most_vecs`` vectors a thread; else ``max_cluster`` CTAs of up to 1024 threads and
     ``longest_vecs`` vectors a thread; None beyond."""
     c = 2
-    while c <= MAX_CLUSTER:
+    while c <= max_cluster:
         per = cdiv(vectors, c)
         if per <= CLUSTER_CTA * most_vecs:
             vecs = min(most_vecs, max(VECS_A_THREAD, cdiv(per, CLUSTER_CTA)))
             threads = max(MIN_CTA, 32 * cdiv(cdiv(per, vecs), 32))
             return threads, cdiv(per, threads), c
         c *= 2
-    per = cdiv(vectors, MAX_CLUSTER)
+    per = cdiv(vectors, max_cluster)
     vecs = cdiv(per, 1024)
     if vecs > longest_vecs:
         return None
     threads = 32 * cdiv(cdiv(per, vecs), 32)
-    return threads, cdiv(per, threads), MAX_CLUSTER
+    return threads, cdiv(per, threads), max_cluster
+
+
+def wide_cluster_tile(vectors: int, most_vecs: int, longest_vecs: int, sm: int):
+    """cluster_tile within the portable size, then (WIDE_CLUSTER_SMS) within clusters of WIDE_CLUSTER."""
+    got = cluster_tile(vectors, most_vecs, longest_vecs)
+    if got is None and sm in WIDE_CLUSTER_SMS:
+        got = cluster_tile(vectors, most_vecs, longest_vecs, WIDE_CLUSTER)
+        if got is not None and got[2] != WIDE_CLUSTER:  # a row 8 CTAs of 1024 threads could not hold
+            got = None
+    return got
 
 
 # ---- packed short rows ---------------------------------------------------------------------------

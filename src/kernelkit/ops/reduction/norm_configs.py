@@ -21,9 +21,9 @@ import torch
 from ...ladder import Kernel
 from ...runtime import plain_launcher
 from .._shared.cxx import CXX_TYPE, cxx_bool
-from ._rows import (ALIGNED, CLUSTER_SM, WINDOW, WINDOW_IN, PackedTile, RowTile, cdiv, check_config,
-                    cluster_tile, cta_tile, form_bits, needs_sm90, packed_tile, packs, per_vec, persistent_runner,
-                    row_runner, warp_tile, window_len)
+from ._rows import (ALIGNED, CLUSTER_SM, WINDOW, WINDOW_IN, PackedTile, RowTile, cdiv, check_config, cta_tile,
+                    form_bits, needs_sm90, packed_tile, packs, per_vec, persistent_runner, row_runner,
+                    wide_cluster_tile, warp_tile, window_len)
 
 SRC = "reduction/norm.cu"
 LOOP_BLOCK = 512  # norm_welford's block
@@ -309,13 +309,13 @@ def _fits(tile: NormTile, smem: int) -> bool:
 def cluster_row(dtype: torch.dtype, len_: int, form: int, sm: int, smem: int) -> Optional[NormTile]:
     """Rows past a CTA (sm_90): the smallest thread-block cluster of CTAs of at most CLUSTER_CTA threads x
     32 values, else 8 CTAs of up to 1024 threads at as many vectors a thread as their staged weight and bias
-    leave shared memory for; persistent, each CTA staging its slice of weight and bias once, rows handed
-    out. Rows one CTA holds stay cta_row."""
+    leave shared memory for, else (H100, H200) the same in 16 CTAs; persistent, each CTA staging its slice
+    of weight and bias once, rows handed out. Rows one CTA holds stay cta_row."""
     one = cta_row(dtype, len_, form, sm, smem)
     if one is not None or sm < CLUSTER_SM:
         return one
     longest = min(most_vecs(dtype), ((smem - STATIC_SHARED) // 32 - 2) // 1024)  # 1024 threads' staged slices
-    got = cluster_tile(_vectors(dtype, len_, form), most_vecs(dtype), longest)
+    got = wide_cluster_tile(_vectors(dtype, len_, form), most_vecs(dtype), longest, sm)
     if got is None:
         return None
     tile = NormTile(*got, staged=True, handout=True)

@@ -91,14 +91,19 @@ def float_weights(weight: torch.Tensor, tap_major: bool) -> torch.Tensor:
     return w
 
 
+def _kernel(source: str, name: str, dev: int):
+    """The compiled kernel ``name``, looked up once per device."""
+    key = (source, name, dev)
+    return _plans.get(key) or remember(_plans, key, get_kernel(source, name, device_index=dev))
+
+
 def run_tiled(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out: torch.Tensor, ks: tuple[int, int],
-               padding: list[int], cl: bool, t: DwTile) -> None:
+              padding: list[int], cl: bool, t: DwTile) -> None:
     N, C, H, W = x.shape
     OH, OW = out.shape[-2:]
     dev, dtype = x.get_device(), x.dtype
     k, s = ks
-    key = ("tile", dtype, dev, k, s, t.rx, cl)
-    kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, tile_name(dtype, k, s, t.rx, cl), device_index=dev))
+    kern = _kernel(SRC, tile_name(dtype, k, s, t.rx, cl), dev)
     shmem = t.smem(k, s, cl)
     if shmem > 48 * 1024:
         allow_shared(kern, shmem, dev)
@@ -115,13 +120,12 @@ def run_tiled(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out: 
 
 
 def run_planes(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out: torch.Tensor, ks: tuple[int, int],
-                padding: list[int], t: DwPlanes) -> None:
+               padding: list[int], t: DwPlanes) -> None:
     N, C, H, W = x.shape
     OH, OW = out.shape[-2:]
     dev, dtype = x.get_device(), x.dtype
     k, s = ks
-    key = ("planes", dtype, dev, k, s, t.ry)
-    kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, planes_name(dtype, k, s, t.ry), device_index=dev))
+    kern = _kernel(SRC, planes_name(dtype, k, s, t.ry), dev)
     shmem = t.smem(OW, k, s)
     bands = cdiv(cdiv(OH, t.ry), t.strips)
     NC = N * C
@@ -145,16 +149,14 @@ def regs_fit(x: torch.Tensor, ks: Optional[tuple[int, int]], OH: int, OW: int) -
 
 
 def run_regs(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out: torch.Tensor, ks: tuple[int, int],
-              padding: list[int], t: DwRegs) -> None:
+             padding: list[int], t: DwRegs) -> None:
     N, C, H, W = x.shape
     OH, OW = out.shape[-2:]
     dev, dtype = x.get_device(), x.dtype
     k, s = ks
     if b is not None and b.data_ptr() % 16:  # the kernels read a vector's 4 biases as one float4
         b = b.clone()
-    key = ("regs", dtype, dev, k, s, t.rx, t.ry)
-    kern = _plans.get(key) or remember(_plans, key, get_kernel(REGS_SRC, regs_name(dtype, k, s, t.rx, t.ry),
-                                                               device_index=dev))
+    kern = _kernel(REGS_SRC, regs_name(dtype, k, s, t.rx, t.ry), dev)
     cv, tiles_x, tiles_y = C // 4, cdiv(OW, t.rx), cdiv(OH, t.ry)
     chunks = cdiv(tiles_y, t.chunk)
     total = N * chunks * tiles_x * cv
@@ -177,9 +179,7 @@ def run_columns(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out
         return False
     dev, dtype = x.get_device(), x.dtype
     k, s = ks
-    key = ("columns", dtype, dev, k, s, t.ry)
-    kern = _plans.get(key) or remember(_plans, key, get_kernel(REGS_SRC, columns_name(dtype, k, s, t.ry),
-                                                               device_index=dev))
+    kern = _kernel(REGS_SRC, columns_name(dtype, k, s, t.ry), dev)
     i32 = np.int32
     launch(kern, cdiv(total, REGS_THREADS), REGS_THREADS, x.data_ptr(), out.data_ptr(), w.data_ptr(),
            0 if b is None else b.data_ptr(), i32(C), i32(H), i32(W), i32(OH), i32(OW), i32(padding[0]),
@@ -196,8 +196,7 @@ def run_direct(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out:
     KH, KW = kernel
     dev, dtype = x.get_device(), x.dtype
     ve = 16 // x.element_size() if cl and C % (16 // x.element_size()) == 0 and x.data_ptr() % 16 == 0 else 1
-    key = (dtype, dev, ve, cl)
-    kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, _direct_name(dtype, ve, cl), device_index=dev))
+    kern = _kernel(SRC, _direct_name(dtype, ve, cl), dev)
     wc, wt = (1, C) if cl else (KH * KW, 1)
     sn, sc, sh, sw = x.stride()
     total = N * OH * OW * (C // ve)

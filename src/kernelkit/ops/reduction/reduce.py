@@ -1,11 +1,11 @@
 """Reductions over a whole tensor or along dims: sum, mean, amax, amin (torch semantics).
 
 The four ops share one kernel file (csrc/reduction/reduce.cu) and one dispatcher, so they share this
-module (argument handling, lanes, the public functions, the ladder) and _reduce_plans.py (the kernels each
-rung launches, the launch rules and the plans). Every call becomes one of three shapes over a contiguous tensor: a full reduction (one row of
-numel elements), rows reduced along their last dim (a last-dim reduction, or several dims moved last),
-or an (outer, R, inner) volume reduced over R (a leading or middle dim, default rung only: coalesced
-column reads; the teaching rungs move the dim last instead). Accumulation is fp32 everywhere; the
+module (argument handling, lanes, the public functions, the ladder), _reduce_kernels.py (the kernels each
+rung launches) and _reduce_plans.py (the launch rules and the plans). Every call becomes one of three
+shapes over a contiguous tensor: a full reduction (one row of numel elements), rows reduced along their
+last dim (a last-dim reduction, or several dims moved last), or an (outer, R, inner) volume reduced over
+R (a leading or middle dim, default rung only: coalesced column reads; the teaching rungs move the dim last instead). Accumulation is fp32 everywhere; the
 result has the input's dtype, as torch gives it, or for sum and mean the ``dtype=`` asked for: the
 kernels write fp32 results straight from the accumulator, and another dtype is that result rounded.
 The order of every combination depends only on the shape, the alignment and the device's SM count:
@@ -29,9 +29,10 @@ from ...runtime import lanes as _lanes_rt
 from .._shared.checks import check_out, check_tensor, dtype_name
 from .._shared.custom_op import out_op
 from .._shared.plans import plan_cache, remember
-from ._reduce_plans import (  # noqa: F401  (the launch rules and configurations, re-exported for tools and tests)
-    COL_MIN_ROWS, FULL, OPS, ROWS, ROWS_BLOCKS, ROWS_UNROLL, ReduceConfig, _kernels, _plan_for, _reduce_into,
-    blocks_per_row, col_group, col_split, result_types, rows_config)
+from ._reduce_kernels import (  # noqa: F401  (the configurations, re-exported for tools and tests)
+    COL_MIN_ROWS, FULL, ROWS, ROWS_BLOCKS, ROWS_UNROLL, ReduceConfig, _kernels, result_types, rows_config)
+from ._reduce_plans import (  # noqa: F401  (the launch rules, re-exported for tools and tests)
+    OPS, _plan_for, _reduce_into, blocks_per_row, col_group, col_split)
 
 __all__ = ["sum", "mean", "amax", "amin"]
 

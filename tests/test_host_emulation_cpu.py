@@ -2,7 +2,7 @@
 reduce_warp_rows compiled by g++ against tests/host_emu/prelude.h (a thread per CUDA thread, barriers for
 blocks and warps, loads checked against the inputs' bytes) and run on odd shapes at every alignment.
 
-The numpy emulators of test_rearrange_cpu.py and test_reduce_cpu.py check the formulas; this checks the
+The numpy emulators of test_rearrange_window_cpu.py and test_reduce_cpu.py check the formulas; this checks the
 C++ that carries them (types, widths, bounds), where no GPU is at hand. Skipped without g++ or the CUDA
 headers (vector_types.h, cuda_fp16.h).
 """

@@ -4,12 +4,12 @@ The four ops share one kernel file (csrc/reduction/reduce.cu) and one dispatcher
 module (argument handling, lanes, the public functions, the ladder), _reduce_kernels.py (the kernels each
 rung launches) and _reduce_plans.py (the launch rules and the plans). Every call becomes one of three
 shapes over a contiguous tensor: a full reduction (one row of numel elements), rows reduced along their
-last dim (a last-dim reduction, or several dims moved last), or an (outer, R, inner) volume reduced over
-R (a leading or middle dim, default rung only: coalesced column reads; the teaching rungs move the dim
-last instead). Accumulation is fp32 everywhere; the result has the input's dtype, as torch gives it, or for sum and mean the ``dtype=`` asked for: the
-kernels write fp32 results straight from the accumulator, and another dtype is that result rounded.
-The order of every combination depends only on the shape, the alignment and the device's SM count:
-the same input gives the same bits every time.
+last dim (a last-dim reduction, or several dims moved last), or an (outer, R, inner) volume reduced over R
+(a leading or middle dim, default rung only: coalesced column reads; the teaching rungs move the dim last
+instead). Accumulation is fp32 everywhere; the result has the input's dtype, as torch gives it, or for sum
+and mean the ``dtype=`` asked for: the kernels write fp32 results straight from the accumulator, and
+another dtype is that result rounded. The order of every combination depends only on the shape, the
+alignment and the device's SM count: the same input gives the same bits every time.
 
 A call is resolved once per (op, shape, strides, dtype, device, dims, rung, config) into a plan that
 holds the loaded kernels and launch shapes; a later call with that key reads pointers and launches.

@@ -235,7 +235,6 @@ pool_span(const T* __restrict__ in, T* __restrict__ out, int planes, int H, int 
   const i64 total = (i64)planes * groups;
   const int c0 = ox0 * S - pw;
   const bool aligned_rows = in_row % V == 0 && W % V == 0;
-  const float whole_rcp = kMax ? 1.0f : __frcp_rn((float)(divisor ? divisor : K * K));  // a window inside the image
   for (i64 g = blockIdx.y * (i64)blockDim.y + threadIdx.y; g < total; g += (i64)gridDim.y * blockDim.y) {
     const int p = (int)(g / groups);
     const int oy0 = (int)(g - (i64)p * groups) * RY;
@@ -260,12 +259,15 @@ pool_span(const T* __restrict__ in, T* __restrict__ out, int planes, int H, int 
       float res[V];
       // the divisor as a correctly rounded reciprocal (one rounding more than a division, no slow path);
       // windows whose divisor is K*K (a divisor_override; counting the padding: inside the padded image;
-      // else inside the image) share whole_rcp where every window of the warp's threads does (decided per
+      // else inside the image) share one reciprocal where every window of the warp's threads does (decided per
       // warp: a thread of the edge beside others would run both paths, slower than the per-output one)
       const int hs = oy * S - ph;
       const bool full = include_pad ? hs + K <= H + ph && c0 + L <= W + pw
                                     : hs >= 0 && hs + K <= H && c0 >= 0 && c0 + L <= W;
-      const bool whole = !kMax && (divisor != 0 || __all_sync(__activemask(), full));
+      // (3x3 windows only: the 16-bit 2x2 kernels, at 80 registers, spilled for it, and reached 94-97% of
+      // the copy without; K*K's reciprocal is a compile-time constant, correctly rounded as __frcp_rn's)
+      const bool whole = !kMax && K > 2 && (divisor != 0 || __all_sync(__activemask(), full));
+      const float whole_rcp = divisor ? __frcp_rn((float)divisor) : 1.0f / (float)(K * K);
 #pragma unroll
       for (int i = 0; i < V; ++i) {
         res[i] = kMax    ? acc[j][i]

@@ -134,6 +134,8 @@ def test_long_column_finishes_go_to_the_fold():
     wave = 132 * 5  # reduce_cols at five blocks an SM on an H100
     assert not ticket_finish(col_split(50257, 3, wave), 1)  # 50257 x 768 bf16, dim 0: 220 splits
     assert ticket_finish(col_split(8192, 32, wave), 1)  # 8192 x 8192 bf16: 20 splits
+    assert not ticket_finish(col_split(4097, 17, wave), 1)  # 4097 x 4095 bf16: 38 splits, 5 rounds walked
+    assert ticket_finish(col_split(4097, 34, wave), 1)  # 4097 x 4095 fp32: 19 splits
 
 
 def test_column_split_fills_one_wave():

@@ -23,9 +23,11 @@ WARP_ROWS_BLOCK = 256
 COL_BLOCK_ROWS = 8  # reduce_cols' threadIdx.y extent (kColRows in reduce.cu)
 COL_MIN_ROWS = 64  # least rows per split of a column reduction
 FOLD_ROWS = 32  # reduce_cols_fold's threadIdx.y extent (kFoldRows in reduce.cu)
-# Splits the last block of a column block sums itself at most (its 8 rows of threads take them 8 at a
-# time, a chain of L2 round trips after the main loop); more go to reduce_cols_fold's 32 rows of threads.
-TICKET_SPLITS_MAX = 48
+# Splits the last block of a column block sums itself at most: its 8 rows of threads take them 8 at a
+# time, a chain of L2 round trips after the main loop; past 3 rounds reduce_cols_fold's 32 rows of threads
+# (a second launch, about 2 round trips) finish sooner (H100: 38 splits 23.6 us walked, 20.9 folded; 19
+# splits 29.2 walked, 30.9 folded; 20-23 the same either way: docs/design/reductions.md).
+TICKET_SPLITS_MAX = 24
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,10 @@ CHOSEN = [
     ("auto", F16, 32001, W, 80, NormTile(1024, 4), "kk::norm_rows<__half, kk::RowConfig<1024, 4, 1, 2, 0, 0>>", 0),
     ("auto", F32, 65536, A, 90, NormTile(512, 8, 4, staged=True, handout=True),
      "kk::norm_rows<float, kk::RowConfig<512, 8, 4, 1, 2, 1>>", 2 * (512 * 8 + 2) * 16),
-    ("auto", BF16, 262144, A, 90, NormTile(1024, 4, 8, staged=True, handout=True),
-     "kk::norm_rows<__nv_bfloat16, kk::RowConfig<1024, 4, 8, 1, 2, 1>>", 2 * (1024 * 4 + 2) * 16),
-    ("auto", F32, 151936, A, 90, NormTile(960, 5, 8, staged=True, handout=True),
-     "kk::norm_rows<float, kk::RowConfig<960, 5, 8, 1, 2, 1>>", 2 * (960 * 5 + 2) * 16),
+    ("auto", BF16, 262144, A, 90, NormTile(512, 4, 16, staged=True, handout=True),
+     "kk::norm_rows<__nv_bfloat16, kk::RowConfig<512, 4, 16, 1, 2, 1>>", 2 * (512 * 4 + 2) * 16),
+    ("auto", F32, 151936, A, 90, NormTile(480, 5, 16, staged=True, handout=True),
+     "kk::norm_rows<float, kk::RowConfig<480, 5, 16, 1, 2, 1>>", 2 * (480 * 5 + 2) * 16),
     ("auto", F32, 262144, A, 90, NormTile(512, 8, 16, staged=True, handout=True),
      "kk::norm_rows<float, kk::RowConfig<512, 8, 16, 1, 2, 1>>", 2 * (512 * 8 + 2) * 16),
     ("auto", F16, 300001, W, 90, NormTile(800, 3, 16, staged=True, handout=True),
@@ -98,27 +98,27 @@ def test_warp_and_cta_row_rules():
 
 
 def test_cluster_row_rule():
-    """Rows past a CTA on sm_90: the smallest cluster of CTAs of at most 512 threads x 32 values, then 8 CTAs
-    of up to 1024 threads at the vectors their staged weight and bias leave shared memory for (fp32: 7),
-    then the same in clusters of 16 (non-portable, H100 and H200 only); persistent, staged, handed out;
-    before sm_90 and beyond, welford; rows a CTA holds stay cta_row."""
+    """Rows past a CTA on sm_90: the smallest cluster (up to 16 CTAs on H100 and H200, a non-portable size;
+    8 elsewhere) of CTAs of at most 512 threads x 32 values, then the largest cluster of up to 1024 threads at
+    the vectors their staged weight and bias leave shared memory for (fp32: 7); persistent, staged, handed
+    out; before sm_90 and beyond, welford; rows a CTA holds stay cta_row."""
     tile = NormTile(512, 4, 2, staged=True, handout=True)
     assert rule("cluster_row", F16, 16392) == NormTile(288, 4, 2, staged=True, handout=True)
     assert rule("cluster_row", F16, 32768) == tile and rule("cluster_row", F16, 32768 - 7, W) == tile
     assert rule("cluster_row", F16, 4096) == NormTile(128, 4)
     assert rule("cluster_row", F16, 40000, sm=80) == Welford()
     assert rule("cluster_row", BF16, 131072) == NormTile(512, 4, 8, staged=True, handout=True)
-    assert rule("cluster_row", BF16, 262144) == NormTile(1024, 4, 8, staged=True, handout=True)
+    assert rule("cluster_row", BF16, 262144) == NormTile(512, 4, 16, staged=True, handout=True)
     # the window's 7 more elements do not fit 8 CTAs: 16 of 704 threads
     assert rule("cluster_row", BF16, 262144, W) == NormTile(704, 3, 16, staged=True, handout=True)
-    assert rule("cluster_row", F32, 8 * 1024 * 7 * 4) == NormTile(1024, 7, 8, staged=True, handout=True)
+    assert rule("cluster_row", F32, 8 * 1024 * 7 * 4) == NormTile(512, 7, 16, staged=True, handout=True)
     assert rule("cluster_row", F32, 8 * 1024 * 7 * 4 + 4) == NormTile(480, 8, 16, staged=True, handout=True)
     assert rule("cluster_row", F32, 300001) == NormTile(960, 5, 16, staged=True, handout=True)
     assert rule("cluster_row", F32, 16 * 1024 * 7 * 4) == NormTile(1024, 7, 16, staged=True, handout=True)
     assert rule("cluster_row", F32, 16 * 1024 * 7 * 4 + 4) == Welford()
-    # a device with less shared memory a block: fewer vectors a thread of the 1024-thread fallbacks
-    assert rule("cluster_row", F32, 8 * 1024 * 5 * 4, smem=163 * 1024) == NormTile(1024, 5, 8, staged=True,
-                                                                                       handout=True)
+    # a device with less shared memory a block: fewer vectors a thread of the 1024-thread fallback
+    assert rule("cluster_row", F32, 16 * 1024 * 5 * 4, smem=163 * 1024) == NormTile(1024, 5, 16, staged=True,
+                                                                                        handout=True)
     assert rule("cluster_row", F32, 16 * 1024 * 5 * 4 + 4, smem=163 * 1024) == Welford()
 
 

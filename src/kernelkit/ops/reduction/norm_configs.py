@@ -123,9 +123,11 @@ class NormTile(RowTile):
         load, store = form_bits(dtype, form)
         # staged slices arrive by asynchronous copies (LDGSTS); handed-out rows by a global atomic (ATOMG)
         sass = ("LDGSTS",) * self.staged + ("ATOMG",) * self.handout
-        # cluster rows of 32 values a thread with out at another phase than x (stored word by word) may spill
-        # a few bytes at the 64-register cap (fp32 512 x 8: 12)
-        spills = form == WINDOW_IN and self.cluster > 1 and self.vecs * per_vec(dtype) >= 32
+        # cluster rows of 32 values a thread with out at another phase than x (stored word by word), or in a
+        # window form in clusters of 16, may spill a few bytes at the 64-register cap (fp32 512 x 8: 12; bf16
+        # 320 x 4 in 16: 8, measured with it at 82-93% of the copy)
+        spills = ((form == WINDOW_IN or form >= WINDOW and self.cluster == 16) and self.cluster > 1
+                  and self.vecs * per_vec(dtype) >= 32)
         return Kernel(SRC, self.name(dtype, form), load, store, block=self.block, min_sm=self.min_sm(), sass=sass,
                       spills=spills, dyn_shared=self.shared_bytes(True, True))
 
@@ -307,10 +309,11 @@ def _fits(tile: NormTile, smem: int) -> bool:
 
 
 def cluster_row(dtype: torch.dtype, len_: int, form: int, sm: int, smem: int) -> Optional[NormTile]:
-    """Rows past a CTA (sm_90): the smallest thread-block cluster of CTAs of at most CLUSTER_CTA threads x
-    32 values, else 8 CTAs of up to 1024 threads at as many vectors a thread as their staged weight and bias
-    leave shared memory for, else (H100, H200) the same in 16 CTAs; persistent, each CTA staging its slice
-    of weight and bias once, rows handed out. Rows one CTA holds stay cta_row."""
+    """Rows past a CTA (sm_90): the smallest thread-block cluster (up to 16 CTAs on H100 and H200, 8
+    elsewhere: wide_cluster_tile) of CTAs of at most CLUSTER_CTA threads x 32 values, else the largest of CTAs
+    of up to 1024 threads at as many vectors a thread as their staged weight and bias leave shared memory
+    for; persistent, each CTA staging its slice of weight and bias once, rows handed out. Rows one CTA holds
+    stay cta_row."""
     one = cta_row(dtype, len_, form, sm, smem)
     if one is not None or sm < CLUSTER_SM:
         return one

@@ -144,8 +144,7 @@ def launch(kernel, grid, block, *args, shmem: int = 0, cluster: int = 1, coopera
             raise KernelLaunchError(f"launching {name} (grid={grid}, block={block}, shmem={shmem}) on "
                                     f"cuda:{device_index} failed: {_error_string(err)}")
     else:
-        if cluster > 8:
-            allow_wide_clusters(kernel, cluster, device_index)
+        allow_wide_clusters(kernel, cluster, device_index)
         key = (grid, block, shmem, cluster, cooperative)
         cfg = _configs.get(key)
         if cfg is None:
@@ -279,14 +278,15 @@ def allow_shared(kernel, nbytes: int, device_index: int) -> None:
     _shared_opt_in[key] = nbytes
 
 
+PORTABLE_CLUSTER = 8  # the largest cluster every cluster-capable GPU runs without the kernel's opt-in
 _wide_clusters: set[tuple] = set()
 
 
 def allow_wide_clusters(kernel, cluster: int, device_index: int) -> None:
-    """Let ``kernel`` launch in clusters past the portable 8 CTAs (the driver refuses 16 unless the kernel
-    opts in). Set once per kernel and device."""
+    """Let ``kernel`` launch in clusters past PORTABLE_CLUSTER CTAs (the driver refuses 16 unless the kernel
+    opts in). Set once per kernel and device; nothing for smaller clusters."""
     key = (id(kernel), device_index)
-    if cluster <= 8 or key in _wide_clusters:
+    if cluster <= PORTABLE_CLUSTER or key in _wide_clusters:
         return
     from cuda.bindings import driver
 

@@ -1,13 +1,14 @@
-// Depthwise convolution, channels_last, with the filter in registers and no shared memory.
+// Depthwise convolution from registers, no shared memory: channels_last tiles (first), NCHW column strips
+// (below, "planar").
 //
-// A thread owns 4 consecutive channels (one 8-byte vector of a 16-bit type, 16 bytes of fp32) of an
-// output tile of RY rows x RX columns of one image, and walks `chunk` such tiles down the image. Its
-// K*K x 4 weights are read once into registers (36 floats for 3x3); each input row of a tile is read as
-// (RX - 1) S + K vectors, converted once, and feeds every output row and column it reaches. Consecutive
-// threads take consecutive channel vectors, then the next tile along the row, so a warp's loads are
-// whole pixel runs. Zero padding: rows outside the image are skipped, columns outside read as zeros.
-// Each input vector is fetched (RX - 1) S + K over RX times along the row and about twice down it (the
-// tile below re-reads its first rows, from L1 while the same thread moves down).
+// channels_last: a thread owns 4 consecutive channels (one 8-byte vector of a 16-bit type, 16 bytes of fp32) of
+// an output tile of RY rows x RX columns of one image, and walks `chunk` such tiles down the image. Its K*K x 4
+// weights are read once into registers (36 floats for 3x3); each input row of a tile is read as (RX - 1) S + K
+// vectors, converted once, and feeds every output row and column it reaches. Consecutive threads take
+// consecutive channel vectors, then the next tile along the row, so a warp's loads are whole pixel runs. Zero
+// padding: rows outside the image are skipped, columns outside read as zeros. Each input vector is fetched
+// (RX - 1) S + K over RX times along the row and about twice down it (the tile below re-reads its first rows,
+// from L1 while the same thread moves down).
 #include "window.cuh"
 
 namespace kk {
@@ -34,14 +35,13 @@ struct Quad {
   }
 };
 
-// One tile's RY x RX x 4 sums (started from the bias): its NR input rows of WL vectors are loaded in groups
-// of G rows, every load of a group issued before the first is used (one memory round trip a group, not one
-// a row: a thread's tile is short-lived, so its latency chain sets the rate), then each vector converted
-// once and fed to every output row and column it reaches. G: as many rows as about 56 registers of raw
-// vectors hold (all of a 16-bit tile); fp32 a row at a time (its 16-byte vectors spill beside the sums and
-// weights in groups; each load moves twice the bytes of a 16-bit one). kInside: every row and column of the tile's
-// inputs is in the image (no tests, no zero fills: most tiles of a plane); outside, rows and columns
-// outside the image read as zeros.
+// One tile's RY x RX x 4 sums (started from the bias): its NR input rows of WL vectors are loaded in groups of G
+// rows, every load of a group issued before the first is used (one memory round trip a group, not one a row: a
+// thread's tile is short-lived, so its latency chain sets the rate), then each vector converted once and fed to
+// every output row and column it reaches. G: as many rows as about 56 registers of raw vectors hold (all of a
+// 16-bit tile); fp32 a row at a time (its 16-byte vectors spill beside the sums and weights in groups; each load
+// moves twice the bytes of a 16-bit one). kInside: every row and column of the tile's inputs is in the image (no
+// tests, no zero fills: most tiles of a plane); outside, rows and columns outside the image read as zeros.
 template <typename T, int K, int S, int RX, int RY, bool kInside>
 __device__ __forceinline__ void dw_registers_tile(const T* src, i64 sh, i64 sw, int H, int W, int iy0, int ix0,
                                                   const float (&wr)[K * K][4], float (&acc)[RY][RX][4]) {
@@ -140,16 +140,12 @@ dw_registers(const T* __restrict__ in, T* __restrict__ out, const float* __restr
   }
 }
 
-}  // namespace kk
-
 // ------------------------------------------------------------------------------------------- planar
 // NCHW: a thread computes a column strip of RY outputs (output column ox, rows oy0..) of one plane from
 // global memory: the (RY - 1) S + K input rows x K columns it reads, all loads issued before the first
 // use, element by element (any plane width and alignment), its plane's K*K weights in registers.
 // Consecutive threads take consecutive columns, then the next strip, then the next plane, so a warp's
 // load is a run of a row (or of a few small planes' rows); neighbouring columns' reads hit L1.
-namespace kk {
-
 template <typename T>
 __device__ __forceinline__ float dw_elem(const T* p, bool ok) {
   using U = typename Carrier<sizeof(T)>::type;

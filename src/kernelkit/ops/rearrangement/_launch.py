@@ -160,7 +160,7 @@ def rung_kernels(mode: Optional[str], widen: bool, dtype: torch.dtype) -> tuple[
     """Every instantiation a rung can launch for ``dtype``: widening may turn its elements into any
     wider carrier, so the tile kernels of each reachable size and the gathers of each are listed."""
     e0 = dtype.itemsize
-    out = []
+    out, spilling = [], set()
     if mode is not None:
         for e in _sizes(e0, 8 if widen else e0):
             if mode == "best":  # every candidate tile, the skinny kernels, the fallbacks (8-byte: padded)
@@ -168,17 +168,19 @@ def rung_kernels(mode: Optional[str], widen: bool, dtype: torch.dtype) -> tuple[
                 if e == 8:
                     cands.append(tile_kernel("padded", e))
                 for t in WINDOW_TILES.get(e, ()):
-                    cands += [tile_kernel("window", e, t, a) for a in WINDOW_ALIGNED]
+                    for a in WINDOW_ALIGNED:
+                        cands.append(tile_kernel("window", e, t, a))
+                        if not a[0]:
+                            # misaligned input rows at 64 registers: sm_80's allocation keeps one 4-byte value
+                            # in local memory (a store a launch, a load a tile); sm_90's none
+                            spilling.add(cands[-1][0])
                 cands += [(skinny_kernel(e, (side, n)), 256) for side in ("rows", "cols")
                           for n in range(2, SKINNY_MAX + 1)]
             else:
                 cands = [tile_kernel(mode, e)]
             for name, block, *_ in cands:
                 bits = 128 if any(k in name for k in ("wide", "skinny", "window")) else 8 * e  # 16-byte vectors
-                # the window tile's misaligned-input forms at 64 registers: sm_80's allocation keeps one
-                # 4-byte value in local memory (a store a launch, a load a tile); sm_90's none
-                spills = name.startswith("kk::transpose_window") and name[:-1].split(", ")[4] == "false"
-                out.append(Kernel(source_of(name), name, bits, bits, block=block, spills=spills))
+                out.append(Kernel(source_of(name), name, bits, bits, block=block, spills=name in spilling))
     for e in _sizes(e0, 16 if widen else e0):
         for idx in (IDX32, IDX64):
             out.append(Kernel(SOURCE, f"kk::gather<{CARRIER[e]}, {idx}>", 8 * e, 8 * e, block=GATHER_BLOCK))

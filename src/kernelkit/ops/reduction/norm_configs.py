@@ -23,7 +23,7 @@ from ...runtime import plain_launcher
 from .._shared.cxx import CXX_TYPE, cxx_bool
 from ._rows import (ALIGNED, CLUSTER_SM, WINDOW, WINDOW_IN, PackedTile, RowTile, cdiv, check_config, cta_tile,
                     form_bits, needs_sm90, packed_tile, packs, per_vec, persistent_runner, row_runner,
-                    wide_cluster_tile, warp_tile, window_len)
+                    WIDE_CLUSTER, wide_cluster_tile, warp_tile, window_len)
 
 SRC = "reduction/norm.cu"
 LOOP_BLOCK = 512  # norm_welford's block
@@ -126,8 +126,8 @@ class NormTile(RowTile):
         # cluster rows of 32 values a thread with out at another phase than x (stored word by word), or in a
         # window form in clusters of 16, may spill a few bytes at the 64-register cap (fp32 512 x 8: 12; bf16
         # 320 x 4 in 16: 8, measured with it at 82-93% of the copy)
-        spills = ((form == WINDOW_IN or form >= WINDOW and self.cluster == 16) and self.cluster > 1
-                  and self.vecs * per_vec(dtype) >= 32)
+        spills = (self.cluster > 1 and self.vecs * per_vec(dtype) >= 32
+                  and (form == WINDOW_IN or form == WINDOW and self.cluster == WIDE_CLUSTER))
         return Kernel(SRC, self.name(dtype, form), load, store, block=self.block, min_sm=self.min_sm(), sass=sass,
                       spills=spills, dyn_shared=self.shared_bytes(True, True))
 

@@ -75,7 +75,8 @@ def _registers_dw(dtype):
 
 
 _plans = plan_cache()
-CONFIG_TILE, CONFIG_PLANES, CONFIG_REGS, CONFIG_COLUMNS = 0, 1, 2, 3  # the first of the ints a config reaches the custom op as
+# the first of the ints a config reaches the custom op as
+CONFIG_TILE, CONFIG_PLANES, CONFIG_REGS, CONFIG_COLUMNS = 0, 1, 2, 3
 _weights = {False: TensorCache(), True: TensorCache()}  # by tap_major: both forms kept for a weight
 
 

@@ -72,7 +72,8 @@ def _conv2d_into(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
     # size-keeping padding go to filter2d's tiles below (large planes, where they are faster)
     many_planes = C >= TILE_MIN_CHANNELS or stride != [1, 1] or padding != [KH // 2, KW // 2]
     if not cl and ks is not None:
-        if kind == CONFIG_COLUMNS or (kind is None and ks in REGS_KS and (variant == "registers" or best and many_planes)):
+        columns = ks in REGS_KS and (variant == "registers" or best and many_planes)
+        if kind == CONFIG_COLUMNS or kind is None and columns:
             t = DwColumns(*config[1:]) if kind == CONFIG_COLUMNS else columns_rule(N * C, OH, OW, *ks, sm_count(dev))
             if run_columns(x.contiguous(), float_weights(weight, False), b, out, ks, padding, t):
                 return

@@ -154,3 +154,16 @@ def test_depthwise_planes_rule():
     p = dw.DwPlanes(4, 3, 2)
     assert p.rows(3, 1) == 10 and p.rows(5, 2) == 19 and p.smem(10, 3, 1) == 3 * 10 * 12 * 4
     assert not p.fits(9, 10, 3, 1) and p.fits(8, 10, 3, 1) and not dw.DwPlanes(6, 1, 1).fits(9, 9, 3, 1)
+
+
+def test_register_tiles_count_their_own_threads():
+    """The register kernels index threads in int32: the launch counts its real threads (a 4 x 1 tile on a
+    one-column output has one tile a row, where an estimate from 2 x 2 tiles counted half) and declines
+    past 2^31, launching nothing (meta tensors: no device is touched)."""
+    from kernelkit.ops.window._depthwise_kernels import run_regs
+    from kernelkit.ops.window._depthwise_shapes import DwRegs
+
+    C, OH = 4 << 16, 1 << 15  # 2^16 channel vectors x 2^15 tile rows x 1 tile column = 2^31 threads
+    x = torch.empty(1, C, 2 * OH, 1, device="meta").contiguous(memory_format=torch.channels_last)
+    out = torch.empty(1, C, OH, 1, device="meta").contiguous(memory_format=torch.channels_last)
+    assert not run_regs(x, None, None, out, (3, 2), [1, 1], DwRegs(4, 1, 1))

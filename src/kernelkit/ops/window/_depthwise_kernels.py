@@ -137,36 +137,39 @@ def run_planes(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out:
            i32(planes_pitch(OW, k, s)), shmem=shmem, name="dw_planes", device_index=dev)
 
 
-def regs_fit(x: torch.Tensor, ks: Optional[tuple[int, int]], OH: int, OW: int) -> bool:
-    """Whether the register rung runs this channels_last input: a compiled window, C a multiple of 4, every
-    4-channel vector on its own 8 (16-bit) or 16 (fp32) bytes, and its thread count within int32."""
+def regs_fit(x: torch.Tensor, ks: Optional[tuple[int, int]]) -> bool:
+    """Whether the register rung runs this channels_last input: a compiled window, C a multiple of 4 and every
+    4-channel vector on its own 8 (16-bit) or 16 (fp32) bytes."""
     if ks not in REGS_KS:
         return False
     N, C, H, W = x.shape
     sn, sc, sh, sw = x.stride()
     align = 4 * x.element_size()
-    return (sc == 1 and C % 4 == 0 and sn % 4 == 0 and sh % 4 == 0 and sw % 4 == 0 and x.data_ptr() % align == 0
-            and N * cdiv(OH, 2) * cdiv(OW, 2) * (C // 4) < 2 ** 31)
+    return sc == 1 and C % 4 == 0 and sn % 4 == 0 and sh % 4 == 0 and sw % 4 == 0 and x.data_ptr() % align == 0
 
 
 def run_regs(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out: torch.Tensor, ks: tuple[int, int],
-             padding: list[int], t: DwRegs) -> None:
+             padding: list[int], t: DwRegs) -> bool:
+    """The channels_last register kernels on x (regs_fit); False (nothing launched) past int32 threads."""
     N, C, H, W = x.shape
     OH, OW = out.shape[-2:]
+    cv, tiles_x, tiles_y = C // 4, cdiv(OW, t.rx), cdiv(OH, t.ry)
+    chunks = cdiv(tiles_y, t.chunk)
+    total = N * chunks * tiles_x * cv
+    if total >= 2 ** 31:
+        return False
     dev, dtype = x.get_device(), x.dtype
     k, s = ks
     if b is not None and b.data_ptr() % 16:  # the kernels read a vector's 4 biases as one float4
         b = b.clone()
     kern = _kernel(REGS_SRC, regs_name(dtype, k, s, t.rx, t.ry), dev)
-    cv, tiles_x, tiles_y = C // 4, cdiv(OW, t.rx), cdiv(OH, t.ry)
-    chunks = cdiv(tiles_y, t.chunk)
-    total = N * chunks * tiles_x * cv
     sn, _, sh, sw = x.stride()
     i32 = np.int32
     launch(kern, cdiv(total, REGS_THREADS), REGS_THREADS, x.data_ptr(), out.data_ptr(), w.data_ptr(),
            0 if b is None else b.data_ptr(), i32(C), i32(H), i32(W), i32(OH), i32(OW), sn, sh, sw, i32(padding[0]),
            i32(padding[1]), i32(cv), i32(tiles_x), i32(tiles_y), i32(chunks), i32(t.chunk), i32(total),
            name="dw_registers", device_index=dev)
+    return True
 
 
 def run_columns(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out: torch.Tensor,

@@ -64,10 +64,10 @@ def _conv2d_into(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
     ks = tile_shape(KH, KW, stride, dilation)
     kind = None if config is None else config[0]
     best = variant in (None, "best")
-    if cl and (best or variant == "registers") and kind in (None, CONFIG_REGS) and regs_fit(x, ks, OH, OW):
+    if cl and (best or variant == "registers") and kind in (None, CONFIG_REGS) and regs_fit(x, ks):
         t = DwRegs(*config[1:]) if kind == CONFIG_REGS else regs_rule(N, C, OH, OW, ks[1], sm_count(dev))
-        run_regs(x, float_weights(weight, True), b, out, ks, padding, t)
-        return
+        if run_regs(x, float_weights(weight, True), b, out, ks, padding, t):
+            return
     # NCHW: 3x3 on register columns, other compiled windows on planar bands; few channels with the
     # size-keeping padding go to filter2d's tiles below (large planes, where they are faster)
     many_planes = C >= TILE_MIN_CHANNELS or stride != [1, 1] or padding != [KH // 2, KW // 2]
@@ -190,7 +190,7 @@ def _check_config(config, x: torch.Tensor, KH: int, KW: int, s: list[int], d: li
                          f"not the {variant!r} rung's")
     ks = tile_shape(KH, KW, s, d)
     if regs:
-        if not (channels_last and regs_fit(x, ks, OH, OW) and config.fits(ks[1])):
+        if not (channels_last and regs_fit(x, ks) and config.fits(ks[1])):
             raise ValueError(f"conv2d: {config} is not a tile the register kernels run on this input: "
                              f"channels_last, (K, S) in {REGS_KS}, C a multiple of 4 on aligned vectors, (rx, ry) "
                              f"in {REGS_TILES}")

@@ -10,7 +10,6 @@ largest value, uint8 within 1): a wrong kernel is reported, not timed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 import torch
@@ -44,11 +43,15 @@ CASES = {
     "f2d31_f32": ("filter2d", F32, K8, {"kernel": 31}, ("vector",), 0),
     "gauss7_f32": ("gaussian_blur", F32, K8, {"kernel_size": 7}, ("fused", "pipelined"), 0),
     "gauss7_f16": ("gaussian_blur", F16, K8, {"kernel_size": 7}, ("fused", "pipelined"), 0),
-    "gauss7_u8": ("gaussian_blur", U8, K8, {"kernel_size": 7}, ("fused", "pipelined"), 0),
+    "gauss7_u8": ("gaussian_blur", U8, K8, {"kernel_size": 7}, ("fused", "pipelined", "strips"), 0),
+    "gauss5_u8": ("gaussian_blur", U8, K8, {"kernel_size": 5}, ("pipelined", "strips"), 0),
+    "gauss3_u8": ("gaussian_blur", U8, K8, {"kernel_size": 3}, ("pipelined", "strips"), 0),
+    "gauss5_u8_1080p": ("gaussian_blur", U8, (1080, 1920), {"kernel_size": 5}, ("pipelined", "strips"), 0),
     "gauss15_f32": ("gaussian_blur", F32, K8, {"kernel_size": 15}, ("pipelined",), 0),
     "gauss31_f32": ("gaussian_blur", F32, K8, {"kernel_size": 31}, ("pipelined",), 0),
     "gauss5_rgb": ("gaussian_blur", U8, (*K4, 3), {"kernel_size": 5, "channels_last": True}, ("fused", "pipelined"), 0),
-    "box5_u8": ("box_filter", U8, K8, {"kernel_size": 5}, ("pipelined",), 0),
+    "box5_u8": ("box_filter", U8, K8, {"kernel_size": 5}, ("pipelined", "strips"), 0),
+    "box3_u8": ("box_filter", U8, K8, {"kernel_size": 3}, ("pipelined", "strips"), 0),
     "sobel_f32": ("sobel", F32, K8, {}, ("fused", "pipelined"), 0),
     "sobel_f16": ("sobel", F16, K8, {}, ("fused", "pipelined"), 0),
     "sobel_u8": ("sobel", U8, K8, {}, ("fused", "pipelined"), 0),
@@ -136,7 +139,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default=",".join(CASES), help="comma-separated case names")
     ap.add_argument("--seconds", type=float, default=1.5, help="time budget of a case's timing loop")
-    ap.add_argument("--out", default=None, help="write the rows as JSON here")
+    ap.add_argument("--out", default=None, help="write the environment and the rows as JSON here")
     a = ap.parse_args(argv)
     rows = []
     for name in a.cases.split(","):
@@ -146,8 +149,8 @@ def main(argv=None) -> int:
                           for k, v in row["rungs"].items())
         print(f"{name:14s} {row['dtype']:8s} {'x'.join(map(str, row['shape'])):>14s}  {cells}", flush=True)
     if a.out:
-        with open(a.out, "w") as f:
-            json.dump(rows, f, indent=1)
+        from kernelkit.bench import write_json
+        write_json(a.out, {"cases": rows})
     return 0
 
 

@@ -22,6 +22,7 @@ __device__ __forceinline__ int border_index(int i, int n, int mode) {
   if ((unsigned)i < (unsigned)n) return i;
   if (mode == kBorderZero) return -1;
   if (mode == kBorderReplicate || n == 1) return i < 0 ? 0 : n - 1;
+  if (i < 0 ? i > -n : i < 2 * n - 1) return i < 0 ? -i : 2 * n - 2 - i;  // one reflection: no division
   const int period = 2 * (n - 1);
   int m = i % period;
   if (m < 0) m += period;

@@ -4,7 +4,7 @@ csrc/window/separable.cu, and the same on pipelined tiles (default)."""
 from __future__ import annotations
 
 import functools
-from typing import Optional
+from typing import Sequence
 
 import torch
 
@@ -13,6 +13,7 @@ from ...runtime import get_kernel
 from .._shared.plans import plan_cache, remember
 from ._common import (CXX, DTYPES, PIPE_MAX_TILES, SRC_FILTER, Planes, pipe_geometry, pipe_tile_bytes, pipe_tiles,
                       round4, rows_aligned, run_pipelined, run_tiled)
+from ._strips import run_strips, strip_k, strips_fill, strips_kernels, strips_plan, strips_take
 from .filter2d import VECTOR_ROWS, _registers, _vector, filter_planes, reg_channels, reg_shape, vector_name
 
 SRC_SEP = "window/separable.cu"
@@ -67,7 +68,14 @@ def ladder(what: str) -> tuple[Variant, ...]:
                 "vector loads and stores", DTYPES, lambda dtype, **_: _fused(dtype)),
         Variant("pipelined", "the fused passes on persistent blocks: the next tile's raw elements arrive by "
                 "cp.async in a second buffer while one is computed, converted at the window read; uint8 "
-                "rounded without F2I", DTYPES, lambda dtype, **_: _pipelined(dtype), default=True),
+                "rounded without F2I", DTYPES, lambda dtype, **_: _pipelined(dtype)),
+        Variant("strips", "uint8, no shared memory: a warp walks down a column strip, each input row loaded "
+                "and converted once into a ring of K rows of vertical sums in registers, the horizontal taps "
+                "from the neighbouring lanes by shuffles; weights in the constant bank (kernels up to 7 x 7, "
+                "16-byte aligned rows; other inputs run the pipelined rung)", (torch.uint8,),
+                lambda dtype, **_: strips_kernels(dtype)),
+        Variant("best", "the strips for uint8 images they take, the pipelined rung otherwise", DTYPES,
+                lambda dtype, **_: (*strips_kernels(dtype), *_pipelined(dtype)), default=True),
     )
 
 
@@ -96,13 +104,22 @@ def pipe_shmem(dtype: torch.dtype, kmax: int, c: int, kh: int, aligned: bool) ->
 
 
 def run_separable(kind: str, p: Planes, out: torch.Tensor, wx: torch.Tensor, wy: torch.Tensor,
-                  w_both: torch.Tensor, mode: int, bounded: bool = False) -> None:
+                  w_both: torch.Tensor, mode: int, bounded: bool = False,
+                  host: tuple[Sequence[float], Sequence[float]] = ((), ())) -> None:
     """out <- the separable filter (wy as a column) x (wx as a row) of p. ``w_both``: wx then wy, one
-    float32 device tensor (the fused kernels' argument). ``bounded``: every weight is non-negative and
-    each 1-D kernel sums to at most 1 (rounding aside), so uint8 results need no clamp."""
+    float32 device tensor (the fused kernels' argument); ``host``: the same (wx, wy) as Python floats (the
+    strips take them as a parameter). ``bounded``: every weight is non-negative and each 1-D kernel sums
+    to at most 1 (rounding aside), so uint8 results need no clamp."""
     KH, KW = wy.numel(), wx.numel()
     dev = out.get_device()
     dtype = out.dtype
+    if kind in ("best", "strips"):
+        # best: where the strips fill the device; the strips rung: wherever they can run
+        if strips_take(p, KH, KW) and (kind == "strips" or strips_fill(p, strip_k(KH, KW), strips_plan(
+                dev, strip_k(KH, KW), p.C, bounded)[2])):
+            run_strips(p, out, host[0], host[1], mode, bounded)
+            return
+        kind = "pipelined"
     if kind == "dense":
         filter_planes("best", p, out, torch.outer(wy, wx).contiguous(), None, 1, KH, KW, mode)
         return

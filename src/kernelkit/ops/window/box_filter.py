@@ -47,7 +47,9 @@ def _box_filter_into(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, kh: in
                      normalize: bool, channels_last: bool, variant: Optional[str]) -> None:
     p = planes_of(x, channels_last, "box_filter")
     # the mean's weights are 1/k (a 1-D kernel sums to 1): uint8 means stay within [0, 255]; sums do not
-    run_separable(variant or "pipelined", p, out, w[:kw], w[kw:], w, border, bounded=normalize)
+    a, b = (1.0 / kw, 1.0 / kh) if normalize else (1.0, 1.0)
+    run_separable(variant or "best", p, out, w[:kw], w[kw:], w, border, bounded=normalize,
+                  host=((a,) * kw, (b,) * kh))
 
 
 _box_filter_out = out_op("box_filter_out", _box_filter_into)
@@ -66,7 +68,9 @@ def box_filter(x: torch.Tensor, kernel_size, *, border: str = "reflect", normali
     ``normalize``: True divides by KH * KW (the mean); False gives the window's sum.
     ``channels_last``: True for HWC images, ``x`` of shape (..., H, W, C) with C = 1 to 4.
     No ``out``: the result is always a new contiguous tensor of ``x``'s shape and dtype.
-    ``variant``: a rung of ``kernelkit.ladder("box_filter")``; None picks the pipelined one-pass rung.
+    ``variant``: a rung of ``kernelkit.ladder("box_filter")``; None picks the best: the register strips
+    for uint8 images whose rows start 16-byte aligned (and W * C a multiple of 16), the pipelined
+    one-pass rung otherwise.
     No ``config``: the one-pass tiles follow from the dtype and kernel size (for tuning and tests,
     filter2d's ``config`` reaches the vector kernels of the two-pass rung).
 

@@ -1,4 +1,5 @@
-"""benchmarks/sweep.py without a GPU: its case list covers what it promises, and its records have the format."""
+"""benchmarks/sweep.py without a GPU: its case list (benchmarks/sweep_cases.py) covers what it promises, and
+its records have the format."""
 import importlib.util
 import math
 import sys
@@ -10,6 +11,7 @@ _spec = importlib.util.spec_from_file_location("sweep", Path(__file__).resolve()
 sweep = importlib.util.module_from_spec(_spec)
 sys.modules["sweep"] = sweep  # dataclasses look their module up
 _spec.loader.exec_module(sweep)
+sweep_cases = sys.modules["sweep_cases"]  # imported by sweep.py from its folder
 
 
 def _is_prime(n: int) -> bool:
@@ -27,8 +29,8 @@ def test_row_lengths_cover_tiny_to_vocabulary_sizes():
             assert n in lengths, n
         for n in lengths:  # every length in every dtype, about 2^27 elements a case
             got = [c for c in cs if c.shape[-1] == n]
-            assert sorted(c.dtype for c in got) == sorted(sweep.DTYPES)
-            want = 2**27 if n >= sweep.SHORT_ROW else 2**24  # torch's norms run rows of a few elements at 1-5 GB/s
+            assert sorted(c.dtype for c in got) == sorted(sweep_cases.DTYPES)
+            want = 2**27 if n >= sweep_cases.SHORT_ROW else 2**24  # torch's norms run rows of a few elements at 1-5 GB/s
             assert all(abs(c.numel() - want) <= n for c in got)
 
 
@@ -46,11 +48,11 @@ def test_rearrangements_reductions_and_gelu():
     assert any(0 < d < len(s) - 1 for s, d in along) and any(d == len(s) - 1 and len(s) > 1 for s, d in along)
     for op in sweep.REDUCE_OPS:
         assert {(c.shape, c.kwargs["dim"], c.dtype) for c in red if c.op == op} == \
-            {(s, d, dt) for s, d in along for dt in sweep.DTYPES}
+            {(s, d, dt) for s, d in along for dt in sweep_cases.DTYPES}
     for s, d in along:  # the result much smaller than the input
         assert s[d] >= 127
     gelu = {(c.kwargs["approximate"], c.dtype) for c in cs if c.op == "gelu"}
-    assert gelu == {(a, dt) for a in ("none", "tanh") for dt in sweep.DTYPES}
+    assert gelu == {(a, dt) for a in ("none", "tanh") for dt in sweep_cases.DTYPES}
 
 
 def test_quick_is_a_small_subset_with_every_op():

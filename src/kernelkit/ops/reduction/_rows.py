@@ -42,7 +42,7 @@ def pow2_at_least(v: int) -> int:
     return 1 << max(0, v - 1).bit_length()
 
 
-# Row forms (RowTile's kForm in reduce.cuh): how a row's slice moves between global memory and the tile.
+# Row forms (RowTile's kForm in row_tile.cuh): how a row's slice moves between global memory and the tile.
 ELEMS, ALIGNED, WINDOW, WINDOW_IN = 0, 1, 2, 3
 FORMS = (ELEMS, ALIGNED, WINDOW, WINDOW_IN)
 

@@ -77,7 +77,7 @@ def _build_and_run(tmp: Path, kernel_file: str, cases: str, calls: list[tuple[st
         pytest.skip("needs g++ and the CUDA headers")
     inc = tmp / "include"
     inc.mkdir(exist_ok=True)
-    for f in (CSRC / "include").iterdir():
+    for f in (*(CSRC / "include").iterdir(), *(CSRC / kernel_file).parent.glob("*.cuh")):  # and its own headers
         (inc / f.name).write_text(_host_source(f.read_text()))
     (tmp / "kernels.h").write_text(_host_source((CSRC / kernel_file).read_text()))
     main = ['#include "prelude.h"', '#include "kernels.h"', f'#include "{cases}"', "int main() {", "  int ran = 0, fails = 0;"]
@@ -110,7 +110,7 @@ def test_window_transpose_source_on_the_host(tmp_path):
                     t = f"{CARRIER[e]}, {tile.rows}, {tile.cols}, {tile.threads}, {str(ia).lower()}, {str(oa).lower()}"
                     calls.append((f"run_transpose<{t}>({b}, {r}, {c}, {io}, {oo}, {rng.randrange(1 << 30)}, "
                                   f"{str(inner and b > 1).lower()})", f"{t} {b}x{r}x{c} offsets {io},{oo}"))
-    out = _build_and_run(tmp_path, "rearrangement/transpose.cu", "transpose_cases.h", calls)
+    out = _build_and_run(tmp_path, "rearrangement/transpose_window.cu", "transpose_cases.h", calls)
     general = sum("false, false>" in c for c, _ in calls)  # the aligned forms run only where their promise holds
     assert int(out.split()[-4]) > general, out
 

@@ -2,8 +2,8 @@
 (`Window`: its constants and formulas; `emulate_window`: loads, shared stores and reads with their banks, the
 edge pass), its aligned forms and tiles, and the SASS census of the shared accesses of every tile kernel.
 
-The emulator mirrors csrc/rearrangement/transpose.cu line by line, so a wrong formula fails here, before any
-GPU time is spent.
+The emulator mirrors csrc/rearrangement/transpose_window.cu line by line, so a wrong formula fails here, before
+any GPU time is spent.
 """
 import itertools
 import math
@@ -228,15 +228,18 @@ def test_shared_memory_instruction_census():
             names[(e, mode, None)] = tile_kernel(mode, e)[0]
         for cfg in BEST_TILES[e]:
             names[(e, "best", cfg)] = tile_kernel("best", e, cfg)[0]
-    from kernelkit.ops.rearrangement._launch import WINDOW_ALIGNED, WINDOW_TILES
+    from kernelkit.ops.rearrangement._launch import WINDOW_ALIGNED, WINDOW_TILES, source_of
     for e, tiles in WINDOW_TILES.items():
         for cfg in tiles:
             for aligned in WINDOW_ALIGNED:
                 names[(e, "window", (cfg, aligned))] = tile_kernel("window", e, cfg, aligned)[0]
-    b = compile_source("rearrangement/transpose.cu", tuple(dict.fromkeys(names.values())), "sm_90")
-    cens = kernel_census(b.cubin)
+    cens, mangled = {}, {}
+    for src in dict.fromkeys(map(source_of, names.values())):  # the window tile has a file of its own
+        b = compile_source(src, tuple(dict.fromkeys(n for n in names.values() if source_of(n) == src)), "sm_90")
+        cens.update(kernel_census(b.cubin))
+        mangled.update(b.symbols)
     for (e, mode, cfg), name in names.items():
-        c = cens[b.mangled(name)]
+        c = cens[mangled[name]]
         if mode in ("shared", "padded"):  # one element per access, 4 per thread each way
             assert c.shared_store_widths == {8 * e: 4} and c.shared_load_widths == {8 * e: 4}, (name, c)
         elif mode == "window":  # whole 16-byte chunks in (two loads each unless rows are aligned), E-byte reads

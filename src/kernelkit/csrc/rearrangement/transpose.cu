@@ -1,38 +1,14 @@
-// Rearrangement kernels (transpose and permute): the batched-transpose ladder and a strided gather.
+// Rearrangement kernels (transpose and permute): the batched-transpose rungs naive, shared/padded and wide,
+// the skinny transposes and a strided gather. The best rung's window tile (16-byte accesses at any
+// alignment) is in transpose_window.cu; the tile kernels' problem statement, their tile order (TileGrid)
+// and store16 are in transpose.cuh.
 //
 // Nothing here looks at values: every dtype moves as the unsigned integer of its size (uint8 for
 // bool/int8/fp8, uint16 for fp16/bf16, ..., uint64 for fp64/complex64; uint4 for 16-byte runs in
 // the gather), so one instantiation per element size serves every dtype, bit for bit.
-//
-// The tile kernels share one problem statement, a batch of 2D transposes with free strides:
-//   out[b*out_sb + c*out_sc + r] = in[b*in_sb + r*in_sr + c]   for b < B, r < R, c < C
-// (strides in elements; the unit-stride dims are the input's columns and the output's rows). A
-// contiguous (B, R, C) -> (B, C, R) is in_sb = out_sb = R*C, in_sr = C, out_sc = R; NCHW -> NHWC is
-// that with B = N, R = C, C = H*W. Tiles are numbered b-major, then tile rows, then tile columns,
-// over a 1D grid (no 65535 limit on any dimension); a block loops if the grid is short of tiles.
-#include "common.cuh"
+#include "transpose.cuh"
 
 namespace kk {
-
-struct TileGrid {
-  i64 ntr, ntc, ntiles;
-  __device__ TileGrid(i64 B, i64 R, i64 C, int TR, int TC)
-      : ntr((R + TR - 1) / TR), ntc((C + TC - 1) / TC), ntiles(B * ntr * ntc) {}
-  // Tile t -> its batch and its first row / column (64-bit divisions, once per tile).
-  __device__ void at(i64 t, int TR, int TC, i64& b, i64& r0, i64& c0) const {
-    if (ntiles <= 0xffffffffLL) {  // the common case: 32-bit divides, not the 64-bit subroutine
-      const unsigned tt = (unsigned)t, nc = (unsigned)ntc, nr = (unsigned)ntr, rest = tt / nc, bb = rest / nr;
-      c0 = (i64)(tt - rest * nc) * TC;
-      r0 = (i64)(rest - bb * nr) * TR;
-      b = bb;
-      return;
-    }
-    const i64 rest = t / ntc;
-    c0 = (t - rest * ntc) * TC;
-    b = rest / ntr;
-    r0 = (rest - b * ntr) * TR;
-  }
-};
 
 // Rung naive: one element per thread, read along the input row (coalesced), written straight to its
 // transposed place: consecutive lanes write addresses R elements apart, so every warp's store touches
@@ -99,13 +75,6 @@ __global__ void __launch_bounds__(256) transpose_tile(T* __restrict__ out, const
 // pointers; the host checks, and the best rung falls back to the padded tile otherwise.
 template <int E> struct Unit { using type = unsigned int; };
 template <> struct Unit<8> { using type = unsigned long long; };
-
-// A plain 16-byte global store (STG.E.128). A uint4 assignment compiles to four STG.E for 4-byte
-// elements (the SASS claims check the width) and __stwb to STG.E.128.STRONG.SM. No "memory" clobber:
-// nothing in these kernels reads what they store, so later shared reads may move above it.
-__device__ __forceinline__ void store16(void* p, uint4 v) {
-  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
-}
 
 // Output vector p of a thread's V units (V rows x P columns): column p of the little V x P block.
 template <int E, typename W>
@@ -183,150 +152,6 @@ __global__ void __launch_bounds__(THREADS) transpose_wide(T* __restrict__ out, c
       for (int p = 0; p < P; ++p) {
         const i64 c = c0 + col + p;
         if (c < C && r < R) store16(dst + c * out_sc + r, pack_column<E>(w[it], p));
-      }
-    }
-    __syncthreads();  // the next tile overwrites the buffer
-  }
-}
-
-// Rung best on the shapes the wide tile cannot take (odd sides or strides, rows that do not start on
-// 16-byte boundaries): the same 16-byte accesses and swizzled tile, at any alignment. E <= 4 bytes.
-// Load: a tile row's TC elements start `s` bytes past a 16-byte boundary (s differs from row to row).
-// Logical chunk k of the row (elements k*V .. k*V + V - 1) spans the aligned chunks W0 and W1 that hold
-// its first and last byte: a thread loads both (the second is the next thread's first: an L1 hit) and
-// funnel-shifts bytes [s, s + 16) of W0:W1 into one register vector, stored whole (STS.128) at the
-// wide tile's swizzled place, chunk k ^ ((row / V) % XW) (XW = min(8, chunks a row)).
-// Store: output row c (tile column cc) starts `o` elements past a 16-byte boundary. Its aligned output
-// chunk q (q = 0 .. TR/V - 1) holds tile rows q*V - o + e (e < V); chunk 0 also takes, for e < o, the
-// rows TR - o + e at the end of the column (the head and tail of the row segment: both partial, stored
-// element by element). A thread reads the V elements of its chunk down tile column cc (one E-byte
-// shared read each; the rows q*V - o + e for e < o lie in the previous group of V rows, whose swizzle
-// is (q - 1) % XW), packs them and stores 16 bytes (STG.128) where the chunk lies wholly inside the
-// tile's rows, element by element otherwise. Lanes j = lane % 8 take consecutive chunks q and lanes
-// g = lane / 8 neighbouring 4-byte column units, as in the wide tile: for each g the 8 lanes read 8
-// swizzle positions and the 4 g read 4 words of one chunk, so every shared read is conflict-free when
-// rows hold 8 or more chunks (2-way for 4 chunks: 8 lanes over 4 swizzle positions), whatever o.
-// kInAligned / kOutAligned: every input (output) row starts on a 16-byte boundary (s = 0, o = 0), the
-// host's promise: no second load and shift, or only whole chunks.
-template <int E>
-__device__ __forceinline__ uint4 shift_window(uint4 a, uint4 b, unsigned s) {  // bytes [s, s + 16) of a:b
-  const unsigned x[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-  unsigned z[6], y[5];
-#pragma unroll
-  for (int i = 0; i < 6; ++i) z[i] = (s & 8) ? x[i + 2] : x[i];
-#pragma unroll
-  for (int i = 0; i < 5; ++i) y[i] = (s & 4) ? z[i + 1] : z[i];
-  if constexpr (E == 4) {  // whole words
-    return make_uint4(y[0], y[1], y[2], y[3]);
-  } else {
-    const unsigned sh = (s & 3) * 8;
-    return make_uint4(__funnelshift_r(y[0], y[1], sh), __funnelshift_r(y[1], y[2], sh),
-                      __funnelshift_r(y[2], y[3], sh), __funnelshift_r(y[3], y[4], sh));
-  }
-}
-
-template <int E, int V>
-__device__ __forceinline__ uint4 pack_elems(const unsigned (&v)[V]) {  // V elements (low bits) -> 16 bytes
-  unsigned w[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if constexpr (E == 4) {
-      w[i] = v[i];
-    } else if constexpr (E == 2) {
-      w[i] = __byte_perm(v[2 * i], v[2 * i + 1], 0x5410);
-    } else {
-      w[i] = __byte_perm(__byte_perm(v[4 * i], v[4 * i + 1], 0x0040), __byte_perm(v[4 * i + 2], v[4 * i + 3], 0x0040),
-                         0x5410);
-    }
-  }
-  return make_uint4(w[0], w[1], w[2], w[3]);
-}
-
-template <typename T, int TR, int TC, int THREADS, bool kInAligned, bool kOutAligned>
-__global__ void __launch_bounds__(THREADS, (kInAligned ? 5 : 4) * 256 / THREADS) transpose_window(T* __restrict__ out, const T* __restrict__ in, i64 B, i64 R,
-                                                            i64 C, i64 in_sb, i64 in_sr, i64 out_sb, i64 out_sc) {
-  constexpr int E = sizeof(T), V = 16 / E, P = 4 / E;
-  constexpr int CH = TC * E / 16, XW = CH < 8 ? CH : 8, PITCH = CH * 16;  // chunks and bytes a tile row
-  constexpr int LOADS = TR * CH / THREADS;
-  constexpr int NQ = TR / V, JB = NQ / 8, WARPS = THREADS / 32;
-  constexpr int ITEMS = JB * CH / WARPS;  // warp-wide read items (8 chunks x 4 units) per warp
-  static_assert(E <= 4 && CH >= 4 && (CH & (CH - 1)) == 0 && NQ % 8 == 0, "rows of 4+ chunks, 8V-row groups");
-  static_assert(TR * CH % THREADS == 0 && JB * CH % WARPS == 0, "threads must divide the tile evenly");
-  __shared__ uint4 tile[TR * CH];
-  const unsigned char* tbytes = reinterpret_cast<const unsigned char*>(tile);
-  const TileGrid g(B, R, C, TR, TC);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, j = lane & 7, gq = lane >> 3;
-  for (i64 t = blockIdx.x; t < g.ntiles; t += gridDim.x) {
-    i64 b, r0, c0;
-    g.at(t, TR, TC, b, r0, c0);
-    const int nr = (int)min((i64)TR, R - r0), nc = (int)min((i64)TC, C - c0);
-    const T* src = in + b * in_sb + r0 * in_sr + c0;
-    // every load issued before the first shift: a slot outside the tile's rows or columns reads the
-    // aligned chunk of the tile's first element instead (never written out), so no load waits on a predicate
-    const uint4* safe = reinterpret_cast<const uint4*>(reinterpret_cast<unsigned long long>(src) & ~15ull);
-    // (a row's place within 16 bytes, s, is taken from its pointer again at the shift: 4 registers fewer)
-    uint4 w0[LOADS], w1[LOADS];
-#pragma unroll
-    for (int i = 0; i < LOADS; ++i) {
-      const int idx = threadIdx.x + i * THREADS, row = idx / CH, k = idx % CH;
-      const unsigned long long a = reinterpret_cast<unsigned long long>(src + row * in_sr + k * V);
-      const uint4* c = reinterpret_cast<const uint4*>(a & ~15ull);
-      const bool ok0 = row < nr && k * V < nc;
-      w0[i] = __ldg(ok0 ? c : safe);
-      if constexpr (!kInAligned) {  // W1 holds an element of the row: its first one, k*V + (16 - s)/E, is < nc
-        const unsigned s = (unsigned)(a & 15);
-        const bool ok1 = ok0 && s != 0 && k * V + (int)((16 - s) / E) < nc;
-        w1[i] = __ldg(ok1 ? c + 1 : (ok0 ? c : safe));
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < LOADS; ++i) {
-      const int idx = threadIdx.x + i * THREADS, row = idx / CH, k = idx % CH;
-      uint4 v = w0[i];
-      if constexpr (!kInAligned)
-        v = shift_window<E>(v, w1[i], (unsigned)(reinterpret_cast<unsigned long long>(src + row * in_sr) & 15));
-      tile[row * CH + (k ^ ((row / V) & (XW - 1)))] = v;
-    }
-    __syncthreads();
-    T* dst = out + b * out_sb + r0;
-    // one item at a time where the input side's two loads a chunk already take 32 registers (the 64 a
-    // thread of 4 blocks an SM then hold the rest without spilling)
-#pragma unroll(kInAligned ? ITEMS : 1)
-    for (int it = 0; it < ITEMS; ++it) {
-      const int item = warp + it * WARPS, q = item % JB * 8 + j, unit = item / JB * 4 + gq;
-#pragma unroll
-      for (int p = 0; p < P; ++p) {
-        const int cc = unit * P + p;
-        if (cc >= nc) continue;
-        T* row = dst + (c0 + cc) * out_sc;  // output row c0 + cc, from tile row 0
-        const int o = kOutAligned ? 0 : (int)((reinterpret_cast<unsigned long long>(row) & 15) / E);
-        const int c16 = cc * E >> 4, within = cc * E & 15;
-        // shared byte offsets of element 0 for e >= o (swizzle q) and e < o (swizzle q - 1; chunk 0
-        // wraps to the column's last rows)
-        const int a0 = (q * V - o) * PITCH + ((c16 ^ (q & (XW - 1))) << 4) + within;
-        const int a1 = (q * V - o + (q == 0 ? TR : 0)) * PITCH + ((c16 ^ ((q - 1) & (XW - 1))) << 4) + within;
-        unsigned v[V];
-#pragma unroll
-        for (int e = 0; e < V; ++e) v[e] = *reinterpret_cast<const T*>(tbytes + (e < o ? a1 : a0) + e * PITCH);
-        const int first = q * V - o;  // tile row of element 0 of a whole chunk
-        if ((q > 0 || o == 0) && first + V <= nr) store16(row + first, pack_elems<E, V>(v));
-      }
-    }
-    // The elements no whole chunk holds, each column's head (before its first 16-byte boundary) and tail
-    // (after its last whole chunk), element by element and spread over every thread: left to the chunk's
-    // lane (up to V stores while the warp's other lanes waited) they cost the misaligned outputs a third
-    // of their rate.
-    for (int t = threadIdx.x; t < TC * 2 * V; t += THREADS) {
-      const int cc = t / (2 * V), slot = t - cc * 2 * V;
-      if (cc >= nc) break;
-      T* row = dst + (c0 + cc) * out_sc;
-      const int o = kOutAligned ? 0 : (int)((reinterpret_cast<unsigned long long>(row) & 15) / E);
-      const int head = o == 0 ? 0 : min(V - o, nr);                // rows [0, head)
-      const int tail = max(head, (nr + o) / V * V - o);             // rows [tail, nr)
-      const int tr = slot < V ? slot : tail + slot - V;
-      if (slot < V ? tr < head : tr < nr) {
-        const int c16 = cc * E >> 4, within = cc * E & 15;
-        row[tr] = *reinterpret_cast<const T*>(tbytes + (tr * CH + (c16 ^ ((tr / V) & (XW - 1)))) * 16 + within);
       }
     }
     __syncthreads();  // the next tile overwrites the buffer

@@ -15,7 +15,7 @@
 // Compiled with the CuTe header set (runtime/cute_headers.py).
 #include <cute/tensor.hpp>
 
-#include "transpose.cu"  // TileGrid: the tile order shared with the other tile kernels
+#include "transpose.cuh"  // TileGrid: the tile order shared with the other tile kernels
 
 namespace kk {
 

@@ -1,5 +1,6 @@
-"""What transpose and permute share: their dtypes, the instantiations of csrc/rearrangement/transpose.cu,
-the rungs' tile choices, the tile configuration, and turning a planner's Plan into a launch.
+"""What transpose and permute share: their dtypes, the instantiations of the csrc/rearrangement kernels
+(transpose.cu, transpose_window.cu, transpose_cute.cu; ``source_of`` gives a kernel's file), the rungs'
+tile choices, the tile configuration, and turning a planner's Plan into a launch.
 
 Both ops write ``y.contiguous()`` for a view ``y = x.permute(perm)`` through the same kernels; an op module
 keeps its plans keyed by what it was given and calls ``make_launch`` once per key. A launch is a function
@@ -19,7 +20,8 @@ from .._shared.checks import check_out, pick_variant
 from .._shared.launch_rules import cdiv
 from ._rearrange import CARRIER, IDX32, IDX64, SKINNY_MAX, Plan, idx_type, make_plan
 
-SOURCE = "rearrangement/transpose.cu"
+SOURCE = "rearrangement/transpose.cu"  # naive, shared/padded, wide, skinny, gather
+WINDOW_SOURCE = "rearrangement/transpose_window.cu"  # the window tile (16-byte accesses at any alignment)
 CUTE_SOURCE = "rearrangement/transpose_cute.cu"  # the cute rung's tile (the CuTe header set)
 DTYPES = (
     torch.uint8, torch.int8, torch.bool, torch.float8_e4m3fn, torch.float8_e5m2,
@@ -143,8 +145,10 @@ def tile_kernel(mode: str, esize: int, tile: Optional[TileConfig] = None,
 
 
 def source_of(name: str) -> str:
-    """The source file of a tile or gather kernel."""
-    return CUTE_SOURCE if name.startswith("kk::transpose_cute") else SOURCE
+    """The source file of a tile, skinny or gather kernel."""
+    if name.startswith("kk::transpose_cute"):
+        return CUTE_SOURCE
+    return WINDOW_SOURCE if name.startswith("kk::transpose_window") else SOURCE
 
 
 def skinny_kernel(esize: int, skinny: tuple[str, int]) -> str:
@@ -183,7 +187,8 @@ def rung_kernels(mode: Optional[str], widen: bool, dtype: torch.dtype) -> tuple[
                 out.append(Kernel(source_of(name), name, bits, bits, block=block, spills=name in spilling))
     for e in _sizes(e0, 16 if widen else e0):
         for idx in (IDX32, IDX64):
-            out.append(Kernel(SOURCE, f"kk::gather<{CARRIER[e]}, {idx}>", 8 * e, 8 * e, block=GATHER_BLOCK))
+            name = f"kk::gather<{CARRIER[e]}, {idx}>"
+            out.append(Kernel(source_of(name), name, 8 * e, 8 * e, block=GATHER_BLOCK))
     return tuple(out)
 
 

@@ -2,7 +2,8 @@
 
 Both ops compute ``out = y.contiguous()`` for a strided view ``y`` of ``x`` (``x.transpose(d0, d1)``
 or ``x.permute(dims)``; ``x`` itself may be any view). The planner reduces y's (shape, strides) to
-the fewest dims, then picks one of three kernels of csrc/rearrangement/transpose.cu:
+the fewest dims, then picks one of three kernels of csrc/rearrangement/ (transpose.cu, transpose_window.cu,
+transpose_cute.cu):
 
 * a contiguous run on both sides (a plain copy, or row moves where the innermost dim is contiguous)
   goes through the gather kernel with the element widened to 16 (8, 4, 2) bytes;

@@ -1,7 +1,7 @@
 """permute: ``x.permute(dims).contiguous()``, bit for bit, its ladder and dispatch.
 
-permute has no kernel file of its own: it launches the kernels of csrc/rearrangement/transpose.cu, which
-serve transpose too. ``_rearrange`` merges the dims that stay together, so the common layout changes
+permute has no kernel file of its own: it launches the kernels of csrc/rearrangement/ (transpose.cu,
+transpose_window.cu, transpose_cute.cu), which serve transpose too. ``_rearrange`` merges the dims that stay together, so the common layout changes
 (NCHW <-> NHWC, swapping the last two dims, moving the batch axis) become batched 2-d transposes on the
 tile kernels or contiguous runs moved as 16-byte elements; every other permutation goes through the
 strided gather. As for transpose, the input may be any view and is read through its strides.

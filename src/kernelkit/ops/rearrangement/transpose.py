@@ -3,7 +3,8 @@
 No arithmetic: every dtype moves as raw 1/2/4/8-byte words. The input may be any view (offset,
 non-contiguous, expanded): the kernels read through its strides, so no hidden ``.contiguous()`` copy
 is made. ``_rearrange`` reduces the view to a batched 2-d transpose, a widened contiguous run or a
-general gather; the rung decides which tile kernel (csrc/rearrangement/transpose.cu) a transpose uses.
+general gather; the rung decides which tile kernel (csrc/rearrangement/transpose.cu, transpose_window.cu,
+transpose_cute.cu) a transpose uses.
 """
 from __future__ import annotations
 

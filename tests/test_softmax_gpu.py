@@ -138,7 +138,8 @@ def test_torch_compile_and_cuda_graph():
 def test_every_configuration(dtype):
     """Every configuration the rules can choose (each instantiation a rung lists), forced by config= onto
     rows it holds exactly and rows a vector shorter (16-byte vectors), and onto misaligned rows of the
-    longest and an odd length (the element-wise form)."""
+    longest and an odd length (the element-wise form); packed configurations onto rows up to their
+    group x elems elements."""
     from kernelkit.ops._shared.launch_rules import compute_capability
     from kernelkit.ops.reduction import softmax as sm
     from kernelkit.ops.reduction._rows import per_vec
@@ -148,10 +149,15 @@ def test_every_configuration(dtype):
     for cfg in cfgs:
         if getattr(cfg, "cluster", 1) > 1 and compute_capability(torch.cuda.current_device()) < 90:
             continue
-        cap = cfg.capacity(dtype) if isinstance(cfg, sm.SoftmaxTile) else 4099
-        # offset 1: the window forms, holding rows N - 1 shorter than the capacity
-        short = cap - n + 1 if isinstance(cfg, sm.SoftmaxTile) else cap
-        for offset, lens in ((0, {cap, max(n, cap - n)}), (1, {short, max(1, cap - n - 1)})):
+        if isinstance(cfg, sm.SoftmaxPacked):  # whole short rows of up to group x elems, at any alignment
+            cap = cfg.capacity(dtype)
+            cases = ((0, {cap, max(1, cap - n)}), (1, {cap, max(1, cap // 2 + 1)}))
+        else:
+            cap = cfg.capacity(dtype) if isinstance(cfg, sm.SoftmaxTile) else 4099
+            # offset 1: the window forms, holding rows N - 1 shorter than the capacity
+            short = cap - n + 1 if isinstance(cfg, sm.SoftmaxTile) else cap
+            cases = ((0, {cap, max(n, cap - n)}), (1, {short, max(1, cap - n - 1)}))
+        for offset, lens in cases:
             for len_ in sorted(lens):
                 rows = max(3, min(40, 2**21 // len_))
                 x = random_input(rows * len_, dtype, offset).view(rows, len_)

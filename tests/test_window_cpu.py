@@ -212,7 +212,8 @@ def test_pipelined_rungs_copy_asynchronously(arch):
     rows = []
     for op in ("filter2d", "gaussian_blur", "sobel"):
         rows += [r for r in analyze_op(op, arch, variants=["pipelined"])]
-    assert len(rows) == (3 * 6 + 5 * 6 + 6) * 2  # (K or KMAX) x (dtype, C): 6 pairs, x 2 alignments
+    # (K or KMAX) x (dtype, C): 6 pairs, x 2 alignments; and filter2d's wide fp32 tiles, 3x3 and 5x5
+    assert len(rows) == (3 * 6 + 5 * 6 + 6) * 2 + 2 * 2
     for r in rows:
         assert any(op.startswith("LDGSTS.E.BYPASS.128") for op in r.opcodes), r.kernel.name
         assert any(op.startswith("LDS.128") for op in r.opcodes), r.kernel.name
@@ -293,3 +294,21 @@ def test_span_and_tile_kernels_in_the_sass(sm90_pool_conv):
     for r in planar:
         assert any(op.startswith("STS") for op in r.opcodes) and any(op.startswith("LDS") for op in r.opcodes)
         assert r.local_ops == 0 and r.spill_bytes == 0
+
+
+def test_wide_tiles_rule():
+    """filter2d's wide tiles (64 x 4 threads, one block an SM) only for one-channel fp32 3x3 and 5x5 planes
+    that give every SM at least WIDE_TILES_PER_SM tiles of 256 x 32; otherwise the 32 x 8 tiles."""
+    from kernelkit.ops.window import filter2d as f2
+    from kernelkit.ops.window._common import planes_of
+
+    def wide(shape, dtype=torch.float32, k=5, cl=False, sms=132):
+        return f2.wide_tiles(dtype, planes_of(torch.empty(shape, dtype=dtype, device="meta"), cl, "t"), k, sms)
+
+    assert wide((8192, 8192)) and wide((4096, 16384)) and wide((8192, 8192), k=3)
+    assert not wide((8192, 8192), k=7) and not wide((8192, 8192), dtype=torch.float16)
+    assert not wide((8192, 8192, 3), cl=True)
+    assert not wide((3, 1080, 1920)) and not wide((2048, 2048))  # 6 and 4 tiles a block: the narrow tiles
+    assert wide((3, 1080, 1920), sms=16)  # the same image on a device of 16 SMs: 51 tiles each
+    # 32 tiles an SM at the threshold: 132 x 32 tiles of 256 x 32
+    assert wide((32 * 32, 132 * 256)) and not wide((32 * 32 - 32, 132 * 256))

@@ -10,7 +10,7 @@ import torch
 
 import kernelkit
 from kernelkit import reference
-from kernelkit.ops.window._common import WindowConfig
+from kernelkit.ops.window._common import WindowConfig, planes_of
 from window_helpers import FLOATS, _check, _input, poison_allocator
 
 pytestmark = pytest.mark.gpu
@@ -136,6 +136,28 @@ def test_pipelined_many_tiles_per_block(dtype, offset):
         out = kernelkit.filter2d(xc, kernel, border="reflect", channels_last=True, variant="pipelined")
         _check(out, reference.filter2d(xc, kernel, "reflect", channels_last=True), xc, f"HWC x{c} filter2d +{offset}",
                reference.filter2d(xc.double(), kernel, "reflect", channels_last=True) if dtype == torch.uint8 else None)
+
+
+@pytest.mark.parametrize("offset", [0, 1])
+def test_wide_tiles(monkeypatch, offset):
+    """filter2d's wide tiles (64 x 4 threads, 8 rows a thread, one block an SM), forced onto small and odd
+    fp32 planes (the rule takes them only where every SM walks 32 tiles): 3x3 and 5x5, every border,
+    batched planes, widths around the 256-float tile, rows at every misalignment (offset 1, odd widths)."""
+    from kernelkit.ops.window import filter2d as f2
+
+    monkeypatch.setattr(f2, "WIDE_TILES_PER_SM", 0)
+    f2._plans.clear()
+    torch.manual_seed(9)
+    for shape in ((1, 1), (7, 255), (33, 257), (3, 70, 513), (131, 1024)):
+        x = _input(shape, torch.float32, offset)
+        for k in f2.WIDE_K:
+            kernel = torch.randn(k, k, device="cuda") / k
+            plan = f2._plan("best", torch.float32, planes_of(x, False, "t"), k, k, None, x.get_device())
+            assert plan[1].endswith(f", {f2.WIDE_BX}>") and plan[5] == {"block": (64, 4), "per_sm": 1}, plan[1]
+            for border in BORDERS:
+                out = kernelkit.filter2d(x, kernel, border=border)
+                _check(out, reference.filter2d(x, kernel, border), x, f"wide {shape} k={k} {border} +{offset}")
+    f2._plans.clear()
 
 
 # ------------------------------------------------------------------------- gaussian_blur and box_filter

@@ -168,14 +168,15 @@ __global__ void __launch_bounds__(256, 2) f2d_registers(const T* __restrict__ in
 // Compile-time K x K and C on pipelined tiles (pipeline.cuh): a persistent block computes its tiles in
 // turn while the next one's raw elements arrive by cp.async in the other of two buffers. Each thread
 // computes RY rows x V outputs (one 16-byte vector a row) from register windows converted at the read,
-// the weights in registers (reloaded only when a tile's weight set differs from the last one's).
-template <typename T, int K, int C, int RY, bool kAligned>
+// the weights in registers (reloaded only when a tile's weight set differs from the last one's). Blocks
+// of BX x 256 / BX threads: 32 x 8, or 64 x 4 for the wide tiles (the host's WIDE_* rules in filter2d.py).
+template <typename T, int K, int C, int RY, bool kAligned, int BX = 32>
 __global__ void __launch_bounds__(256, 2) f2d_pipelined(const T* __restrict__ in, T* __restrict__ out,
                                                      const float* __restrict__ w, const float* __restrict__ bias,
                                                      int planes, int groups, int H, int WC, int C_, i64 in_plane,
                                                      i64 in_row, int KH_, int KW_, int mode) {
   using R = raw_t<T>;
-  constexpr int V = vec16<T>(), TW = 32 * V, TH = 8 * RY, RAD = K / 2;
+  constexpr int V = vec16<T>(), TW = BX * V, TH = 256 / BX * RY, RAD = K / 2;
   constexpr int HP = round_up(RAD * C, V), LD = TW + 2 * HP + (kAligned ? 0 : V), ROWS = TH + K - 1;
   constexpr int S = HP - RAD * C, WL = V + (K - 1) * C;
   extern __shared__ float4 smem4[];

@@ -5,12 +5,12 @@
 // shared footprint is a quarter of a float tile for uint8. Conversions happen when a thread reads its
 // register window; uint8 converts by a byte permute and one add, not the quarter-rate I2F.
 //
-// Tile geometry: a block of 32 x 8 threads computes TW = 32 V elements x TH = 8 RY rows, V = one 16-byte
-// vector of outputs a thread a row. Its tile row starts HP elements (a whole number of vectors, at least
-// the horizontal reach) left of the outputs, so a 16-byte chunk of the tile is a 16-byte chunk of the
-// image row. A row whose address is not 16-byte aligned (offset views, odd row strides) is stored m
-// elements to the right (m its misalignment, kept per row): its chunks still copy as aligned vectors and
-// the window reader shifts by m. Kernels compiled "aligned" (every row 16-byte aligned, the host checks)
+// Tile geometry: a block of BX x 256 / BX threads (32 x 8; filter2d's wide tiles 64 x 4) computes TW = BX V
+// elements x TH = 256 / BX x RY rows, V = one 16-byte vector of outputs a thread a row. Its tile row starts
+// HP elements (a whole number of vectors, at least the horizontal reach) left of the outputs, so a 16-byte
+// chunk of the tile is a 16-byte chunk of the image row. A row whose address is not 16-byte aligned (offset
+// views, odd row strides) is stored m elements to the right (m its misalignment, kept per row): its chunks
+// still copy as aligned vectors and the window reader shifts by m. Kernels compiled "aligned" (every row 16-byte aligned, the host checks)
 // skip the shift.
 #pragma once
 #include "window.cuh"
@@ -80,7 +80,7 @@ struct TileWalk {
     const TilePos tp = at(t);
     const R* plane = in + (i64)tp.p * in_plane;
     const int y0 = tp.y0 - top, g0 = tp.x0 - HP;
-    const int s = threadIdx.y * 32 + threadIdx.x;
+    const int s = threadIdx.y * (TW / V) + threadIdx.x;  // blocks of TW / V x 256 V / TW threads
     int r = s / NCH, c = s - r * NCH;
     if (y0 >= 0 && y0 + rows <= H && g0 >= (kAligned ? 0 : V) && g0 + LD <= WC) {
       const R* base = plane + (i64)y0 * in_row + g0;

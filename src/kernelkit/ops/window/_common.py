@@ -11,7 +11,7 @@ import torch
 
 from ...runtime import allow_shared, launch, resident_blocks
 from .._shared.cxx import CXX_TYPE
-from .._shared.launch_rules import cdiv
+from .._shared.launch_rules import cdiv, sm_count
 
 SRC_FILTER = "window/filter2d.cu"
 FLOATS = (torch.float32, torch.float16, torch.bfloat16)
@@ -212,13 +212,13 @@ def rows_aligned(p: Planes) -> bool:
             and (p.planes == 1 or p.plane * es % 16 == 0))
 
 
-def pipe_geometry(itemsize: int, reach: int, c: int, ry: int, aligned: bool) -> tuple[int, int, int]:
-    """(tile_w, tile_h, ld) of a pipelined tile: 32 threads x one 16-byte vector of outputs, 8 x ry rows, and
-    the elements of a tile row: the outputs, a halo of whole vectors covering ``reach`` pixels of ``c``
-    channels on each side, and one vector more for the row shift of unaligned kernels."""
+def pipe_geometry(itemsize: int, reach: int, c: int, ry: int, aligned: bool, bx: int = 32) -> tuple[int, int, int]:
+    """(tile_w, tile_h, ld) of a pipelined tile: bx threads x one 16-byte vector of outputs, 256 / bx x ry
+    rows, and the elements of a tile row: the outputs, a halo of whole vectors covering ``reach`` pixels of
+    ``c`` channels on each side, and one vector more for the row shift of unaligned kernels."""
     v = 16 // itemsize
     hp = cdiv(reach * c, v) * v
-    return 32 * v, 8 * ry, 32 * v + 2 * hp + (0 if aligned else v)
+    return bx * v, 256 // bx * ry, bx * v + 2 * hp + (0 if aligned else v)
 
 
 def pipe_tile_bytes(itemsize: int, rows: int, ld: int, aligned: bool) -> int:
@@ -234,15 +234,19 @@ def pipe_tiles(p: Planes, tile_w: int, tile_h: int) -> int:
 
 
 def run_pipelined(kernel, name: str, p: Planes, out_ptr: int, w_ptr: int, bias_ptr: int, groups: int,
-                  KH: int, KW: int, mode: int, tile_w: int, tile_h: int, shmem: int, dev: int, *extra) -> None:
+                  KH: int, KW: int, mode: int, tile_w: int, tile_h: int, shmem: int, dev: int, *extra,
+                  block: tuple[int, int] = BLOCK, per_sm: Optional[int] = None) -> None:
     """Launch a pipelined (persistent) window kernel: the common argument list (then ``extra`` 32-bit ints),
-    one block of 32 x 8 threads per resident slot (the occupancy calculator's count for this shared-memory
-    size), never more blocks than tiles."""
+    one block of ``block`` threads (256) per resident slot (the occupancy calculator's count for this
+    shared-memory size, or ``per_sm`` blocks an SM where fewer), never more blocks than tiles."""
     if shmem > 48 * 1024:
         allow_shared(kernel, shmem, dev)
-    grid = min(pipe_tiles(p, tile_w, tile_h), resident_blocks(kernel, 256, 1, dev, shmem))
+    slots = resident_blocks(kernel, 256, 1, dev, shmem)
+    if per_sm is not None:
+        slots = min(slots, per_sm * sm_count(dev))
+    grid = min(pipe_tiles(p, tile_w, tile_h), slots)
     i32 = np.int32
-    launch(kernel, grid, BLOCK, p.x.data_ptr(), out_ptr, w_ptr, bias_ptr, i32(p.planes), i32(groups), i32(p.H),
+    launch(kernel, grid, block, p.x.data_ptr(), out_ptr, w_ptr, bias_ptr, i32(p.planes), i32(groups), i32(p.H),
            i32(p.WC), i32(p.C), p.plane, p.row, i32(KH), i32(KW), i32(mode), *(i32(e) for e in extra), shmem=shmem,
            name=name, device_index=dev)
 

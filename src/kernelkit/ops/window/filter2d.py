@@ -14,6 +14,7 @@ from ...ladder import Kernel, Op, Variant, register
 from ...runtime import get_kernel
 from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
+from .._shared.launch_rules import sm_count
 from .._shared.plans import plan_cache, remember
 from ._common import (CXX, DTYPES, PIPE_MAX_TILES, SRC_FILTER, Planes, WindowConfig, check_border, check_config,
                       device_weights, pipe_geometry, pipe_tile_bytes, pipe_tiles, planes_of, random_image, round4,
@@ -44,14 +45,39 @@ def pipe_rows(dtype: torch.dtype, k: int) -> int:
     return 2 if k <= 5 else 1
 
 
-def pipe_name(dtype: torch.dtype, k: int, c: int, aligned: bool) -> str:
-    return f"kk::f2d_pipelined<{CXX[dtype]}, {k}, {c}, {pipe_rows(dtype, k)}, {'true' if aligned else 'false'}>"
+# Wide tiles: blocks of 64 x 4 threads, 8 rows a thread (tiles of 256 floats x 32 rows, rows of the tile 1 KB
+# runs of the image), one block an SM. On an H100 (docs/design/window.md, "Wide tiles") fp32 3x3 and 5x5 on
+# 8192^2 and 4096x16384 planes ran at 84-86% of the copy against 79-80% on the 32 x 8 tiles, but only where
+# each SM walks many tiles: with 6 a block (3x1080x1920) 57% against 76%, with 4 (2048^2) 68% against 72%;
+# 7x7 was slower (70% against 76%).
+WIDE_K = (3, 5)
+WIDE_BX, WIDE_ROWS = 64, 8
+WIDE_TILES_PER_SM = 32
+
+
+def wide_tiles(dtype: torch.dtype, p: Planes, k: int, sms: int) -> bool:
+    """Whether the pipelined rung takes the wide tiles: fp32 planes (one channel), 3x3 or 5x5, and at least
+    WIDE_TILES_PER_SM tiles for each SM to walk (one block an SM keeps one tile in flight a block)."""
+    if dtype != torch.float32 or p.C != 1 or k not in WIDE_K:
+        return False
+    tw, th, _ = pipe_geometry(4, k // 2, 1, WIDE_ROWS, True, WIDE_BX)
+    return pipe_tiles(p, tw, th) >= WIDE_TILES_PER_SM * sms
+
+
+def pipe_name(dtype: torch.dtype, k: int, c: int, aligned: bool, wide: bool = False) -> str:
+    a = 'true' if aligned else 'false'
+    if wide:
+        return f"kk::f2d_pipelined<{CXX[dtype]}, {k}, {c}, {WIDE_ROWS}, {a}, {WIDE_BX}>"
+    return f"kk::f2d_pipelined<{CXX[dtype]}, {k}, {c}, {pipe_rows(dtype, k)}, {a}>"
 
 
 def _pipelined(dtype):
-    return tuple(Kernel(SRC_FILTER, pipe_name(dtype, k, c, a), store_bits=128, sass=("LDGSTS.E.BYPASS.128",),
-                        block=256)
-                 for k in REG_K for c in reg_channels(dtype) for a in (True, False))
+    ks = [Kernel(SRC_FILTER, pipe_name(dtype, k, c, a), store_bits=128, sass=("LDGSTS.E.BYPASS.128",), block=256)
+          for k in REG_K for c in reg_channels(dtype) for a in (True, False)]
+    if dtype == torch.float32:
+        ks += [Kernel(SRC_FILTER, pipe_name(dtype, k, 1, a, True), store_bits=128, sass=("LDGSTS.E.BYPASS.128",),
+                      block=256) for k in WIDE_K for a in (True, False)]
+    return tuple(ks)
 
 
 def _naive(dtype):
@@ -102,33 +128,39 @@ _plans = plan_cache()
 
 
 def _plan(kind: str, dtype: torch.dtype, p: Planes, KH: int, KW: int, rows: Optional[int], dev: int):
-    """(kernel, name, tile_w, tile_h, shmem, pipelined) for a rung on this geometry."""
+    """(kernel, name, tile_w, tile_h, shmem, pipelined launch options or None) for a rung on this geometry."""
     square = KH == KW and KH in REG_K and p.C in reg_channels(dtype) and rows is None
     if kind in ("pipelined", "best") and square:
         aligned = rows_aligned(p)
-        tw, th, ld = pipe_geometry(dtype.itemsize, KH // 2, p.C, pipe_rows(dtype, KH), aligned)
+        wide = wide_tiles(dtype, p, KH, sm_count(dev))
+        if wide:
+            tw, th, ld = pipe_geometry(dtype.itemsize, KH // 2, p.C, WIDE_ROWS, aligned, WIDE_BX)
+            opts = {"block": (WIDE_BX, 256 // WIDE_BX), "per_sm": 1}
+        else:
+            tw, th, ld = pipe_geometry(dtype.itemsize, KH // 2, p.C, pipe_rows(dtype, KH), aligned)
+            opts = {}
         if pipe_tiles(p, tw, th) <= PIPE_MAX_TILES:
-            name = pipe_name(dtype, KH, p.C, aligned)
+            name = pipe_name(dtype, KH, p.C, aligned, wide)
             shmem = pipe_tile_bytes(dtype.itemsize, th + KH - 1, ld, aligned)
-            return get_kernel(SRC_FILTER, name, device_index=dev), name, tw, th, shmem, True
+            return get_kernel(SRC_FILTER, name, device_index=dev), name, tw, th, shmem, opts
         kind = "registers"  # more tiles than 32-bit tile numbers reach
     if kind == "registers" and square:
         v, ry = reg_shape(dtype)
         name = reg_name(dtype, KH, p.C)
         ld = 31 * v + round4(v + (KH - 1) * p.C)
-        return get_kernel(SRC_FILTER, name, device_index=dev), name, 32 * v, 8 * ry, (8 * ry + KH - 1) * ld * 4, False
+        return get_kernel(SRC_FILTER, name, device_index=dev), name, 32 * v, 8 * ry, (8 * ry + KH - 1) * ld * 4, None
     if kind in ("vector", "registers", "pipelined", "best"):
         ry = rows or rows_rule(p.H, VECTOR_ROWS)
         name = vector_name(p.x.dtype, dtype, ry)  # the output may be a float32 intermediate
         ld = round4(128 + (KW - 1) * p.C)
         shmem = (round4(KH * KW) + (8 * ry + KH - 1) * ld) * 4
-        return get_kernel(SRC_FILTER, name, device_index=dev), name, 128, 8 * ry, shmem, False
+        return get_kernel(SRC_FILTER, name, device_index=dev), name, 128, 8 * ry, shmem, None
     if kind == "shared":
         name = _shared(dtype)[0].name
         return (get_kernel(SRC_FILTER, name, device_index=dev), name, 32, 8,
-                (8 + KH - 1) * (32 + (KW - 1) * p.C) * 4, False)
+                (8 + KH - 1) * (32 + (KW - 1) * p.C) * 4, None)
     name = _naive(dtype)[0].name
-    return get_kernel(SRC_FILTER, name, device_index=dev), name, 32, 8, 0, False
+    return get_kernel(SRC_FILTER, name, device_index=dev), name, 32, 8, 0, None
 
 
 def filter_planes(kind: str, p: Planes, out: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor],
@@ -140,9 +172,12 @@ def filter_planes(kind: str, p: Planes, out: torch.Tensor, w: torch.Tensor, bias
     if plan is None:
         plan = remember(_plans, key, _plan(kind, out.dtype, p, KH, KW, rows, dev))
     kernel, name, tw, th, shmem, pipelined = plan
-    run = run_pipelined if pipelined else run_tiled
-    run(kernel, name, p, out.data_ptr(), w.data_ptr(), 0 if bias is None else bias.data_ptr(), groups,
-        KH, KW, mode, tw, th, shmem, dev)
+    args = (kernel, name, p, out.data_ptr(), w.data_ptr(), 0 if bias is None else bias.data_ptr(), groups,
+            KH, KW, mode, tw, th, shmem, dev)
+    if pipelined is None:
+        run_tiled(*args)
+    else:
+        run_pipelined(*args, **pipelined)
 
 
 def _filter2d_into(x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, border: int, channels_last: bool,

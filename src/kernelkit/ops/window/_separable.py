@@ -1,6 +1,8 @@
 """The separable filters' ladder and launch (gaussian_blur, box_filter): a dense one-pass rung on
 filter2d's kernels, two 1-D passes through a float32 intermediate, the fused one-pass kernel of
-csrc/window/separable.cu, and the same on pipelined tiles (default)."""
+csrc/window/separable.cu, the same on pipelined tiles, the register strips of one-channel uint8 images
+(_strips.py) and `best` (default): the strips where they take the input and fill the device, else the
+pipelined tiles."""
 from __future__ import annotations
 
 import functools

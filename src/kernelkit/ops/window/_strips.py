@@ -52,7 +52,8 @@ def strip_width(k: int, c: int) -> int:
 
 
 def strips_name(k: int, c: int, bounded: bool) -> str:
-    return f"kk::sep_strips<{k}, {c}, {lane_bytes(k)}, {prefetch_rows(k, c)}, {min_blocks(k, c)}, {'true' if bounded else 'false'}>"
+    b = "true" if bounded else "false"
+    return f"kk::sep_strips<{k}, {c}, {lane_bytes(k)}, {prefetch_rows(k, c)}, {min_blocks(k, c)}, {b}>"
 
 
 def strips_kernels(dtype: torch.dtype) -> tuple[Kernel, ...]:

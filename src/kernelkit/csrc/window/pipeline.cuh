@@ -10,8 +10,8 @@
 // HP elements (a whole number of vectors, at least the horizontal reach) left of the outputs, so a 16-byte
 // chunk of the tile is a 16-byte chunk of the image row. A row whose address is not 16-byte aligned (offset
 // views, odd row strides) is stored m elements to the right (m its misalignment, kept per row): its chunks
-// still copy as aligned vectors and the window reader shifts by m. Kernels compiled "aligned" (every row 16-byte aligned, the host checks)
-// skip the shift.
+// still copy as aligned vectors and the window reader shifts by m. Kernels compiled "aligned" (every row
+// 16-byte aligned, the host checks) skip the shift.
 #pragma once
 #include "window.cuh"
 

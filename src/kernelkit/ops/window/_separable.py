@@ -15,7 +15,7 @@ from ...runtime import get_kernel
 from .._shared.plans import plan_cache, remember
 from ._common import (CXX, DTYPES, PIPE_MAX_TILES, SRC_FILTER, Planes, pipe_geometry, pipe_tile_bytes, pipe_tiles,
                       round4, rows_aligned, run_pipelined, run_tiled)
-from ._strips import run_strips, strip_k, strips_fill, strips_kernels, strips_plan, strips_take
+from ._strips import run_strips, strips_fill, strips_kernels, strips_take
 from .filter2d import VECTOR_ROWS, _registers, _vector, filter_planes, reg_channels, reg_shape, vector_name
 
 SRC_SEP = "window/separable.cu"
@@ -117,8 +117,7 @@ def run_separable(kind: str, p: Planes, out: torch.Tensor, wx: torch.Tensor, wy:
     dtype = out.dtype
     if kind in ("best", "strips"):
         # best: where the strips fill the device; the strips rung: wherever they can run
-        if strips_take(p, KH, KW) and (kind == "strips" or strips_fill(p, strip_k(KH, KW), strips_plan(
-                dev, strip_k(KH, KW), p.C, bounded)[2])):
+        if strips_take(p, KH, KW) and (kind == "strips" or strips_fill(p, KH, KW, bounded, dev)):
             run_strips(p, out, host[0], host[1], mode, bounded)
             return
         kind = "pipelined"

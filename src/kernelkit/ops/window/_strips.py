@@ -11,6 +11,7 @@ import torch
 from ...ladder import Kernel
 from ...runtime import get_kernel, launch, resident_blocks
 from ...runtime.tensor_map import maps_supported
+from .._shared.cxx import cxx_bool
 from .._shared.launch_rules import cdiv
 from .._shared.plans import plan_cache, remember
 from ._common import Planes, rows_aligned
@@ -32,14 +33,7 @@ def lane_bytes(k: int) -> int:
     return 16 if k <= 5 else 8
 
 
-def prefetch_rows(k: int, c: int) -> int:
-    """Rows loaded ahead of the one converted: K - 1, the most the ring of K raw rows holds."""
-    return k - 1
-
-
-def min_blocks(k: int, c: int) -> int:
-    """The launch bound's blocks of 128 threads an SM (its register cap: 4 -> 128 a thread)."""
-    return 4
+MIN_BLOCKS = 4  # the launch bound's blocks of 128 threads an SM: a cap of 128 registers a thread
 
 
 def halo_lanes(k: int, c: int) -> int:
@@ -52,8 +46,8 @@ def strip_width(k: int, c: int) -> int:
 
 
 def strips_name(k: int, c: int, bounded: bool) -> str:
-    b = "true" if bounded else "false"
-    return f"kk::sep_strips<{k}, {c}, {lane_bytes(k)}, {prefetch_rows(k, c)}, {min_blocks(k, c)}, {b}>"
+    """The kernel of K taps and C channels, its rows loaded K - 1 ahead (the most its ring of K raw rows holds)."""
+    return f"kk::sep_strips<{k}, {c}, {lane_bytes(k)}, {k - 1}, {MIN_BLOCKS}, {cxx_bool(bounded)}>"
 
 
 def strips_kernels(dtype: torch.dtype) -> tuple[Kernel, ...]:
@@ -106,10 +100,12 @@ def strips_plan(dev: int, k: int, c: int, bounded: bool) -> tuple:
     return plan
 
 
-def strips_fill(p: Planes, k: int, warps: int) -> bool:
+def strips_fill(p: Planes, kh: int, kw: int, bounded: bool, dev: int) -> bool:
     """Whether the image has a strip for every resident warp at the least strip height: a warp walks its
     rows one after another, so fewer strips leave the device idle (a 1920x1080 plane, 540 strips of 8
     rows for 2112 warps on an H100, ran at 32% of the copy rate against the tiles' 39%)."""
+    k = strip_k(kh, kw)
+    warps = strips_plan(dev, k, p.C, bounded)[2]
     return p.planes * cdiv(p.WC, strip_width(k, p.C)) * cdiv(p.H, 2 * (k - 1)) >= warps
 
 

@@ -14,6 +14,7 @@ from ...ladder import Kernel, Op, Variant, register
 from ...runtime import get_kernel
 from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
+from .._shared.cxx import cxx_bool
 from .._shared.launch_rules import sm_count
 from .._shared.plans import plan_cache, remember
 from ._common import (CXX, DTYPES, PIPE_MAX_TILES, SRC_FILTER, Planes, WindowConfig, check_border, check_config,
@@ -65,19 +66,16 @@ def wide_tiles(dtype: torch.dtype, p: Planes, k: int, sms: int) -> bool:
 
 
 def pipe_name(dtype: torch.dtype, k: int, c: int, aligned: bool, wide: bool = False) -> str:
-    a = 'true' if aligned else 'false'
     if wide:
-        return f"kk::f2d_pipelined<{CXX[dtype]}, {k}, {c}, {WIDE_ROWS}, {a}, {WIDE_BX}>"
-    return f"kk::f2d_pipelined<{CXX[dtype]}, {k}, {c}, {pipe_rows(dtype, k)}, {a}>"
+        return f"kk::f2d_pipelined<{CXX[dtype]}, {k}, {c}, {WIDE_ROWS}, {cxx_bool(aligned)}, {WIDE_BX}>"
+    return f"kk::f2d_pipelined<{CXX[dtype]}, {k}, {c}, {pipe_rows(dtype, k)}, {cxx_bool(aligned)}>"
 
 
 def _pipelined(dtype):
-    ks = [Kernel(SRC_FILTER, pipe_name(dtype, k, c, a), store_bits=128, sass=("LDGSTS.E.BYPASS.128",), block=256)
-          for k in REG_K for c in reg_channels(dtype) for a in (True, False)]
+    names = [pipe_name(dtype, k, c, a) for k in REG_K for c in reg_channels(dtype) for a in (True, False)]
     if dtype == torch.float32:
-        ks += [Kernel(SRC_FILTER, pipe_name(dtype, k, 1, a, True), store_bits=128, sass=("LDGSTS.E.BYPASS.128",),
-                      block=256) for k in WIDE_K for a in (True, False)]
-    return tuple(ks)
+        names += [pipe_name(dtype, k, 1, a, True) for k in WIDE_K for a in (True, False)]
+    return tuple(Kernel(SRC_FILTER, n, store_bits=128, sass=("LDGSTS.E.BYPASS.128",), block=256) for n in names)
 
 
 def _naive(dtype):

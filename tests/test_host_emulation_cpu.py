@@ -1,4 +1,4 @@
-"""The kernels' own CUDA source run on the CPU: transpose_window, reduce_cols, reduce_fast and
+"""The kernels' own CUDA source run on the CPU: transpose_window, transpose_skew, reduce_cols, reduce_fast and
 reduce_warp_rows compiled by g++ against tests/host_emu/prelude.h (a thread per CUDA thread, barriers for
 blocks and warps, loads checked against the inputs' bytes) and run on odd shapes at every alignment.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelkit.ops.rearrangement._launch import WINDOW_ALIGNED, WINDOW_TILES
+from kernelkit.ops.rearrangement._launch import SKEW_TILES, WINDOW_ALIGNED, WINDOW_TILES
 
 HERE = Path(__file__).parent / "host_emu"
 CSRC = Path(__file__).parents[1] / "src" / "kernelkit" / "csrc"
@@ -113,6 +113,29 @@ def test_window_transpose_source_on_the_host(tmp_path):
     out = _build_and_run(tmp_path, "rearrangement/transpose_window.cu", "transpose_cases.h", calls)
     general = sum("false, false>" in c for c, _ in calls)  # the aligned forms run only where their promise holds
     assert int(out.split()[-4]) > general, out
+
+
+def test_skew_transpose_source_on_the_host(tmp_path):
+    """transpose_skew, each tile and form: odd sides around a tile's step, a single row and column, batches
+    (also with a batch stride below a row's), both pointers at several places within 16 bytes."""
+    rng = random.Random(11)
+    calls = []
+    for e, tiles in SKEW_TILES.items():
+        v = 16 // e
+        for tile in tiles:
+            a = tile.skew_rows(e)
+            shapes = [(1, 37, 53), (2, 67, 45), (1, 1, 9), (1, 9, 1), (1, a, tile.cols + 1), (3, a + 1, 2 * v + 1),
+                      (1, 2 * a - v + 2, tile.cols - 1), (2, 3 * a + 5, 7)]
+            for ia in (False, True):
+                for (b, r, c), (io, oo), inner in zip(shapes, [(0, 1), (1, 2), (v - 1, 3), (0, v - 1)] * 2,
+                                                      [False, True] * 4):
+                    if ia:  # aligned input rows: whole vectors a row, read from a 16-byte boundary
+                        c, io = -(-c // v) * v, 0
+                    t = f"{CARRIER[e]}, {tile.rows}, {tile.cols}, {tile.threads}, {str(ia).lower()}"
+                    calls.append((f"run_skew<{t}>({b}, {r}, {c}, {io}, {oo}, {rng.randrange(1 << 30)}, "
+                                  f"{str(inner and b > 1).lower()})", f"skew {t} {b}x{r}x{c} offsets {io},{oo}"))
+    out = _build_and_run(tmp_path, "rearrangement/transpose_window.cu", "transpose_cases.h", calls)
+    assert int(out.split()[-4]) == len(calls), out  # every case meets its form's promise
 
 
 def test_reduction_sources_on_the_host(tmp_path):

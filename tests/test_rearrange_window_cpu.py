@@ -254,3 +254,39 @@ def test_shared_memory_instruction_census():
             w = Wide(e, cfg or WIDE_TILE[e])
             assert c.shared_store_widths == {128: w.LOADS}, (name, c.shared_store_widths)
             assert c.shared_load_widths == {8 * w.U: w.ITEMS * w.V}, (name, c.shared_load_widths)
+
+
+def test_skew_tiles_pass_their_check_and_fit_short_sides():
+    from kernelkit.ops.rearrangement._launch import SKEW_TILES, best_skew_tile
+    for e, ts in SKEW_TILES.items():
+        for t in ts:
+            assert t.check_skew(e) is None, (e, t)
+            assert t.skew_rows(e) == t.rows - 16 // e
+    assert "2 or 4" in TileConfig(128, 64, 128).check_skew(1)
+    assert "multiple of 64" in TileConfig(96, 64, 128).check_skew(2)
+    assert "takes 128 threads" in TileConfig(128, 64, 256).check_skew(2)
+    assert best_skew_tile(2, 12345, 6789) == TileConfig(128, 64, 128)
+    assert best_skew_tile(2, 1000003, 31) == TileConfig(256, 32, 128)  # 31 columns: a 32-column tile
+    assert best_skew_tile(4, 1000003, 31) == TileConfig(128, 32, 256)
+    assert best_skew_tile(4, 40, 1000) == TileConfig(32, 128, 256)  # 40 rows: 28-row steps, not 60 of 64
+
+
+def test_skew_tile_instruction_census():
+    """transpose_skew's accesses, as its comment claims: V 16-byte loads a thread (twice that for shifted input
+    rows), V STS.128 of the transposed block, two LDS.128 and one STG.128 an output chunk (the item loop
+    unrolled by 2), no element-wide shared access."""
+    pytest.importorskip("cuda.core")
+    from kernelkit.analyze.sass import kernel_census
+    from kernelkit.ops.rearrangement._launch import SKEW_TILES, WINDOW_SOURCE
+    from kernelkit.runtime import compile_source
+
+    names = {(e, t, ia): tile_kernel("skew", e, t, (ia, False))[0]
+             for e, ts in SKEW_TILES.items() for t in ts for ia in (False, True)}
+    b = compile_source(WINDOW_SOURCE, tuple(names.values()), "sm_90")
+    cens = kernel_census(b.cubin)
+    for (e, t, ia), name in names.items():
+        c, v = cens[b.symbols[name]], 16 // e
+        assert c.global_load_widths == {128: v * (1 if ia else 2)}, (name, c.global_load_widths)
+        assert c.shared_store_widths == {128: v}, (name, c.shared_store_widths)
+        assert c.shared_load_widths == {128: 2 * 2}, (name, c.shared_load_widths)
+        assert c.global_store_widths[128] == 2, (name, c.global_store_widths)

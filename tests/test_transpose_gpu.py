@@ -190,8 +190,10 @@ def test_config_refusals():
         kernelkit.transpose(x, variant="padded", config=cfg)
     with pytest.raises(ValueError, match="multiples of"):  # the wide rung's vectors do not fit
         kernelkit.transpose(random_tensor((37, 53), torch.float32), variant="wide", config=cfg)
-    with pytest.raises(ValueError, match="power of two"):  # the best rung's window tile for odd shapes
-        kernelkit.transpose(random_tensor((37, 53), torch.float32), config=TileConfig(32, 48, 128))
+    with pytest.raises(ValueError, match="power of two"):  # the best rung's window tile: odd input rows
+        kernelkit.transpose(random_tensor((32, 53), torch.float32), config=TileConfig(32, 48, 128))
+    with pytest.raises(ValueError, match="takes 128 threads"):  # its skew tile: output rows off 16 bytes
+        kernelkit.transpose(random_tensor((37, 53), torch.float32), config=TileConfig(32, 64, 256))
     with pytest.raises(ValueError, match="multiples of"):  # 8-byte elements take no window tile
         kernelkit.transpose(random_tensor((37, 53), torch.float64), config=cfg)
     with pytest.raises(ValueError, match="cannot run"):
@@ -225,10 +227,10 @@ def test_second_device_while_the_first_is_current():
 
 
 @pytest.mark.parametrize("dtype", BY_SIZE + (torch.bfloat16,), ids=str)
-def test_odd_shapes_take_the_window_tile(dtype):
+def test_odd_shapes_take_the_window_and_skew_tiles(dtype):
     """Shapes the wide tile cannot take (odd and prime sizes, rows off 16-byte boundaries, offset views)
-    on the default rung: the window tile (16-byte accesses at any alignment; 8-byte elements: the padded
-    tile), partial tiles on both edges, batches, input and output at different places within 16 bytes,
+    on the default rung: the window and skew tiles (16-byte accesses at any alignment; 8-byte elements: the
+    padded tile), partial tiles on both edges, batches, input and output at different places within 16 bytes,
     bit for bit, with poisoned outputs (an unwritten element shows)."""
     shapes = ((65, 67), (127, 4099), (4097, 129), (191, 193), (3, 67, 131), (2, 1021, 64), (64, 197, 65),
               (1000, 31), (31, 1000), (2, 67, 300), (300, 67), (129, 16), (16, 129))
@@ -245,16 +247,41 @@ def test_odd_shapes_take_the_window_tile(dtype):
 @pytest.mark.parametrize("dtype", (torch.uint8, torch.bfloat16, torch.float32), ids=str)
 def test_window_tiles_through_config(dtype):
     """config= on the best rung launches transpose_window with each candidate tile (and a 512-thread one)
-    where the shape takes no wide tile: aligned and misaligned rows on either side, bit for bit."""
+    where the shape takes no wide tile: misaligned input rows, and for 1-byte elements misaligned output
+    rows (2- and 4-byte elements take the skew tile there), bit for bit."""
     from kernelkit.ops.rearrangement._launch import WINDOW_TILES
 
     e = dtype.itemsize
     v = 16 // e
     tiles = list(WINDOW_TILES[e]) + [TileConfig(16 * v, 64 // e * 2, 512)]
+    window_out = ((0, 0), (1, 2), (v // 2, 0)) if e == 1 else ((1, 0), (v // 2, 0))  # aligned output rows
+    shapes = ((3 * v + 1, 5 * v), (5 * v, 3 * v + 1), (2, 37, 41), (300, 9)) if e == 1 else \
+        ((5 * v, 3 * v + 1), (2, 4 * v, 41), (8 * v, 9))
     for cfg in tiles:
         assert cfg.check_window(e) is None, cfg
-        for shape in ((3 * v + 1, 5 * v), (5 * v, 3 * v + 1), (2, 37, 41), (300, 9)):
-            for in_off, out_off in ((0, 0), (1, 2), (v // 2, 0)):
+        for shape in shapes:
+            for in_off, out_off in window_out:
+                x = random_tensor(shape, dtype, in_off)
+                out = poisoned((*shape[:-2], shape[-1], shape[-2]), dtype, out_off)
+                kernelkit.transpose(x, out=out, config=cfg)
+                assert_same_bits(out, x.transpose(-2, -1), f"{cfg} {shape} offsets {in_off}, {out_off}")
+
+
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float32), ids=str)
+def test_skew_tiles_through_config(dtype):
+    """config= on the best rung launches transpose_skew with each candidate tile where output rows start off
+    16-byte boundaries: sides around a tile's step of rows, a narrow side, batches, aligned and shifted
+    input rows, every place of the output within 16 bytes, bit for bit with poisoned outputs."""
+    from kernelkit.ops.rearrangement._launch import SKEW_TILES
+
+    e = dtype.itemsize
+    v = 16 // e
+    for cfg in SKEW_TILES[e]:
+        a = cfg.skew_rows(e)
+        assert cfg.check_skew(e) is None, cfg
+        for shape in ((a + 1, cfg.cols + 3), (2 * a - 1, 8 * v), (3, 2 * a + v + 1, 2 * v + 1),
+                      (4 * a + 3, 5)):
+            for in_off, out_off in ((0, 1), (1, v - 1), (v // 2, 3)):
                 x = random_tensor(shape, dtype, in_off)
                 out = poisoned((*shape[:-2], shape[-1], shape[-2]), dtype, out_off)
                 kernelkit.transpose(x, out=out, config=cfg)

@@ -73,30 +73,6 @@ __global__ void __launch_bounds__(256) transpose_tile(T* __restrict__ out, const
 // positions and every read is conflict-free (128 bytes per wavefront for U = 8, 4/8/32 lanes sharing
 // words for smaller units). Needs R, C and every stride to be multiples of V and 16-byte aligned
 // pointers; the host checks, and the best rung falls back to the padded tile otherwise.
-template <int E> struct Unit { using type = unsigned int; };
-template <> struct Unit<8> { using type = unsigned long long; };
-
-// Output vector p of a thread's V units (V rows x P columns): column p of the little V x P block.
-template <int E, typename W>
-__device__ __forceinline__ uint4 pack_column(const W* w, int p) {
-  if constexpr (E == 8) {  // two 8-byte elements: the vector is the two units
-    return make_uint4((unsigned)w[0], (unsigned)(w[0] >> 32), (unsigned)w[1], (unsigned)(w[1] >> 32));
-  } else if constexpr (E == 4) {
-    return make_uint4(w[0], w[1], w[2], w[3]);
-  } else if constexpr (E == 2) {  // word q: halves p of rows 2q and 2q+1
-    const unsigned sel = p == 0 ? 0x5410 : 0x7632;
-    return make_uint4(__byte_perm(w[0], w[1], sel), __byte_perm(w[2], w[3], sel), __byte_perm(w[4], w[5], sel),
-                      __byte_perm(w[6], w[7], sel));
-  } else {  // E == 1, word q: bytes p of rows 4q..4q+3, two permutes (pairs of rows, then pairs of pairs)
-    const unsigned lo = p < 2 ? 0x5140 : 0x7362, hi = (p & 1) ? 0x7632 : 0x5410;
-    unsigned q[4];
-#pragma unroll
-    for (int m = 0; m < 4; ++m)
-      q[m] = __byte_perm(__byte_perm(w[4 * m], w[4 * m + 1], lo), __byte_perm(w[4 * m + 2], w[4 * m + 3], lo), hi);
-    return make_uint4(q[0], q[1], q[2], q[3]);
-  }
-}
-
 template <typename T, int TR, int TC, int THREADS>
 __global__ void __launch_bounds__(THREADS) transpose_wide(T* __restrict__ out, const T* __restrict__ in, i64 B, i64 R,
                                                           i64 C, i64 in_sb, i64 in_sr, i64 out_sb, i64 out_sc) {

@@ -1,6 +1,7 @@
-// What the transpose kernels share: the tile kernels' problem statement and tile order (TileGrid), and a
-// plain 16-byte global store (store16). The kernels: transpose.cu (naive, shared/padded, wide, skinny,
-// gather), transpose_window.cu (the window tile), transpose_cute.cu (the CuTe tile).
+// What the transpose kernels share: the tile kernels' problem statement and tile order (TileGrid), the
+// register transpose of V rows (pack_column) and a plain 16-byte global store (store16). The kernels:
+// transpose.cu (naive, shared/padded, wide, skinny, gather), transpose_window.cu (the window and skew
+// tiles), transpose_cute.cu (the CuTe tile).
 //
 // The tile kernels share one problem statement, a batch of 2D transposes with free strides:
 //   out[b*out_sb + c*out_sc + r] = in[b*in_sb + r*in_sr + c]   for b < B, r < R, c < C
@@ -32,6 +33,32 @@ struct TileGrid {
     r0 = (rest - b * ntr) * TR;
   }
 };
+
+// The register transpose of the wide and skew tiles: a thread's V units (U = max(4, E) bytes) of V
+// consecutive rows, one unit column each.
+template <int E> struct Unit { using type = unsigned int; };
+template <> struct Unit<8> { using type = unsigned long long; };
+
+// Output vector p: column p of the little V x P block.
+template <int E, typename W>
+__device__ __forceinline__ uint4 pack_column(const W* w, int p) {
+  if constexpr (E == 8) {  // two 8-byte elements: the vector is the two units
+    return make_uint4((unsigned)w[0], (unsigned)(w[0] >> 32), (unsigned)w[1], (unsigned)(w[1] >> 32));
+  } else if constexpr (E == 4) {
+    return make_uint4(w[0], w[1], w[2], w[3]);
+  } else if constexpr (E == 2) {  // word q: halves p of rows 2q and 2q+1
+    const unsigned sel = p == 0 ? 0x5410 : 0x7632;
+    return make_uint4(__byte_perm(w[0], w[1], sel), __byte_perm(w[2], w[3], sel), __byte_perm(w[4], w[5], sel),
+                      __byte_perm(w[6], w[7], sel));
+  } else {  // E == 1, word q: bytes p of rows 4q..4q+3, two permutes (pairs of rows, then pairs of pairs)
+    const unsigned lo = p < 2 ? 0x5140 : 0x7362, hi = (p & 1) ? 0x7632 : 0x5410;
+    unsigned q[4];
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+      q[m] = __byte_perm(__byte_perm(w[4 * m], w[4 * m + 1], lo), __byte_perm(w[4 * m + 2], w[4 * m + 3], lo), hi);
+    return make_uint4(q[0], q[1], q[2], q[3]);
+  }
+}
 
 // A plain 16-byte global store (STG.E.128). A uint4 assignment compiles to four STG.E for 4-byte
 // elements (the SASS claims check the width) and __stwb to STG.E.128.STRONG.SM. No "memory" clobber:

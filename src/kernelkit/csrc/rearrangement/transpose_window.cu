@@ -1,7 +1,8 @@
-// The window tile, transpose_window: the best rung's batched transpose for the shapes the wide tile
-// (transpose.cu) cannot take, with 16-byte global accesses and a swizzled shared tile at any alignment
-// of rows and strides, for 1-, 2- and 4-byte elements; with the helpers only it uses (shift_window,
-// pack_elems). Problem statement, tile order and store16: transpose.cuh.
+// The best rung's batched transposes for the shapes the wide tile (transpose.cu) cannot take, with
+// 16-byte global accesses and swizzled shared tiles at any alignment of rows and strides, for 1-, 2- and
+// 4-byte elements: the window tile (output rows on 16-byte boundaries) and the skew tile (output rows
+// anywhere); with the helpers only they use (shift_window, pack_elems). Problem statement, tile order,
+// register transpose and store16: transpose.cuh.
 #include "transpose.cuh"
 
 namespace kk {
@@ -144,6 +145,97 @@ __global__ void __launch_bounds__(THREADS, (kInAligned ? 5 : 4) * 256 / THREADS)
       if (slot < V ? tr < head : tr < nr) {
         const int c16 = cc * E >> 4, within = cc * E & 15;
         row[tr] = *reinterpret_cast<const T*>(tbytes + (tr * CH + (c16 ^ ((tr / V) & (XW - 1)))) * 16 + within);
+      }
+    }
+    __syncthreads();  // the next tile overwrites the buffer
+  }
+}
+
+// Rung best where output rows do not start on 16-byte boundaries: the skew tile. The window tile builds
+// such rows' whole chunks from V single-element shared reads each and stores their heads and tails
+// element by element (55-75% of a copy); here every output chunk is one aligned STG.128 from two 16-byte
+// shared reads, because each tile follows its output rows' own 16-byte grids.
+// Tiles: tile s of a column block loads input rows [s*A - V, s*A + A) (TR = A + V rows, NQ = TR / V
+// groups of V rows) and writes, for each column c, the A output elements from row s*A - o_c, where o_c
+// is the place of output row c's start within 16 bytes, in elements: that range starts on a 16-byte
+// boundary, holds A / V whole chunks and lies inside the loaded rows for every o_c < V. Neighbouring
+// tiles share V loaded rows (L2 hits: the tile above runs at about the same time); only a matrix's first
+// and last tiles hold partial chunks, stored element by element.
+// Load: a thread reads V rows of one 16-byte column chunk k (funnel-shifted where input rows are
+// misaligned, as in the window tile), transposes the V x V block in registers (pack_column) and stores V
+// output-major chunks: shared chunk (column c, row group m) at c * NQ + (m ^ (c / V % 8)). The eight
+// lanes of a quarter-warp hold eight k of one m (one input line): eight swizzles, no conflict.
+// Store: slot (c, q) (q < NQ - 1; a column's last slot idles, so quarter-warps never straddle two
+// columns) takes loaded positions [(q + 1) * V - o_c, + V), in row groups m and m + 1, shifts them into
+// one vector and stores it at output row s*A + q*V - o_c. Eight consecutive q read eight swizzles.
+// kInAligned: every input row starts on a 16-byte boundary (the host's promise): one load a row.
+// Launch bound: 5 blocks of 128 threads (2-byte elements) or 4 of 256 (4-byte) an SM at least, 64-80 KB
+// of loads in flight.
+template <typename T, int TR, int TC, int THREADS, bool kInAligned>
+__global__ void __launch_bounds__(THREADS, (sizeof(T) == 2 ? 640 : 1024) / THREADS) transpose_skew(T* __restrict__ out, const T* __restrict__ in, i64 B, i64 R,
+                                                          i64 C, i64 in_sb, i64 in_sr, i64 out_sb, i64 out_sc) {
+  constexpr int E = sizeof(T), V = 16 / E, EU = 4 / E, CH = TC * E / 16, NQ = TR / V, A = TR - V;
+  constexpr int UNITS = NQ * CH, UPT = UNITS / THREADS, ITEMS = TC * NQ / THREADS;
+  static_assert(E <= 4 && NQ % 8 == 0 && CH >= 1 && UNITS % THREADS == 0 && TC * NQ % THREADS == 0,
+                "groups of 8 row chunks, threads dividing the tile evenly");
+  __shared__ uint4 tile[TC * NQ];
+  const TileGrid g(B, R + V - 1, C, A, TC);  // tiles cover rows [-o_c, R) of every output row
+  for (i64 t = blockIdx.x; t < g.ntiles; t += gridDim.x) {
+    i64 b, r0, c0;
+    g.at(t, A, TC, b, r0, c0);
+    const int nc = (int)min((i64)TC, C - c0);
+    const T* src = in + b * in_sb + c0;
+    const uint4* safe = reinterpret_cast<const uint4*>(reinterpret_cast<unsigned long long>(src) & ~15ull);
+#pragma unroll
+    for (int u = 0; u < UPT; ++u) {
+      const int unit = threadIdx.x + u * THREADS, m = unit / CH, k = unit % CH;
+      uint4 w0[V], w1[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) {  // every load issued before the first shift, as in the window tile
+        const i64 r = r0 - V + m * V + e;
+        const bool ok0 = k * V < nc && r >= 0 && r < R;
+        const unsigned long long a = reinterpret_cast<unsigned long long>(src + r * in_sr + k * V);
+        const uint4* c = reinterpret_cast<const uint4*>(a & ~15ull);
+        w0[e] = __ldg(ok0 ? c : safe);
+        if constexpr (!kInAligned) {
+          const unsigned s = (unsigned)(a & 15);
+          const bool ok1 = ok0 && s != 0 && k * V + (int)((16 - s) / E) < nc;
+          w1[e] = __ldg(ok1 ? c + 1 : (ok0 ? c : safe));
+        }
+      }
+      // row e's place within 16 bytes, from the first row's and the stride's (32-bit: no pointer kept)
+      const unsigned s0 = (unsigned)reinterpret_cast<unsigned long long>(src + (r0 - V + m * V) * in_sr),
+                     ds = (unsigned)(in_sr * E);
+      unsigned units[4][V];  // units[i][e]: 4-byte unit i of row e
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        uint4 v = w0[e];
+        if constexpr (!kInAligned) v = shift_window<E>(v, w1[e], (s0 + e * ds) & 15);
+        units[0][e] = v.x, units[1][e] = v.y, units[2][e] = v.z, units[3][e] = v.w;
+      }
+#pragma unroll
+      for (int j = 0; j < V; ++j)  // column k*V + j, rows m*V .. m*V + V - 1 of the loaded rows
+        tile[(k * V + j) * NQ + (m ^ (k & 7))] = pack_column<E>(units[j / EU], j % EU);
+    }
+    __syncthreads();
+    T* dst = out + b * out_sb + c0 * out_sc;
+#pragma unroll 2  // fully unrolled, the items' addresses spill at the launch bound
+    for (int it = 0; it < ITEMS; ++it) {
+      const int slot = threadIdx.x + it * THREADS, c = slot / NQ, q = slot % NQ;
+      if (q == NQ - 1 || c >= nc) continue;
+      T* row = dst + c * out_sc;
+      const int o = (int)((reinterpret_cast<unsigned long long>(row) & 15) / E);
+      const int pos = (q + 1) * V - o, m = pos / V, sw = (c / V) & 7;
+      const uint4 v = shift_window<E>(tile[c * NQ + (m ^ sw)], tile[c * NQ + (min(m + 1, NQ - 1) ^ sw)],
+                                      (unsigned)(pos % V * E));
+      const i64 r = r0 + q * V - o;  // output row of the chunk's first element
+      if (r >= 0 && r + V <= R) {
+        store16(row + r, v);
+      } else {  // a matrix's first or last chunk of this row: the elements inside it
+        const unsigned x[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          if (r + e >= 0 && r + e < R) row[r + e] = (T)(x[e / EU] >> (e % EU * 8 * E));
       }
     }
     __syncthreads();  // the next tile overwrites the buffer

@@ -21,7 +21,7 @@ from .._shared.launch_rules import cdiv
 from ._rearrange import CARRIER, IDX32, IDX64, SKINNY_MAX, Plan, idx_type, make_plan
 
 SOURCE = "rearrangement/transpose.cu"  # naive, shared/padded, wide, skinny, gather
-WINDOW_SOURCE = "rearrangement/transpose_window.cu"  # the window tile (16-byte accesses at any alignment)
+WINDOW_SOURCE = "rearrangement/transpose_window.cu"  # the window and skew tiles (16-byte accesses at any alignment)
 CUTE_SOURCE = "rearrangement/transpose_cute.cu"  # the cute rung's tile (the CuTe header set)
 DTYPES = (
     torch.uint8, torch.int8, torch.bool, torch.float8_e4m3fn, torch.float8_e5m2,
@@ -85,6 +85,29 @@ class TileConfig:
             return f"{threads} threads would hold {tr * chunks // threads} loads each (at most 8)"
         return None
 
+    def check_skew(self, esize: int) -> Optional[str]:
+        """Why this tile cannot be transpose_skew's for ``esize``-byte elements, or None when it can: rows a
+        multiple of 8 vectors' rows (``rows`` loaded, ``rows - 16 // esize`` written a column), whole 16-byte
+        chunks a row, one V-row column chunk a thread, 2- or 4-byte elements."""
+        tr, tc, threads = self.rows, self.cols, self.threads
+        if esize not in (2, 4):
+            return f"the skew tile moves elements of 2 or 4 bytes, not {esize}"
+        v = 16 // esize
+        if threads % 32 or not 32 <= threads <= 1024:
+            return f"threads must be a multiple of 32 from 32 to 1024, got {threads}"
+        if tr <= 0 or tc <= 0 or tc * esize % 16 or tr % (8 * v):
+            return (f"a skew tile of {esize}-byte elements needs cols a multiple of {16 // esize} and rows a multiple "
+                    f"of {8 * v}, got {tr} x {tc}")
+        if tr * tc * esize > 48 * 1024:
+            return f"a {tr} x {tc} tile of {esize}-byte elements is over 48 KB of shared memory"
+        if (tr // v) * (tc * esize // 16) != threads:
+            return f"a {tr} x {tc} skew tile of {esize}-byte elements takes {(tr // v) * (tc * esize // 16)} threads"
+        return None
+
+    def skew_rows(self, esize: int) -> int:
+        """Output rows a skew tile writes a column: its rows less the V it shares with the tile above."""
+        return self.rows - 16 // esize
+
 
 # transpose_wide's tiles (rows, cols, threads) per element size. WIDE_TILE: the wide rung's, 16 KB of
 # tile, 4 vectors a thread each way. BEST_TILES: the best rung's candidates in order of preference, from
@@ -112,6 +135,27 @@ WINDOW_TILES = {
 }
 
 
+# transpose_skew's tiles per element size, in order of preference: 16 KB, one 16-byte column chunk of V rows
+# a thread; the others for a short side. Where output rows do not start on 16-byte boundaries.
+SKEW_TILES = {
+    2: (TileConfig(128, 64, 128), TileConfig(64, 128, 128), TileConfig(256, 32, 128)),
+    4: (TileConfig(64, 64, 256), TileConfig(32, 128, 256), TileConfig(128, 32, 256)),
+}
+
+
+def best_skew_tile(esize: int, R: int, C: int) -> TileConfig:
+    """The skew tile for an R x C transpose: the earliest whose tiles hold within 3% of the largest share of
+    the matrix (tiles step ``skew_rows`` over R + V - 1 rows; the V rows a tile shares with the one above
+    are L2 hits, so they count as no waste)."""
+    v = 16 // esize
+
+    def useful(t: TileConfig) -> float:
+        return R / (cdiv(R + v - 1, t.skew_rows(esize)) * t.skew_rows(esize)) * C / (cdiv(C, t.cols) * t.cols)
+
+    top = max(map(useful, SKEW_TILES[esize]))
+    return next(t for t in SKEW_TILES[esize] if useful(t) >= 0.97 * top)
+
+
 def best_tile(esize: int, R: int, C: int, tiles=None) -> TileConfig:
     """The best rung's tile for an R x C transpose among ``tiles`` (the wide ones by default): the one
     whose tiles hold the largest share of the matrix, earliest on ties. A tile's loads in flight carry
@@ -135,6 +179,10 @@ def tile_kernel(mode: str, esize: int, tile: Optional[TileConfig] = None,
         return f"kk::transpose_tile<{t}, {pad}>", 256, SHARED_TILE, SHARED_TILE
     if mode == "cute":  # the 32 x 32 tile, swizzled instead of padded
         return f"kk::transpose_cute<{t}>", 256, SHARED_TILE, SHARED_TILE
+    if mode == "skew":
+        tile = tile or SKEW_TILES[esize][0]
+        return (f"kk::transpose_skew<{t}, {tile.rows}, {tile.cols}, {tile.threads}, {str(aligned[0]).lower()}>",
+                tile.threads, tile.skew_rows(esize), tile.cols)
     if mode == "window":
         tile = tile or WINDOW_TILES[esize][0]
         ia, oa = (str(a).lower() for a in aligned)
@@ -148,7 +196,7 @@ def source_of(name: str) -> str:
     """The source file of a tile, skinny or gather kernel."""
     if name.startswith("kk::transpose_cute"):
         return CUTE_SOURCE
-    return WINDOW_SOURCE if name.startswith("kk::transpose_window") else SOURCE
+    return WINDOW_SOURCE if name.startswith(("kk::transpose_window", "kk::transpose_skew")) else SOURCE
 
 
 def skinny_kernel(esize: int, skinny: tuple[str, int]) -> str:
@@ -172,18 +220,20 @@ def rung_kernels(mode: Optional[str], widen: bool, dtype: torch.dtype) -> tuple[
                 if e == 8:
                     cands.append(tile_kernel("padded", e))
                 for t in WINDOW_TILES.get(e, ()):
-                    for a in WINDOW_ALIGNED:
+                    for a in WINDOW_ALIGNED if e not in SKEW_TILES else ((False, True),):  # else the skew tile's
                         cands.append(tile_kernel("window", e, t, a))
                         if not a[0]:
                             # misaligned input rows at 64 registers: sm_80's allocation keeps one 4-byte value
                             # in local memory (a store a launch, a load a tile); sm_90's none
                             spilling.add(cands[-1][0])
+                for t in SKEW_TILES.get(e, ()):
+                    cands += [tile_kernel("skew", e, t, (ia, False)) for ia in (False, True)]
                 cands += [(skinny_kernel(e, (side, n)), 256) for side in ("rows", "cols")
                           for n in range(2, SKINNY_MAX + 1)]
             else:
                 cands = [tile_kernel(mode, e)]
             for name, block, *_ in cands:
-                bits = 128 if any(k in name for k in ("wide", "skinny", "window")) else 8 * e  # 16-byte vectors
+                bits = 128 if any(k in name for k in ("wide", "skinny", "window", "skew")) else 8 * e  # 16-byte vectors
                 out.append(Kernel(source_of(name), name, bits, bits, block=block, spills=name in spilling))
     for e in _sizes(e0, 16 if widen else e0):
         for idx in (IDX32, IDX64):
@@ -201,12 +251,12 @@ def rung(name: str, technique: str, mode: Optional[str], widen: bool = True, def
 
 
 # The window tile's instantiations by (input rows aligned, output rows aligned): both aligned takes the
-# first (the output side's o is then 0 at run time).
+# last (2- and 4-byte elements reach the window tile only with aligned output rows: else the skew tile).
 WINDOW_ALIGNED = ((False, False), (True, False), (False, True))
 
 
 def window_aligned(p: Plan) -> tuple[bool, bool]:
-    return (p.in_aligned, p.out_aligned and not p.in_aligned)
+    return (p.in_aligned and not p.out_aligned, p.out_aligned)
 
 
 # ---------------------------------------------------------------- launches
@@ -242,11 +292,12 @@ def _tile_launch(op: Op, mode: str, p: Plan, config: Optional[TileConfig], dev: 
     """A batched-transpose plan on rung ``mode``'s tile kernel (or ``config``'s wide tile)."""
     B, R, C = p.args[:3]
     tile, aligned = None, (False, False)
-    if config is not None and mode == "best" and not p.wide_ok and p.esize <= 4:  # the window tile's
-        why = config.check_window(p.esize)
+    skew = not p.out_aligned and p.esize in SKEW_TILES  # where best's odd shapes take the skew tile
+    if config is not None and mode == "best" and not p.wide_ok and p.esize <= 4:  # the window or skew tile's
+        why = config.check_skew(p.esize) if skew else config.check_window(p.esize)
         if why:
             raise ValueError(f"{op.name}: config {config} cannot run: {why}")
-        mode, tile, aligned = "window", config, window_aligned(p)
+        mode, tile, aligned = ("skew", config, (p.in_aligned, False)) if skew else ("window", config, window_aligned(p))
     elif config is not None:
         why = config.check(p.esize)
         if why:
@@ -263,13 +314,16 @@ def _tile_launch(op: Op, mode: str, p: Plan, config: Optional[TileConfig], dev: 
             tile = best_tile(p.esize, R, C)
         elif p.esize == 8:  # 8-byte elements: the padded tile (docs/design/rearrangement.md)
             mode = "padded"
+        elif skew:  # output rows off 16-byte boundaries
+            mode, tile, aligned = "skew", best_skew_tile(p.esize, R, C), (p.in_aligned, False)
         else:  # odd shapes: 16-byte accesses at any alignment
             mode, tile, aligned = "window", best_tile(p.esize, R, C, WINDOW_TILES[p.esize]), window_aligned(p)
     elif mode == "wide" and not p.wide_ok:
         raise ValueError(f"{op.name}: variant 'wide' moves 16-byte vectors: {_wide_needs(p)}; the default "
                          "variant handles any shape")
     name, block, tr, tc = tile_kernel(mode, p.esize, tile, aligned)
-    return _launch_of(name, min(B * cdiv(R, tr) * cdiv(C, tc), MAX_GRID), block, p.args, dev)
+    rows = R + 16 // p.esize - 1 if mode == "skew" else R  # skew tiles cover rows [-o, R) of every output row
+    return _launch_of(name, min(B * cdiv(rows, tr) * cdiv(C, tc), MAX_GRID), block, p.args, dev)
 
 
 def _wide_needs(p: Plan) -> str:

@@ -2,6 +2,7 @@
 compute-sanitizer and Nsight Compute.
 
     python benchmarks/rearrangement_gpu.py bench OUT.json   # rungs + torch + copy ceiling + tile sweep
+    python benchmarks/rearrangement_gpu.py skew-tiles OUT.json   # each skew tile on odd shapes (misaligned output)
     python benchmarks/rearrangement_gpu.py small            # every rung x element size, small shapes
                                                             # (run under compute-sanitizer)
     python benchmarks/rearrangement_gpu.py ncu              # one call of each shared-memory rung (under ncu)
@@ -128,6 +129,47 @@ def bench(path: str) -> None:
     print(f"copy ceiling {doc['copy_gbs_large']} GB/s")
 
 
+# candidates beyond SKEW_TILES, measured beside them: a taller, narrower tile (input runs of 32-64 bytes) and
+# 32 KB tiles
+SKEW_EXTRA = {2: [(512, 16, 128), (256, 64, 256)], 4: [(256, 16, 256), (256, 32, 512), (128, 64, 512)]}
+SKEW_SHAPES = ((12345, 6789), (4097, 4095), (50257, 768), (8191, 8193), (64, 197, 768), (16, 2053, 2053))
+
+
+def skew_tiles(path: str) -> None:
+    """Each skew tile (SKEW_TILES, then SKEW_EXTRA) through config= on odd shapes whose output rows are off
+    16-byte boundaries, bf16 and fp32, as % of a same-bytes copy timed in the same loop (min of two copies)."""
+    from kernelkit.ops.rearrangement._launch import SKEW_TILES
+
+    doc = {"device": torch.cuda.get_device_name(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+           "torch": torch.__version__, "cases": []}
+    for dt in (torch.bfloat16, torch.float32):
+        e = dt.itemsize
+        tiles = [*SKEW_TILES[e], *(TileConfig(*t) for t in SKEW_EXTRA[e])]
+        for shape in SKEW_SHAPES:
+            x = _random(shape, dt)
+            out = torch.empty(*shape[:-2], shape[-1], shape[-2], device="cuda", dtype=dt)
+            nbytes = 2 * x.numel() * x.element_size()
+            flat = x.reshape(-1)
+            dup = torch.empty_like(flat)
+
+            def ms(fn) -> float:
+                return time_cuda(fn, working_set_bytes=nbytes, max_seconds=0.2).median_ms
+
+            copy = ms(lambda: dup.copy_(flat))
+            got = {"default": ms(lambda: kernelkit.transpose(x, -2, -1, out=out))}
+            for t in tiles:
+                kernelkit.transpose(x, -2, -1, out=out, config=t)
+                assert _same(out, x.transpose(-2, -1)), t
+                got[f"{t.rows}x{t.cols}x{t.threads}"] = ms(lambda t=t: kernelkit.transpose(x, -2, -1, out=out, config=t))
+            copy = min(copy, ms(lambda: dup.copy_(flat)))
+            case = {"dtype": str(dt), "shape": list(shape), "copy_ms": copy,
+                    "pct_copy": {k: round(100 * copy / v, 1) for k, v in got.items()}}
+            doc["cases"].append(case)
+            print(str(dt)[6:], "x".join(map(str, shape)), case["pct_copy"], flush=True)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
 def small() -> None:
     """Every rung x element size on small odd and aligned shapes (for the sanitizers and ncu)."""
     bad = 0
@@ -175,5 +217,5 @@ def ncu_summary(path: str) -> None:
 
 if __name__ == "__main__":
     cmd = sys.argv[1]
-    {"bench": lambda: bench(sys.argv[2]), "small": small, "ncu": ncu_cases,
+    {"bench": lambda: bench(sys.argv[2]), "skew-tiles": lambda: skew_tiles(sys.argv[2]), "small": small, "ncu": ncu_cases,
      "ncu-summary": lambda: ncu_summary(sys.argv[2])}[cmd]()

@@ -106,9 +106,25 @@ def test_rule_large_tile_only_where_every_sm_gets_one(sms):
     assert rules.resolve("naive", torch.float32, False, True, True, 70000, 5, 70000, 0, None, "m").grid[2] == 65535
 
 
+def test_simt_best_takes_the_cp_async_kernel_where_its_tiles_cover_every_sm(sms):
+    sms(132)
+    res = lambda rung, m, n, a_k=True, b_k=False, batch=1: rules.resolve(  # noqa: E731
+        rung, torch.float32, False, a_k, b_k, m, n, batch, 0, None, "m")
+    big = res("simt_best", 4096, 4096)
+    assert big.kernel.name.startswith("kk::mm_async<128, 256") and big.grid == (32, 16, 1) and big.threads == 256
+    assert big.shmem == 4 * 4 * (16 * 132 + 16 * 256)  # 4 stages: A staged as [k][m] rows of 132, B as [k][n]
+    assert res("simt_best", 4096, 4096, False, True).kernel.name.endswith("false, true, 1>")  # m-major A: copied
+    assert res("simt_best", 4096, 4096, True, True).kernel.name.startswith("kk::mm_warp")  # both k-major
+    assert res("simt_best", 2048, 2048).kernel.name.startswith("kk::mm_warp")  # 128 tiles < 132 SMs
+    assert res("simt_best", 512, 512, batch=16).kernel.name.startswith("kk::mm_warp")
+    # the simt_async rung copies a k-major A as it lies ([m][k] rows of BK + 4) at every shape
+    assert res("simt_async", 64, 64).kernel.name == "kk::mm_async<128, 256, 16, 64, 64, 4, true, false, 1>"
+    assert res("simt_async", 64, 64).shmem == 4 * 4 * (128 * 20 + 16 * 256)
+
+
 def test_rule_best_by_dtype(sms):
     r = lambda dt, tf32=False: rules.resolve("best", dt, tf32, True, False, 4096, 4096, 1, 0, None, "m").kernel.name  # noqa: E731
-    assert r(torch.float32).startswith("kk::mm_warp")
+    assert r(torch.float32) == "kk::mm_async<128, 256, 16, 64, 64, 4, true, false, 1, true>"  # A k-major: staged
     assert r(torch.float32, True).startswith("kk::mm_mma<kk::MmaTF32")
     assert r(torch.float16).startswith("kk::mm_mma<kk::MmaF16") and r(torch.float16).endswith("true, false>")
     assert r(torch.int8).endswith("true, true>")  # int8 and tf32 stage k-major whatever the layout
@@ -138,7 +154,8 @@ def test_float32_tensor_core_rungs_need_tf32():
                 assert v.kernels(torch.float32, allow_tf32=tf32)
                 assert all("TF32" in k.name for k in v.kernels(torch.float32, allow_tf32=tf32))
     best = next(v for v in ladder("matmul") if v.name == "best")
-    assert all("mm_warp" in k.name for k in best.kernels(torch.float32, allow_tf32=False))
+    assert all(k.name.startswith(("kk::mm_warp", "kk::mm_async"))
+               for k in best.kernels(torch.float32, allow_tf32=False))
     assert all("TF32" in k.name for k in best.kernels(torch.float32, allow_tf32=True))
 
 

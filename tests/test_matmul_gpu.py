@@ -185,3 +185,23 @@ def _copy_only_edges(dtype, tf32, variant, tile, layouts):
         x, w, bias = operand((70, 136), dtype), operand((200, 136), dtype), operand((1, 200), dtype)[0]
         out = kernelkit.linear(x, w, bias, allow_tf32=tf32, variant=variant, config=tile)
         check_matmul(out, x, w.t(), tf32, "copy-only linear", bias=bias)
+
+
+def test_simt_best_async_kernel(monkeypatch):
+    """simt_best's cp.async kernel (a k-major A staged through registers), which its rule takes only where the
+    128x256 tiles cover every SM: forced here at small shapes by a one-SM device, every layout, misaligned
+    views, batches."""
+    import importlib
+    from kernelkit.ops.gemm import _ladder
+    mm_module = importlib.import_module("kernelkit.ops.gemm.matmul")
+    monkeypatch.setattr(_ladder, "sm_count", lambda dev: 1)
+    monkeypatch.setattr(mm_module, "_plans", mm_module.plan_cache())
+    for m, n, k in SHAPES:
+        _run("simt_best", torch.float32, False, m, n, k)
+    for m, n, k in ((131, 257, 97), (5, 130, 67), (129, 260, 40)):
+        for ta in (False, True):
+            for tb in (False, True):
+                _run("simt_best", torch.float32, False, m, n, k, ta, tb)
+        _run("simt_best", torch.float32, False, m, n, k, oa=1, ob=3, oc=1)
+    _run("simt_best", torch.float32, False, 61, 67, 71, batch=(3,))
+    _run("simt_best", torch.float32, False, 61, 67, 71, ta=True, tb=True, batch=(2,))

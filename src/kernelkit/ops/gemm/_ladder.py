@@ -88,6 +88,45 @@ def warp_kernel(t: MatmulTile) -> Kernel:
                   load_bits=128, block=t.threads, sass=("FFMA", "LDS.128"), min_sm=90 if minb > 1 else 0)
 
 
+# the cp.async-fed SIMT kernel (mm_async): 8 warps of 64x64, 8x16 outputs a lane (up to 255 registers,
+# one block an SM), K tiles of 16 in up to 4 stages
+SIMT_ASYNC, ASYNC_BK, ASYNC_MAX_STAGES = MatmulTile(128, 256, 64, 64), 16, 4
+
+
+def async_check(t: MatmulTile, op: str) -> None:
+    """ValueError where mm_async cannot run tile t: whole 4x4 blocks of a lane's 8 x 4-lane tile, and
+    each operand's 16-byte chunks of a stage a whole number a thread, in whole chunk columns."""
+    t.check(False, op)
+    th = t.threads
+    if t.warp_m % 32 or t.warp_n % 16 or any(th % (r // 4) or (ASYNC_BK * r // 4) % th for r in (t.block_m, t.block_n)):
+        raise ValueError(f"{op}: config {t} cannot run on simt_async: warp_m a multiple of 32, warp_n of 16, "
+                         "the threads a multiple of a quarter of each block side")
+
+
+def async_stage_bytes(t: MatmulTile, a_k: bool, b_k: bool, stage_a: bool = False) -> int:
+    """One stage of mm_async: a k-major operand copied as it lies, rows of BK + 4 floats; an m-/n-major one
+    (and a k-major A staged through registers) as BK rows of block_m (+ 4 where staged)."""
+    side = lambda r, kmaj: r * (ASYNC_BK + 4) if kmaj else ASYNC_BK * r  # noqa: E731
+    a = ASYNC_BK * (t.block_m + 4) if stage_a else side(t.block_m, a_k)
+    return 4 * (a + side(t.block_n, b_k))
+
+
+def async_kernel(t: MatmulTile, a_k: bool, b_k: bool, dev: Optional[int] = None, stage_a: bool = False) -> Kernel:
+    """mm_async for one layout pair: as many stages as a block may opt in to (up to 4, at least 2), with the
+    blocks an SM its registers allow (255 registers: 8 warps an SM). ``stage_a`` (k-major A): A through
+    registers, stored transposed (simt_best's form)."""
+    stage_a = stage_a and a_k
+    per_sm, per_block = smem_limits(dev)
+    minb = max(1, 8 // (t.threads // 32))
+    budget = min(per_block, per_sm // minb - 1024)
+    stage = async_stage_bytes(t, a_k, b_k, stage_a)
+    stages = t.stages or max(2, min(ASYNC_MAX_STAGES, budget // stage))
+    cb = lambda x: "true" if x else "false"  # noqa: E731
+    return Kernel(SIMT, f"kk::mm_async<{t.block_m}, {t.block_n}, {ASYNC_BK}, {t.warp_m}, {t.warp_n}, {stages}, "
+                  f"{cb(a_k)}, {cb(b_k)}, {minb}{', true' if stage_a else ''}>", block=t.threads,
+                  sass=("FFMA", "LDS.128", "LDGSTS"), store_bits=128, dyn_shared=stages * stage)
+
+
 @functools.cache
 def smem_limits(dev: Optional[int]) -> tuple[int, int]:
     """(shared memory an SM, the most a block may opt in to), bytes; dev None: an H100's (sm_90)."""
@@ -207,9 +246,15 @@ def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tu
     if rung == "best" and dtype in (F16, BF16):  # sm_90: the TMA rung; elsewhere and where it cannot read: mma
         return hopper_kernels(BEST_HOPPER, dtype) + _rung_kernels("mma", dtype)
     tc = dtype != F32 or allow_tf32 or rung in ("wmma_global", "wmma_smem", "mma")
-    if rung in ("simt_best", "warp_tile") or (rung == "best" and not tc):
-        tiles = (SIMT_WARP_TILE,) if rung == "warp_tile" else (SIMT_LARGE, SIMT_WARP_TILE, SIMT_SMALL)
-        return tuple(warp_kernel(t) for t in tiles) if dtype == F32 else ()
+    if rung in ("simt_async", "simt_best") or (rung == "best" and not tc):
+        if dtype != F32:
+            return ()
+        if rung == "simt_async":
+            return tuple(async_kernel(SIMT_ASYNC, a, b) for a, b in _LAYOUTS)
+        return (tuple(async_kernel(SIMT_ASYNC, a, b, stage_a=True) for a, b in _LAYOUTS if not (a and b))
+                + tuple(warp_kernel(t) for t in (SIMT_LARGE, SIMT_WARP_TILE, SIMT_SMALL)))
+    if rung == "warp_tile":
+        return (warp_kernel(SIMT_WARP_TILE),) if dtype == F32 else ()
     if not tc:
         return ()
     if rung == "cute":
@@ -267,9 +312,15 @@ LADDER = (
              "buffers, one barrier a K tile", (F32,)),
     _variant("warp_tile", "warp tiles (64x32 a warp, lanes 8x4): a warp's shared loads one wavefront for A "
              "and one for B; BK = 16, double-buffered", (F32,)),
-    _variant("simt_best", "the warp-tiled kernel, its block tile by rule: 128x128 where that gives every SM "
-             "a tile (registers capped at 128 for two blocks an SM on sm_90), 64x64 otherwise; interior tiles "
-             "loaded without a check a chunk, 16-byte stores", (F32,)),
+    _variant("simt_async", "warp tiles fed by cp.async alone (no register staging): each operand kept in "
+             "shared memory in its own layout ([m][k] rows of BK + 4 for k-major, [k][m] else), read by LDS.128 "
+             "either way; 128x256 block tiles of 8 warps of 64x64, 8x16 outputs a lane (6 LDS.128 feed 128 FFMA), "
+             "4 stages of BK = 16, one barrier a K tile", (F32,)),
+    _variant("simt_best", "simt_async's kernel where its 128x256 tiles give every SM one, a k-major A fetched "
+             "into registers and stored transposed ([k][m]: its fragments then avoid the register-bank "
+             "conflicts of [m][k] ones), B by cp.async; otherwise (and with both operands k-major) the "
+             "warp-tiled kernel at 128x128 (registers capped at 128 for two blocks an SM on sm_90) or 64x64, "
+             "interior tiles loaded without a check a chunk, 16-byte stores", (F32,)),
     _variant("wmma_global", "tensor cores through WMMA: one warp a 16x16 output fragment (8x8 fp64), "
              "operands loaded straight from global memory (staged through shared memory at the edges); "
              "fp16, bf16, tf32, int8, fp64. Sub-byte s4/b1: no rung, torch has no 4- or 1-bit dtype; NVRTC "
@@ -334,8 +385,17 @@ def resolve(rung: str, dtype: torch.dtype, tf32: bool, a_k: bool, b_k: bool, m: 
     tc = dtype != F32 or tf32
     if rung == "best":
         rung = "simt_best" if not tc else ("dmma" if dtype == F64 else "mma")
-    if config is not None and rung not in ("simt_best", "warp_tile", "mma"):
-        raise ValueError(f"{op}: config= applies to the simt_best, warp_tile, mma and best rungs, not {rung!r}")
+    if config is not None and rung not in ("simt_best", "simt_async", "warp_tile", "mma"):
+        raise ValueError(f"{op}: config= applies to the simt_best, simt_async, warp_tile, mma and best rungs, "
+                         f"not {rung!r}")
+    # simt_best: the cp.async kernel where its tiles cover every SM, but not with both operands k-major (A
+    # staged, B's [n][k] fragments: 41.7 against the warp kernel's 42.6 TFLOP/s at 4096^3 on an H100)
+    big = cdiv(m, SIMT_ASYNC.block_m) * cdiv(n, SIMT_ASYNC.block_n) * batch >= sm_count(dev)
+    if rung == "simt_async" or (rung == "simt_best" and config is None and big and not (a_k and b_k)):
+        t = config or SIMT_ASYNC
+        async_check(t, op)
+        k = async_kernel(t, a_k, b_k, dev, stage_a=rung == "simt_best")
+        return Launch(k, (cdiv(m, t.block_m), cdiv(n, t.block_n), z), t.threads, k.dyn_shared)
     if rung in SIMPLE:
         kname, block, (tm, tn) = SIMPLE[rung]
         k = Kernel(SIMT, kname.replace("<T>", f"<{_CXX[dtype]}>"), block=block)

@@ -164,7 +164,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out: Optional[torch.Tensor] = No
     ``variant``: a rung of ``kernelkit.ladder("matmul")`` (naive first); None picks ``best``: simt_best
     for float32, mma for float16, bfloat16, int8 and tf32, dmma for float64.
     ``config``: for tuning and tests; a ``MatmulTile`` (kernelkit.ops.gemm.MatmulTile) to launch instead
-    of the rule's block tile, on the simt_best, warp_tile, mma and best rungs; a ``WgmmaTile``
+    of the rule's block tile, on the simt_best, simt_async, warp_tile, mma and best rungs (simt_best with
+    a config runs the warp-tile kernel); a ``WgmmaTile``
     (kernelkit.ops.gemm.WgmmaTile) on the Hopper rungs tma_wgmma and ws (float16 and bfloat16 on
     compute capability 9.0; operands the TMA cannot read run on mma: ``tma_fallback_reason`` says why).
 

@@ -266,10 +266,11 @@ def test_skew_tiles_pass_their_check_and_fit_short_sides():
     assert "multiple of 64" in TileConfig(96, 64, 128).check_skew(2)
     assert "takes 128 threads" in TileConfig(128, 64, 256).check_skew(2)
     assert best_skew_tile(2, 12345, 6789) == TileConfig(256, 32, 128)
-    assert best_skew_tile(2, 197, 768) == TileConfig(64, 128, 128)  # 197 rows: 4 steps of 56, not 1 of 248
+    assert best_skew_tile(2, 197, 768) == TileConfig(256, 32, 128)  # 197 of 248 rows: long runs win
+    assert best_skew_tile(4, 67, 9797) == TileConfig(32, 128, 256)  # 67 rows: 3 steps of 28, not 1 of 124
     assert best_skew_tile(2, 1000003, 31) == TileConfig(256, 32, 128)  # 31 columns: a 32-column tile
     assert best_skew_tile(4, 1000003, 31) == TileConfig(128, 32, 256)
-    assert best_skew_tile(4, 40, 1000) == TileConfig(32, 128, 256)  # 40 rows: 28-row steps, not 60 of 64
+    assert best_skew_tile(4, 40, 1000) == TileConfig(64, 64, 256)  # 40 rows: one step of 60, not 124
 
 
 def test_skew_tile_instruction_census():

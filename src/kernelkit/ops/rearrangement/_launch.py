@@ -1,6 +1,6 @@
 """What transpose and permute share: their dtypes, the instantiations of the csrc/rearrangement kernels
 (transpose.cu, transpose_window.cu, transpose_cute.cu; ``source_of`` gives a kernel's file), the rungs'
-tile choices, the tile configuration, and turning a planner's Plan into a launch.
+tile choices, the tile configuration, and turning a planner's Plan into a launch. Argument checks: _args.py.
 
 Both ops write ``y.contiguous()`` for a view ``y = x.permute(perm)`` through the same kernels; an op module
 keeps its plans keyed by what it was given and calls ``make_launch`` once per key. A launch is a function
@@ -16,7 +16,7 @@ import torch
 
 from ...ladder import Kernel, Op, Variant
 from ...runtime import get_kernel, launch
-from .._shared.checks import check_out, pick_variant
+from .._shared.checks import pick_variant
 from .._shared.launch_rules import cdiv
 from ._rearrange import CARRIER, IDX32, IDX64, SKINNY_MAX, Plan, idx_type, make_plan
 
@@ -46,17 +46,23 @@ class TileConfig:
     cols: int
     threads: int
 
+    def _limits(self, esize: int) -> Optional[str]:
+        """What every tile kernel needs: whole warps, at most 1024 threads, at most 48 KB of tile."""
+        if self.threads % 32 or not 32 <= self.threads <= 1024:
+            return f"threads must be a multiple of 32 from 32 to 1024, got {self.threads}"
+        if self.rows * self.cols * esize > 48 * 1024:
+            return f"a {self.rows} x {self.cols} tile of {esize}-byte elements is over 48 KB of shared memory"
+        return None
+
     def check(self, esize: int) -> Optional[str]:
         """Why this tile cannot be built for ``esize``-byte elements, or None when it can."""
         tr, tc, threads = self.rows, self.cols, self.threads
         v, u = 16 // esize, max(4, esize)
-        if threads % 32 or not 32 <= threads <= 1024:
-            return f"threads must be a multiple of 32 from 32 to 1024, got {threads}"
+        if why := self._limits(esize):
+            return why
         if tr <= 0 or tc <= 0 or tc * esize % 128 or tr % (8 * v):
             return (f"a tile of {esize}-byte elements needs cols a multiple of {128 // esize} and rows a "
                     f"multiple of {8 * v}, got {tr} x {tc}")
-        if tr * tc * esize > 48 * 1024:
-            return f"a {tr} x {tc} tile of {esize}-byte elements is over 48 KB of shared memory"
         chunks = tc * esize // 16
         items = (tr // (8 * v)) * (tc // (4 * (u // esize)))
         if tr * chunks % threads or items % (threads // 32):
@@ -71,14 +77,12 @@ class TileConfig:
         if esize > 4:
             return f"the window tile moves elements of 1, 2 or 4 bytes, not {esize}"
         v = 16 // esize
-        if threads % 32 or not 32 <= threads <= 1024:
-            return f"threads must be a multiple of 32 from 32 to 1024, got {threads}"
+        if why := self._limits(esize):
+            return why
         chunks = tc * esize // 16 if tc > 0 else 0
         if tr <= 0 or tc * esize % 16 or chunks < 4 or chunks & (chunks - 1) or tr % (8 * v):
             return (f"a window tile of {esize}-byte elements needs cols a power of two from {64 // esize} and rows a "
                     f"multiple of {8 * v}, got {tr} x {tc}")
-        if tr * tc * esize > 48 * 1024:
-            return f"a {tr} x {tc} tile of {esize}-byte elements is over 48 KB of shared memory"
         if tr * chunks % threads or (tr // (8 * v)) * chunks % (threads // 32):
             return f"{threads} threads do not divide a {tr} x {tc} tile of {esize}-byte elements evenly"
         if tr * chunks // threads > 8:
@@ -93,13 +97,11 @@ class TileConfig:
         if esize not in (2, 4):
             return f"the skew tile moves elements of 2 or 4 bytes, not {esize}"
         v = 16 // esize
-        if threads % 32 or not 32 <= threads <= 1024:
-            return f"threads must be a multiple of 32 from 32 to 1024, got {threads}"
+        if why := self._limits(esize):
+            return why
         if tr <= 0 or tc <= 0 or tc * esize % 16 or tr % (8 * v):
             return (f"a skew tile of {esize}-byte elements needs cols a multiple of {16 // esize} and rows a multiple "
                     f"of {8 * v}, got {tr} x {tc}")
-        if tr * tc * esize > 48 * 1024:
-            return f"a {tr} x {tc} tile of {esize}-byte elements is over 48 KB of shared memory"
         if (tr // v) * (tc * esize // 16) != threads:
             return f"a {tr} x {tc} skew tile of {esize}-byte elements takes {(tr // v) * (tc * esize // 16)} threads"
         return None
@@ -341,64 +343,3 @@ def _launch_of(name: str, grid: int, block: int, args: tuple, dev: int) -> Calla
     def run(in_ptr: int, out_ptr: int) -> None:
         launch(kernel, grid, block, out_ptr, in_ptr, *args, name=name, device_index=dev)
     return run
-
-
-# ---------------------------------------------------------------- arguments
-
-def wrap(d, ndim: int, name: str, op: str) -> int:
-    """Dim ``d`` as a non-negative index (a 0-d tensor takes 0 and -1, as in torch)."""
-    n = max(ndim, 1)
-    if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
-        raise TypeError(f"{op}: {name} must be an int, got {type(d).__name__}")
-    if not -n <= d < n:
-        raise IndexError(f"{op}: {name}={d} is out of range for a {ndim}-dim tensor (expected {-n} to {n - 1})")
-    return int(d) % n
-
-
-def check_config(config, op: str) -> Optional[list[int]]:
-    """``config`` (a TileConfig or None) as the custom op takes it: its fields as a list."""
-    if config is None:
-        return None
-    if not isinstance(config, TileConfig):
-        raise TypeError(f"{op}: config must be a TileConfig, got {type(config).__name__}")
-    return [config.rows, config.cols, config.threads]
-
-
-def check_result(out: torch.Tensor, x: torch.Tensor, shape: tuple, op: str) -> None:
-    """The caller's ``out`` must have the result's ``shape``, x's dtype and device, and no memory of x."""
-    if not (isinstance(out, torch.Tensor) and out.shape == shape and out.dtype == x.dtype
-            and out.get_device() == x.get_device()):
-        check_out(out, x.new_empty(()).expand(shape), op)  # names what is wrong (no allocation of the shape)
-    if out.numel() and overlaps(out, x):
-        raise ValueError(f"{op}: out shares memory with x; a rearrangement cannot run in place")
-
-
-def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Whether the memory spans of two tensors meet."""
-    (a0, a1), (b0, b1) = _span(a), _span(b)
-    return a0 < b1 and b0 < a1
-
-
-def _span(t: torch.Tensor) -> tuple[int, int]:
-    """[first byte, last byte + 1) of the memory a tensor can reach."""
-    lo = t.data_ptr()
-    if t.is_contiguous():
-        return lo, lo + t.numel() * t.element_size()
-    return lo, lo + (sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * t.element_size()
-
-
-def resolved(x: torch.Tensor) -> torch.Tensor:
-    """x with a lazy conjugate or negation applied (the bits in memory of such views are not the values)."""
-    return x.resolve_conj().resolve_neg()
-
-
-def nbytes(x: torch.Tensor, *args, **kwargs) -> int:
-    return 2 * x.numel() * x.element_size()  # read x once, write out once
-
-
-def random_input(shape, dtype) -> torch.Tensor:
-    if dtype.is_complex:
-        return torch.randn(shape, device="cuda", dtype=dtype)
-    if dtype.is_floating_point:
-        return torch.randn(shape, device="cuda").to(dtype)
-    return torch.randint(0, 2 if dtype == torch.bool else 100, shape, device="cuda").to(dtype)

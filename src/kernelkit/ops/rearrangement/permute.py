@@ -18,8 +18,8 @@ from ...runtime.lanes import run_fixed
 from .._shared.checks import check_tensor
 from .._shared.custom_op import out_op
 from .._shared.plans import plan_cache, remember, with_fixed_lane
-from ._launch import (ACCEPTED, TileConfig, check_config, check_result, make_launch, nbytes, random_input, resolved,
-                      rung, wrap)
+from ._args import check_config, check_result, nbytes, random_input, resolved, wrap
+from ._launch import ACCEPTED, TileConfig, make_launch, rung
 
 __all__ = ["permute"]
 

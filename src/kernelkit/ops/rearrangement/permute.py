@@ -29,7 +29,7 @@ LADDER = (
     rung("tiled", "dims merged; batched transposes (NCHW<->NHWC, last-two swap, ...) through the padded "
          "tile, contiguous inner runs moved as 16-byte elements, the gather for the rest", "padded"),
     rung("best", "as tiled, with the transposes on the best transpose rung (wide swizzled tiles, skinny "
-         "register transposes for 2-8 channels)", "best", default=True),
+         "register transposes for 2-8 channels, window and skew tiles for odd sides)", "best", default=True),
 )
 
 _plans = plan_cache()

@@ -35,9 +35,10 @@ LADDER = (
     rung("wide", "16-byte loads and stores, 16 KB XOR-swizzled tile, register transposes of 1/2-byte "
          "elements; needs rows, cols and strides multiples of 16/E bytes and aligned data", "wide"),
     rung("best", "wide tiles (tuned per element size) where the shape allows, register transposes of "
-         "16-byte vectors when one side has 2-8 elements, otherwise the window tile: 16-byte loads and stores at "
-         "any alignment (input chunks funnel-shifted into place, output rows' heads and tails stored element by "
-         "element; 8-byte elements: the padded tile); copies and row moves widened to 16-byte elements", "best",
+         "16-byte vectors when one side has 2-8 elements, otherwise 16-byte loads and stores at any alignment "
+         "(input chunks funnel-shifted into place): the skew tile where output rows are off 16-byte boundaries "
+         "(2- and 4-byte elements; each tile follows its output rows' 16-byte grids), else the window tile "
+         "(8-byte elements: the padded tile); copies and row moves widened to 16-byte elements", "best",
          default=True),
 )
 

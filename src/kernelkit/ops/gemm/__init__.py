@@ -7,4 +7,4 @@ rungs (tma_wgmma, ws) and its dequant rung.
 """
 from ._fp8_hopper import Fp8Tile, fp8_fallback_reason  # noqa: F401
 from ._hopper import WgmmaTile, tma_fallback_reason  # noqa: F401
-from ._ladder import MatmulTile  # noqa: F401
+from ._tile import MatmulTile  # noqa: F401

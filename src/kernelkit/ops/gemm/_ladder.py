@@ -1,9 +1,12 @@
-"""The matmul ladder: every rung's kernels, SASS claims and launch rule, and the tile configurations.
+"""The matmul ladder: every rung's record, the tensor-core rungs' kernels, SASS claims and tiles, and the
+launch rule of every rung (``resolve``). The SIMT rungs' kernels and tiles are in _simt.py; the tile record
+``MatmulTile`` (the ``config=`` surface for tuners and tests) is in _tile.py.
 
 A launch rule is a short function of the problem (M, N, batch, the operands' layouts) and the device
 (SM count, shared memory per SM and per block): the largest block tile that still gives every SM a
-tile, and as many cp.async stages as the shared memory holds. ``MatmulTile`` is the ``config=``
-surface for tuners and tests.
+tile, and as many cp.async stages as the shared memory holds. Of the SIMT and tensor-core rules only this
+module asks the device (the Hopper rungs' own rules are in _hopper.py), so that tests stand in for it by
+patching its ``sm_count``, ``compute_capability`` and ``smem_limits``.
 """
 from __future__ import annotations
 
@@ -16,8 +19,11 @@ import torch
 from ...ladder import Kernel, Variant
 from .._shared.launch_rules import cdiv, compute_capability, sm_count
 from ._hopper import RUNGS as HOPPER_RUNGS, TECHNIQUE as HOPPER_TECHNIQUE, hopper_kernels
+from ._simt import (SIMPLE, SIMT_ASYNC, SIMT_LARGE, SIMT_SMALL, SIMT_WARP_TILE, async_check, async_kernel,
+                    fixed_kernels, fixed_launch, tiled_kernels, warp_kernel)
+from ._tile import LAYOUTS, MatmulTile
 
-SIMT, WMMA, MMA, PIPE, DMMA = "gemm/simt.cu", "gemm/wmma.cu", "gemm/mma.cu", "gemm/mma_pipe.cu", "gemm/dmma.cu"
+WMMA, MMA, PIPE, DMMA = "gemm/wmma.cu", "gemm/mma.cu", "gemm/mma_pipe.cu", "gemm/dmma.cu"
 CUTE = "gemm/mma_cute.cu"
 F32, F16, BF16, I8, F64 = torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.float64
 TENSOR = (F16, BF16, F32, I8, F64)  # float32 on tensor cores: tf32, with allow_tf32=True
@@ -30,47 +36,6 @@ PIPE_KB = 128  # bytes of K a stage of the cp.async-only mma kernel
 MAX_STAGES = 4  # 3 stages in flight cover an L2 round trip at the H100's rate (docs/design/matmul.md)
 GRID_Z = 65535  # the grid's z extent: batch entries beyond it are looped inside the kernel
 
-
-@dataclass(frozen=True)
-class MatmulTile:
-    """A block tile of the warp-tiled rungs (``simt_best``, ``warp_tile``, ``mma``, ``best``):
-    ``block_m`` x ``block_n`` outputs a block, ``warp_m`` x ``warp_n`` a warp (threads: 32 a warp).
-    ``stages``: cp.async stages of the mma rung's copy-only kernel (0: as many as shared memory holds,
-    up to 4); ``min_blocks``: blocks an SM the SIMT kernel's registers are capped for (0: the rule's)."""
-
-    block_m: int
-    block_n: int
-    warp_m: int
-    warp_n: int
-    stages: int = 0
-    min_blocks: int = 0
-
-    @property
-    def threads(self) -> int:
-        return (self.block_m // self.warp_m) * (self.block_n // self.warp_n) * 32
-
-    def check(self, tensor_cores: bool, op: str) -> None:
-        """ValueError naming what this tile breaks (of the kernels' static requirements)."""
-        bm, bn, wm, wn = self.block_m, self.block_n, self.warp_m, self.warp_n
-        bad = []
-        if min(bm, bn, wm, wn) <= 0 or bm % wm or bn % wn:
-            bad.append("block sides must be positive multiples of the warp sides")
-        elif not 32 <= self.threads <= 1024:
-            bad.append(f"{self.threads} threads a block (32 to 1024)")
-        elif tensor_cores and (wm % 16 or wn % 16 or (4 * bm) % self.threads or (4 * bn) % self.threads):
-            bad.append("mma tiles: warp sides multiples of 16, 4 * block sides multiples of the threads")
-        elif not tensor_cores and (wm % 32 or wn % 16 or (4 * bm) % self.threads or (4 * bn) % self.threads):
-            bad.append("SIMT tiles: warp_m a multiple of 32, warp_n of 16, 4 * block sides multiples of the threads")
-        elif self.stages and not 2 <= self.stages <= 8:
-            bad.append("stages: 2 to 8")
-        elif self.min_blocks and not 1 <= self.min_blocks <= 4:
-            bad.append("min_blocks: 1 to 4")
-        if bad:
-            raise ValueError(f"{op}: config {self} cannot run: {bad[0]}")
-
-
-SIMT_LARGE, SIMT_SMALL = MatmulTile(128, 128, 64, 32, min_blocks=2), MatmulTile(64, 64, 32, 32)
-SIMT_WARP_TILE = MatmulTile(128, 128, 64, 32, min_blocks=1)  # the warp_tile rung: registers uncapped
 MMA_LARGE, MMA_SMALL = MatmulTile(128, 128, 64, 32), MatmulTile(64, 64, 32, 32)
 # the copy-only kernel's tiles, largest first: 64x64 warp tiles (128 accumulators a lane) halve the
 # shared-memory bytes an mma against 64x32 ones; 8 warps an SM (one 128x256 block or two 128x128)
@@ -78,53 +43,6 @@ PIPE_TILES = (MatmulTile(128, 256, 64, 64), MatmulTile(128, 128, 64, 64), Matmul
 # fp64: 32x32 warp tiles (64 fp64 accumulators a lane): ptxas keeps the DMMA fragments in aligned
 # register groups, 200-226 registers here, and spilled at 64x32 warps (32-40 bytes)
 DMMA_TILE = MatmulTile(64, 64, 32, 32)
-
-
-def warp_kernel(t: MatmulTile) -> Kernel:
-    """The SIMT warp-tile kernel; capped for two blocks an SM (128 registers) it is spill-free on sm_90 only
-    (sm_80's ptxas spills 264 bytes at 128x128), so that form is an sm_90 kernel."""
-    minb = t.min_blocks or 1
-    return Kernel(SIMT, f"kk::mm_warp<{t.block_m}, {t.block_n}, 16, {t.warp_m}, {t.warp_n}, {t.threads}, {minb}>",
-                  load_bits=128, block=t.threads, sass=("FFMA", "LDS.128"), min_sm=90 if minb > 1 else 0)
-
-
-# the cp.async-fed SIMT kernel (mm_async): 8 warps of 64x64, 8x16 outputs a lane (up to 255 registers,
-# one block an SM), K tiles of 16 in up to 4 stages
-SIMT_ASYNC, ASYNC_BK, ASYNC_MAX_STAGES = MatmulTile(128, 256, 64, 64), 16, 4
-
-
-def async_check(t: MatmulTile, op: str) -> None:
-    """ValueError where mm_async cannot run tile t: whole 4x4 blocks of a lane's 8 x 4-lane tile, and
-    each operand's 16-byte chunks of a stage a whole number a thread, in whole chunk columns."""
-    t.check(False, op)
-    th = t.threads
-    if t.warp_m % 32 or t.warp_n % 16 or any(th % (r // 4) or (ASYNC_BK * r // 4) % th for r in (t.block_m, t.block_n)):
-        raise ValueError(f"{op}: config {t} cannot run on simt_async: warp_m a multiple of 32, warp_n of 16, "
-                         "the threads a multiple of a quarter of each block side")
-
-
-def async_stage_bytes(t: MatmulTile, a_k: bool, b_k: bool, stage_a: bool = False) -> int:
-    """One stage of mm_async: a k-major operand copied as it lies, rows of BK + 4 floats; an m-/n-major one
-    (and a k-major A staged through registers) as BK rows of block_m (+ 4 where staged)."""
-    side = lambda r, kmaj: r * (ASYNC_BK + 4) if kmaj else ASYNC_BK * r  # noqa: E731
-    a = ASYNC_BK * (t.block_m + 4) if stage_a else side(t.block_m, a_k)
-    return 4 * (a + side(t.block_n, b_k))
-
-
-def async_kernel(t: MatmulTile, a_k: bool, b_k: bool, dev: Optional[int] = None, stage_a: bool = False) -> Kernel:
-    """mm_async for one layout pair: as many stages as a block may opt in to (up to 4, at least 2), with the
-    blocks an SM its registers allow (255 registers: 8 warps an SM). ``stage_a`` (k-major A): A through
-    registers, stored transposed (simt_best's form)."""
-    stage_a = stage_a and a_k
-    per_sm, per_block = smem_limits(dev)
-    minb = max(1, 8 // (t.threads // 32))
-    budget = min(per_block, per_sm // minb - 1024)
-    stage = async_stage_bytes(t, a_k, b_k, stage_a)
-    stages = t.stages or max(2, min(ASYNC_MAX_STAGES, budget // stage))
-    cb = lambda x: "true" if x else "false"  # noqa: E731
-    return Kernel(SIMT, f"kk::mm_async<{t.block_m}, {t.block_n}, {ASYNC_BK}, {t.warp_m}, {t.warp_n}, {stages}, "
-                  f"{cb(a_k)}, {cb(b_k)}, {minb}{', true' if stage_a else ''}>", block=t.threads,
-                  sass=("FFMA", "LDS.128", "LDGSTS"), store_bits=128, dyn_shared=stages * stage)
 
 
 @functools.cache
@@ -181,7 +99,7 @@ def pipe_check(t: MatmulTile, dtype: torch.dtype, a_k: bool, b_k: bool, op: str)
 def pipe_layouts(dtype: torch.dtype) -> tuple[tuple[bool, bool], ...]:
     """(A k-major, B k-major) the copy-only kernel takes: every layout of 16-bit operands (ldmatrix.trans
     for m-/n-major ones), tf32 with A k-major (an n-major B read element-wise), int8 both k-major."""
-    return _LAYOUTS if dtype.itemsize == 2 else ((True, True), (True, False)) if dtype == F32 else ((True, True),)
+    return LAYOUTS if dtype.itemsize == 2 else ((True, True), (True, False)) if dtype == F32 else ((True, True),)
 
 
 def pipe_kernel(dtype: torch.dtype, t: MatmulTile, a_k: bool, b_k: bool, dev: Optional[int] = None) -> Kernel:
@@ -226,18 +144,6 @@ def wmma_smem_kernel(dtype: torch.dtype) -> Kernel:
                   f"{t.threads}>", tensor_core=TC_SASS[dtype], block=t.threads)
 
 
-_CXX = {F32: "float", F64: "double"}
-_LAYOUTS = ((True, True), (True, False), (False, True), (False, False))
-
-
-def _fixed_simt(name: str, block: int, tile: tuple[int, int], sass=("FFMA",), load_bits=None):
-    def kernels(dtype, allow_tf32=False, **_):
-        cxx = name.replace("<T>", f"<{_CXX[dtype]}>")
-        return (Kernel(SIMT, cxx, load_bits=load_bits, block=block,
-                       sass=("DFMA",) if dtype == F64 else sass),)
-    return kernels
-
-
 def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tuple[Kernel, ...]:
     """Every kernel ``rung`` can launch for ``dtype``. float32 on the tensor-core rungs is tf32 (run only
     with allow_tf32=True); on ``best`` it is SIMT unless allow_tf32 is set."""
@@ -246,27 +152,20 @@ def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tu
     if rung == "best" and dtype in (F16, BF16):  # sm_90: the TMA rung; elsewhere and where it cannot read: mma
         return hopper_kernels(BEST_HOPPER, dtype) + _rung_kernels("mma", dtype)
     tc = dtype != F32 or allow_tf32 or rung in ("wmma_global", "wmma_smem", "mma")
-    if rung in ("simt_async", "simt_best") or (rung == "best" and not tc):
-        if dtype != F32:
-            return ()
-        if rung == "simt_async":
-            return tuple(async_kernel(SIMT_ASYNC, a, b) for a, b in _LAYOUTS)
-        return (tuple(async_kernel(SIMT_ASYNC, a, b, stage_a=True) for a, b in _LAYOUTS if not (a and b))
-                + tuple(warp_kernel(t) for t in (SIMT_LARGE, SIMT_WARP_TILE, SIMT_SMALL)))
-    if rung == "warp_tile":
-        return (warp_kernel(SIMT_WARP_TILE),) if dtype == F32 else ()
+    if rung in ("simt_async", "simt_best", "warp_tile") or (rung == "best" and not tc):
+        return tiled_kernels("simt_best" if rung == "best" else rung, smem_limits(None)) if dtype == F32 else ()
     if not tc:
         return ()
     if rung == "cute":
-        return tuple(cute_kernel(dtype, a, b) for a, b in _LAYOUTS) if dtype in CUTE_T else ()
+        return tuple(cute_kernel(dtype, a, b) for a, b in LAYOUTS) if dtype in CUTE_T else ()
     if rung == "wmma_global":
         return tuple(wmma_global_kernel(dtype, b) for b in (True, False))
     if rung in ("dmma", "best") and dtype == F64:
-        return tuple(dmma_kernel(a, b) for a, b in _LAYOUTS) + (wmma_smem_kernel(dtype),)
+        return tuple(dmma_kernel(a, b) for a, b in LAYOUTS) + (wmma_smem_kernel(dtype),)
     if rung == "wmma_smem":
         return (wmma_smem_kernel(dtype),)
     if rung in ("mma", "best") and dtype in MMA_T:
-        lays = _LAYOUTS if dtype.itemsize == 2 else ((True, True),)
+        lays = LAYOUTS if dtype.itemsize == 2 else ((True, True),)
         return (tuple(pipe_kernel(dtype, t, a, b) for t in PIPE_TILES for a, b in pipe_layouts(dtype))
                 + tuple(mma_kernel(dtype, t, a, b) for t in (MMA_LARGE, MMA_SMALL) for a, b in lays))
     return ()
@@ -277,23 +176,9 @@ def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tu
 # at 1.0-2.4x mma on every shape (docs/design/matmul.md)
 BEST_HOPPER = "tma_wgmma"
 
-SIMPLE = {  # rung -> (kernel name, block threads, block tile (M, N))
-    "naive": ("kk::mm_naive<T>", 256, (8, 32)),
-    "smem_tiles": ("kk::mm_smem<T>", 1024, (32, 32)),
-    "column": ("kk::mm_column<T>", 512, (64, 64)),
-    "reg_8x8": ("kk::mm_reg8x8<T>", 256, (128, 128)),
-    "lds128": ("kk::mm_lds128<false>", 256, (128, 128)),
-    "double_buffer": ("kk::mm_lds128<true>", 256, (128, 128)),
-}
-_SIMPLE_SASS = {"reg_8x8": (("FFMA",), 128), "lds128": (("FFMA", "LDS.128"), 128),
-                "double_buffer": (("FFMA", "LDS.128"), 128)}
-
-
 def _variant(name, technique, dtypes, default=False):
     if name in SIMPLE:
-        kname, block, _ = SIMPLE[name]
-        sass, bits = _SIMPLE_SASS.get(name, (("FFMA",), None))
-        kernels = _fixed_simt(kname, block, SIMPLE[name][2], sass, bits)
+        kernels = fixed_kernels(name)
     else:
         kernels = lambda dtype, allow_tf32=False, _n=name, **_: _rung_kernels(_n, dtype, allow_tf32)  # noqa: E731
     return Variant(name=name, technique=technique, dtypes=dtypes, kernels=kernels, default=default)
@@ -394,12 +279,11 @@ def resolve(rung: str, dtype: torch.dtype, tf32: bool, a_k: bool, b_k: bool, m: 
     if rung == "simt_async" or (rung == "simt_best" and config is None and big and not (a_k and b_k)):
         t = config or SIMT_ASYNC
         async_check(t, op)
-        k = async_kernel(t, a_k, b_k, dev, stage_a=rung == "simt_best")
+        k = async_kernel(t, a_k, b_k, smem_limits(dev), stage_a=rung == "simt_best")
         return Launch(k, (cdiv(m, t.block_m), cdiv(n, t.block_n), z), t.threads, k.dyn_shared)
     if rung in SIMPLE:
-        kname, block, (tm, tn) = SIMPLE[rung]
-        k = Kernel(SIMT, kname.replace("<T>", f"<{_CXX[dtype]}>"), block=block)
-        return Launch(k, (cdiv(m, tm), cdiv(n, tn), z), block, 0)
+        k, (tm, tn) = fixed_launch(rung, dtype)
+        return Launch(k, (cdiv(m, tm), cdiv(n, tn), z), k.block, 0)
     if rung in ("simt_best", "warp_tile"):
         large = SIMT_LARGE if compute_capability(dev) >= 90 else SIMT_WARP_TILE  # two blocks an SM on sm_90
         t = config or (SIMT_WARP_TILE if rung == "warp_tile" else _pick(large, SIMT_SMALL, m, n, batch, dev))

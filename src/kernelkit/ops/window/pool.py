@@ -18,7 +18,7 @@ from ._common import CXX, FLOATS, GRID_YZ, empty_output, out_size
 
 __all__ = ["max_pool2d", "avg_pool2d"]
 
-SRC = "window/pool.cu"
+SRC, NHWC_SRC = "window/pool.cu", "window/pool_nhwc.cu"  # planar kernels; channels_last ones
 
 
 def _pair(v, name: str, op: str) -> tuple[int, int]:
@@ -92,15 +92,16 @@ def ladder(is_max: bool) -> tuple[Variant, ...]:
     def generic(dtype, vector):
         a, b = _names(dtype, is_max, vector)
         bits = 128 if vector else None
-        ks = [Kernel(SRC, a, store_bits=bits, block=256), Kernel(SRC, b, load_bits=bits, store_bits=bits, block=256)]
+        ks = [Kernel(SRC, a, store_bits=bits, block=256),
+              Kernel(NHWC_SRC, b, load_bits=bits, store_bits=bits, block=256)]
         if vector:
-            ks.append(Kernel(SRC, _names(dtype, is_max, False)[1], block=256))  # channels not in 16-byte vectors
+            ks.append(Kernel(NHWC_SRC, _names(dtype, is_max, False)[1], block=256))  # channels not in 16-byte vectors
         return ks
 
     def span(dtype):
         return (*(Kernel(SRC, span_name(dtype, is_max, k, s), load_bits=128, store_bits=128, block=256)
                   for k, s in SPAN),
-                *(Kernel(SRC, span_nhwc_name(dtype, is_max, k, s), load_bits=128, store_bits=128, block=256)
+                *(Kernel(NHWC_SRC, span_nhwc_name(dtype, is_max, k, s), load_bits=128, store_bits=128, block=256)
                   for k, s in SPAN), *generic(dtype, True))
 
     return (
@@ -141,7 +142,7 @@ def _pool_into(x: torch.Tensor, out: torch.Tensor, is_max: bool, k: list[int], s
         grid = max(1, min(cdiv(total, 256), sm_count(dev) * 16))
         if ks is not None and ve > 1:
             key = ("nhwc_k", dtype, dev, is_max, ks)
-            kern = _plans.get(key) or remember(_plans, key, get_kernel(SRC, span_nhwc_name(dtype, is_max, *ks),
+            kern = _plans.get(key) or remember(_plans, key, get_kernel(NHWC_SRC, span_nhwc_name(dtype, is_max, *ks),
                                                                        device_index=dev))
             launch(kern, grid, 256, x.data_ptr(), out.data_ptr(), i32(N), i32(C), i32(H), i32(W), i32(OH),
                    i32(OW), sn, sh, sw, i32(p[0]), i32(p[1]), i32(include_pad), i32(divisor), name="pool_nhwc_k",
@@ -149,7 +150,7 @@ def _pool_into(x: torch.Tensor, out: torch.Tensor, is_max: bool, k: list[int], s
             return
         key = ("nhwc", dtype, dev, is_max, ve)
         kern = _plans.get(key) or remember(_plans, key, get_kernel(
-            SRC, f"kk::pool_nhwc<{CXX[dtype]}, {'true' if is_max else 'false'}, {ve}>", device_index=dev))
+            NHWC_SRC, f"kk::pool_nhwc<{CXX[dtype]}, {'true' if is_max else 'false'}, {ve}>", device_index=dev))
         launch(kern, grid, 256, x.data_ptr(), out.data_ptr(), i32(N), i32(C), i32(H), i32(W), i32(OH), i32(OW),
                sn, sh, sw, *geo, name="pool_nhwc", device_index=dev)
         return

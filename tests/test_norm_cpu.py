@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 
 import kernelkit  # noqa: E402,F401  (registers the ops)
 from kernelkit.ops.reduction import norm  # noqa: E402
-from kernelkit.ops.reduction import norm_configs as nc  # noqa: E402
+from kernelkit.ops.reduction import norm_rules as nr  # noqa: E402
 from kernelkit.ops.reduction._rows import (config_text, packed_rows_per_block, packed_tile, packs,  # noqa: E402
                                            parse_config, per_vec)
 from kernelkit.ops.reduction.norm_configs import BulkRing, NormPacked, NormTile, SmemRows, Welford  # noqa: E402
@@ -18,7 +18,7 @@ H100_SHARED = 227 * 1024
 
 
 def rule(rung, dtype, len_, form=A, sm=90, smem=None):
-    return nc.config_for(rung, dtype, len_, form=form, sm=sm, smem=smem)
+    return nr.config_for(rung, dtype, len_, form=form, sm=sm, smem=smem)
 
 
 # (rung, dtype, len, form, sm) -> (configuration, kernel, dynamic shared memory with weight and bias)
@@ -141,8 +141,8 @@ def test_auto_takes_the_first_holder():
         for len_ in (1, 50, 200, 1500, 9000, 20000, 70000, 200000, 400000):
             for form in (A, W):
                 for sm in (80, 90):
-                    want = next((c for c in (nc.packed_rows, nc.warp_rows, nc.cta_row, nc.cluster_row)
-                                 for c in [c(dtype, len_, form, sm, nc.shared_per_block(sm))] if c is not None),
+                    want = next((c for c in (nr.packed_rows, nr.warp_rows, nr.cta_row, nr.cluster_row)
+                                 for c in [c(dtype, len_, form, sm, nr.shared_per_block(sm))] if c is not None),
                                 Welford())
                     assert rule("auto", dtype, len_, form, sm) == want
 
@@ -166,7 +166,7 @@ def test_every_choice_holds_its_row_and_fits(dtype, rung):
             for len_ in LENS:
                 c = rule(rung, dtype, len_, form, sm)
                 c.check("layer_norm", dtype, len_, form, sm)
-                assert c.shared_bytes(True, True) + nc.STATIC_SHARED <= nc.shared_per_block(sm), c
+                assert c.shared_bytes(True, True) + nr.STATIC_SHARED <= nr.shared_per_block(sm), c
                 assert parse_config(config_text(c), norm.CONFIG_CLASSES) == c
                 if isinstance(c, (BulkRing, SmemRows)) or (isinstance(c, NormTile) and c.cluster > 1):
                     assert sm >= 90, c
@@ -223,7 +223,7 @@ def test_every_configuration_fits_an_sm90_and_round_trips(dtype):
         for form in (A, W):
             for cfg in norm.configs(dtype, form=form, rung=rung):
                 assert parse_config(config_text(cfg), norm.CONFIG_CLASSES) == cfg
-                assert cfg.shared_bytes(True, True) + nc.STATIC_SHARED <= H100_SHARED, cfg
+                assert cfg.shared_bytes(True, True) + nr.STATIC_SHARED <= H100_SHARED, cfg
                 if isinstance(cfg, BulkRing):
                     chunk = cfg.threads * cfg.vecs * 16 // cfg.chunks
                     assert chunk % 16 == 0  # cp.async.bulk moves multiples of 16 bytes

@@ -82,7 +82,7 @@ def test_the_lane_key_of_normalized_shape():
     None (the checked path) for anything the checked path could read otherwise or refuses."""
     import numpy as np
 
-    key = norm._shape_key
+    key = norm.lane_key
     assert key(4096) == key((4096,)) == key([4096]) == key(torch.Size([4096])) == 4096
     assert key((8, 512)) == key([8, 512]) == key(torch.Size([8, 512])) == (8, 512)
     for bad in ((), [], (4096.0,), 4096.0, True, (True,), np.int64(4096), (np.int64(4096),), "4096", None):

@@ -4,11 +4,11 @@ Both ops live here because they share every kernel (norm.cu takes `rms` as a run
 dispatcher. The rungs, naive first: Welford over a looping block; then each a way of holding the row
 (packed short rows through shared memory, warp slices, a CTA, a thread-block cluster, staged weight and
 bias, bulk-copy rings, rows kept in shared memory); ``auto`` (the default) takes the first of packed_rows,
-warp_rows, cta_row and cluster_row that holds the row. The configurations and the rules are in
-norm_configs.py; ``config=`` launches a given one (tuning and tests). A plain eager call on contiguous
-tensors, once accepted by the checked path, makes a lane for its (dtype, device, normalized shape, weight
-and bias given): later such calls check those tensors' dtype, shape, device and layout, allocate and
-launch the same plan's runner.
+warp_rows, cta_row and cluster_row that holds the row. The configurations are in norm_configs.py, the
+rules in norm_rules.py; ``config=`` launches a given one (tuning and tests). A plain eager call on
+contiguous tensors, once accepted by the checked path, makes a lane for its (dtype, device, normalized
+shape, weight and bias given): later such calls check those tensors' dtype, shape, device and layout,
+allocate and launch the same plan's runner (_norm_lanes.py).
 """
 from __future__ import annotations
 
@@ -25,16 +25,13 @@ from .._shared.checks import check_same_device, check_tensor, output_for, pick_v
 from .._shared.custom_op import out_op
 from .._shared.launch_rules import compute_capability
 from .._shared.plans import plan_cache, remember
-from ._rows import ALIGNED, WINDOW, WINDOW_IN, config_text, parse_config, per_vec, row_form
+from ._norm_lanes import RMS_ARG, RMS_EPS, build_lane, lane_key
+from ._rows import ALIGNED, WINDOW, WINDOW_IN, config_text, parse_config, row_form
 from .norm_configs import (CONFIG_CLASSES, SRC, BulkRing, NormConfig, NormPacked, NormTile, SmemRows,  # noqa: F401
-                           RUNG_RULES, Welford, config_for, config_order, configs, shared_per_block)
+                           Welford, config_order)
+from .norm_rules import RUNG_RULES, config_for, configs, shared_per_block  # noqa: F401
 
 __all__ = ["layer_norm", "rms_norm"]
-
-# rms_norm's eps where none is given: float32's, the precision of the statistics, for every input dtype, which
-# is what torch computes (its documentation names torch.finfo(x.dtype).eps; for 16-bit rows of a few elements,
-# whose mean square can be as small as that, the two differ: docs/design/row-reductions.md)
-RMS_EPS = torch.finfo(torch.float32).eps
 
 
 def _kernels(rung: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
@@ -89,7 +86,6 @@ def _runner(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: 
 
 
 _eps32 = plan_cache()  # eps (a float) -> np.float32, the kernels' parameter
-_RMS = (np.int32(0), np.int32(1))
 
 
 def _f32(eps: float) -> np.float32:
@@ -106,7 +102,7 @@ def _run(rung: str, text: Optional[str], x, out, w, b, rows: int, len_: int, eps
     bp = 0 if b is None else b.data_ptr()
     go = _runner(rung, text, x.dtype, x.get_device(), len_, row_form(len_, x.dtype, xp, op, wp, bp), rms,
                  w is not None, b is not None)
-    go(rows, (xp, op, wp, bp, rows, len_, _f32(eps), _RMS[rms]))
+    go(rows, (xp, op, wp, bp, rows, len_, _f32(eps), RMS_ARG[rms]))
 
 
 def _norm_into(x: torch.Tensor, out: torch.Tensor, weight: Optional[torch.Tensor], bias: Optional[torch.Tensor],
@@ -164,88 +160,11 @@ def _config_arg(op: str, variant: Optional[str], config) -> Optional[str]:
     return config_text(config)
 
 
-# ---- the lanes: a norm of a contiguous CUDA tensor with contiguous weight and bias, checks made once ---
-# A lane per (dtype, device, normalized shape, weight given, bias given) of each op, made by the checked
-# path; the public functions look it up for plain tensors x outside torch.compile.
+# ---- the lanes (_norm_lanes.py): a lane per (dtype, device, normalized shape, weight given, bias given) of
+# each op, made by the checked path; the public functions look it up for plain tensors x outside torch.compile.
 _lanes = {False: plan_cache(), True: plan_cache()}  # by rms: layer_norm's, rms_norm's
-_Tensor, _Parameter, _Size = torch.Tensor, torch.nn.Parameter, torch.Size
+_Tensor, _Parameter = torch.Tensor, torch.nn.Parameter
 _compiling = torch.compiler.is_compiling
-_empty_like = torch.empty_like
-_CONTIGUOUS = torch.contiguous_format
-
-
-def _shape_key(normalized_shape):
-    """normalized_shape as a lane key: an int for one dim, a tuple for several; None where it is not a
-    plain int or a tuple, list or torch.Size of plain ints (such calls take the checked path)."""
-    t = type(normalized_shape)
-    if t is int:
-        return normalized_shape
-    if t is not tuple and t is not list and t is not _Size:
-        return None
-    for s in normalized_shape:
-        if type(s) is not int:
-            return None
-    n = len(normalized_shape)
-    return normalized_shape[0] if n == 1 else tuple(normalized_shape) if n else None
-
-
-def build_lane(dtype: torch.dtype, device: torch.device, shape_key, has_weight: bool, has_bias: bool, rms: bool,
-               form):
-    """``lane(x, weight, bias, eps)``: the checked path's launch for x of ``dtype`` on ``device`` normalised
-    over ``shape_key`` (an int or a tuple of ints) with a weight and bias where ``has_weight``/``has_bias``,
-    or None for a call it does not take: x or a weight or bias not contiguous, a weight or bias of another
-    dtype, shape or device or not a plain tensor (or Parameter), eps not a float (rms_norm: or None),
-    x empty or not ending in the normalized shape. ``form(vec)`` gives the runner of the plan for the row
-    form (asked once per form)."""
-    ns = (shape_key,) if type(shape_key) is int else shape_key
-    k, len_ = len(ns), math.prod(ns)
-    whole = len_ % per_vec(dtype) == 0
-    forms: dict = {}
-    eps_of: dict = {}
-    none_eps = np.float32(RMS_EPS) if rms else None
-    rms32 = _RMS[rms]
-
-    def lane(x: torch.Tensor, w, b, eps) -> Optional[torch.Tensor]:
-        shape = x.shape
-        if (shape[-k:] != ns if k > 1 else not shape or shape[-1] != len_) or not x.is_contiguous():
-            return None
-        if has_weight:
-            if ((type(w) is not _Tensor and type(w) is not _Parameter) or w.dtype is not dtype or w.shape != ns
-                    or w.device != device or not w.is_contiguous()):
-                return None
-            wp = w.data_ptr()
-        else:
-            wp = 0
-        if has_bias:
-            if ((type(b) is not _Tensor and type(b) is not _Parameter) or b.dtype is not dtype or b.shape != ns
-                    or b.device != device or not b.is_contiguous()):
-                return None
-            bp = b.data_ptr()
-        else:
-            bp = 0
-        if type(eps) is float:
-            e = eps_of.get(eps)
-            if e is None or not eps:  # zeros: 0.0 and -0.0 are one key
-                if len(eps_of) >= 64:
-                    eps_of.clear()
-                e = eps_of[eps] = np.float32(eps)
-        elif eps is None and none_eps is not None:
-            e = none_eps
-        else:
-            return None
-        n = x.numel()
-        if not n:
-            return None
-        out = _empty_like(x, memory_format=_CONTIGUOUS)
-        xp, op = x.data_ptr(), out.data_ptr()
-        rows = n // len_
-        vec = ALIGNED if whole and not (xp | op | wp | bp) & 15 else WINDOW if not (xp ^ op) & 15 else WINDOW_IN
-        go = forms.get(vec)
-        if go is None:
-            go = forms[vec] = form(vec)
-        go(rows, (xp, op, wp, bp, rows, len_, e, rms32))
-        return out
-    return lane
 
 
 def _make_lane(rms: bool, x: torch.Tensor, normalized_shape, weight, bias) -> None:
@@ -255,7 +174,7 @@ def _make_lane(rms: bool, x: torch.Tensor, normalized_shape, weight, bias) -> No
         return
     if any(t is not None and (type(t) not in (_Tensor, _Parameter) or not t.is_contiguous()) for t in (weight, bias)):
         return
-    shape_key = _shape_key(normalized_shape)
+    shape_key = lane_key(normalized_shape)
     key = (x.dtype, x.device, shape_key, weight is None, bias is None)
     if shape_key is None or key in _lanes[rms]:
         return
@@ -295,7 +214,7 @@ def layer_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.
     ``variant`` and ``config``, or a config the input cannot take.
     """
     if out is None and variant is None and config is None and type(x) is _Tensor and not _compiling():
-        lane = _lanes[False].get((x.dtype, x.device, _shape_key(normalized_shape), weight is None, bias is None))
+        lane = _lanes[False].get((x.dtype, x.device, lane_key(normalized_shape), weight is None, bias is None))
         if lane is not None:
             got = lane(x, weight, bias, eps)
             if got is not None:
@@ -336,7 +255,7 @@ def rms_norm(x: torch.Tensor, normalized_shape: Shape, weight: Optional[torch.Te
     ``config``, or a config the input cannot take.
     """
     if out is None and variant is None and config is None and type(x) is _Tensor and not _compiling():
-        lane = _lanes[True].get((x.dtype, x.device, _shape_key(normalized_shape), weight is None, True))
+        lane = _lanes[True].get((x.dtype, x.device, lane_key(normalized_shape), weight is None, True))
         if lane is not None:
             got = lane(x, weight, None, eps)
             if got is not None:

@@ -113,12 +113,12 @@ def test_simt_best_takes_the_cp_async_kernel_where_its_tiles_cover_every_sm(sms)
     big = res("simt_best", 4096, 4096)
     assert big.kernel.name.startswith("kk::mm_async<128, 256") and big.grid == (32, 16, 1) and big.threads == 256
     assert big.shmem == 4 * 4 * (16 * 132 + 16 * 256)  # 4 stages: A staged as [k][m] rows of 132, B as [k][n]
-    assert res("simt_best", 4096, 4096, False, True).kernel.name.endswith("false, true, 1>")  # m-major A: copied
+    assert res("simt_best", 4096, 4096, False, True).kernel.name.endswith("false, true, 1, false>")  # m-major A: copied
     assert res("simt_best", 4096, 4096, True, True).kernel.name.startswith("kk::mm_warp")  # both k-major
     assert res("simt_best", 2048, 2048).kernel.name.startswith("kk::mm_warp")  # 128 tiles < 132 SMs
     assert res("simt_best", 512, 512, batch=16).kernel.name.startswith("kk::mm_warp")
     # the simt_async rung copies a k-major A as it lies ([m][k] rows of BK + 4) at every shape
-    assert res("simt_async", 64, 64).kernel.name == "kk::mm_async<128, 256, 16, 64, 64, 4, true, false, 1>"
+    assert res("simt_async", 64, 64).kernel.name == "kk::mm_async<128, 256, 16, 64, 64, 4, true, false, 1, false>"
     assert res("simt_async", 64, 64).shmem == 4 * 4 * (128 * 20 + 16 * 256)
 
 

@@ -275,8 +275,10 @@ def resolve(rung: str, dtype: torch.dtype, tf32: bool, a_k: bool, b_k: bool, m: 
                          f"not {rung!r}")
     # simt_best: the cp.async kernel where its tiles cover every SM, but not with both operands k-major (A
     # staged, B's [n][k] fragments: 41.7 against the warp kernel's 42.6 TFLOP/s at 4096^3 on an H100)
-    big = cdiv(m, SIMT_ASYNC.block_m) * cdiv(n, SIMT_ASYNC.block_n) * batch >= sm_count(dev)
-    if rung == "simt_async" or (rung == "simt_best" and config is None and big and not (a_k and b_k)):
+    def fills_every_sm() -> bool:  # asked only for simt_best (no device query for the other rungs)
+        return cdiv(m, SIMT_ASYNC.block_m) * cdiv(n, SIMT_ASYNC.block_n) * batch >= sm_count(dev)
+
+    if rung == "simt_async" or (rung == "simt_best" and config is None and not (a_k and b_k) and fills_every_sm()):
         t = config or SIMT_ASYNC
         async_check(t, op)
         k = async_kernel(t, a_k, b_k, smem_limits(dev), stage_a=rung == "simt_best")

@@ -94,7 +94,7 @@ def async_kernel(t: MatmulTile, a_k: bool, b_k: bool, smem: tuple[int, int], sta
     stages = t.stages or max(2, min(ASYNC_MAX_STAGES, budget // stage))
     cb = lambda x: "true" if x else "false"  # noqa: E731
     return Kernel(ASYNC, f"kk::mm_async<{t.block_m}, {t.block_n}, {ASYNC_BK}, {t.warp_m}, {t.warp_n}, {stages}, "
-                  f"{cb(a_k)}, {cb(b_k)}, {minb}{', true' if stage_a else ''}>", block=t.threads,
+                  f"{cb(a_k)}, {cb(b_k)}, {minb}, {cb(stage_a)}>", block=t.threads,
                   sass=("FFMA", "LDS.128", "LDGSTS"), store_bits=128, dyn_shared=stages * stage)
 
 

@@ -1,7 +1,7 @@
 // Rearrangement kernels (transpose and permute): the batched-transpose rungs naive, shared/padded and wide,
-// the skinny transposes and a strided gather. The best rung's window tile (16-byte accesses at any
-// alignment) is in transpose_window.cu; the tile kernels' problem statement, their tile order (TileGrid)
-// and store16 are in transpose.cuh.
+// the skinny transposes and a strided gather. The best rung's window and skew tiles (16-byte accesses at
+// any alignment) are in transpose_window.cu; the tile kernels' problem statement, their tile order
+// (TileGrid), the register transpose (pack_column) and store16 are in transpose.cuh.
 //
 // Nothing here looks at values: every dtype moves as the unsigned integer of its size (uint8 for
 // bool/int8/fp8, uint16 for fp16/bf16, ..., uint64 for fp64/complex64; uint4 for 16-byte runs in

@@ -1,7 +1,7 @@
 // The best rung's batched transposes for the shapes the wide tile (transpose.cu) cannot take, with
 // 16-byte global accesses and swizzled shared tiles at any alignment of rows and strides, for 1-, 2- and
 // 4-byte elements: the window tile (output rows on 16-byte boundaries) and the skew tile (output rows
-// anywhere); with the helpers only they use (shift_window, pack_elems). Problem statement, tile order,
+// anywhere); with the helpers only they use (load_window, shift_window, pack_elems). Problem statement, tile order,
 // register transpose and store16: transpose.cuh.
 #include "transpose.cuh"
 
@@ -43,6 +43,23 @@ __device__ __forceinline__ uint4 shift_window(uint4 a, uint4 b, unsigned s) {  /
   }
 }
 
+// The aligned chunks that hold the 16 bytes from p, a tile row's elements first .. first + V - 1 (nc of
+// them in the tile): W0 always, W1 where rows may be misaligned and it holds an element of the row (its
+// first, first + (16 - s) / E, is < nc). A slot that is not `ok` reads `safe` (the aligned chunk of the
+// tile's first element, never written out) instead, so every load is issued without waiting on a predicate.
+template <int E, bool kAligned>
+__device__ __forceinline__ void load_window(const void* p, bool ok, int first, int nc, const uint4* safe, uint4& w0,
+                                            uint4& w1) {
+  const unsigned long long a = reinterpret_cast<unsigned long long>(p);
+  const uint4* c = reinterpret_cast<const uint4*>(a & ~15ull);
+  w0 = __ldg(ok ? c : safe);
+  if constexpr (!kAligned) {
+    const unsigned s = (unsigned)(a & 15);
+    const bool ok1 = ok && s != 0 && first + (int)((16 - s) / E) < nc;
+    w1 = __ldg(ok1 ? c + 1 : (ok ? c : safe));
+  }
+}
+
 template <int E, int V>
 __device__ __forceinline__ uint4 pack_elems(const unsigned (&v)[V]) {  // V elements (low bits) -> 16 bytes
   unsigned w[4];
@@ -79,23 +96,14 @@ __global__ void __launch_bounds__(THREADS, (kInAligned ? 5 : 4) * 256 / THREADS)
     g.at(t, TR, TC, b, r0, c0);
     const int nr = (int)min((i64)TR, R - r0), nc = (int)min((i64)TC, C - c0);
     const T* src = in + b * in_sb + r0 * in_sr + c0;
-    // every load issued before the first shift: a slot outside the tile's rows or columns reads the
-    // aligned chunk of the tile's first element instead (never written out), so no load waits on a predicate
+    // every load issued before the first shift (slots outside the tile's rows or columns read `safe`)
     const uint4* safe = reinterpret_cast<const uint4*>(reinterpret_cast<unsigned long long>(src) & ~15ull);
     // (a row's place within 16 bytes, s, is taken from its pointer again at the shift: 4 registers fewer)
     uint4 w0[LOADS], w1[LOADS];
 #pragma unroll
     for (int i = 0; i < LOADS; ++i) {
       const int idx = threadIdx.x + i * THREADS, row = idx / CH, k = idx % CH;
-      const unsigned long long a = reinterpret_cast<unsigned long long>(src + row * in_sr + k * V);
-      const uint4* c = reinterpret_cast<const uint4*>(a & ~15ull);
-      const bool ok0 = row < nr && k * V < nc;
-      w0[i] = __ldg(ok0 ? c : safe);
-      if constexpr (!kInAligned) {  // W1 holds an element of the row: its first one, k*V + (16 - s)/E, is < nc
-        const unsigned s = (unsigned)(a & 15);
-        const bool ok1 = ok0 && s != 0 && k * V + (int)((16 - s) / E) < nc;
-        w1[i] = __ldg(ok1 ? c + 1 : (ok0 ? c : safe));
-      }
+      load_window<E, kInAligned>(src + row * in_sr + k * V, row < nr && k * V < nc, k * V, nc, safe, w0[i], w1[i]);
     }
 #pragma unroll
     for (int i = 0; i < LOADS; ++i) {
@@ -193,15 +201,7 @@ __global__ void __launch_bounds__(THREADS, (sizeof(T) == 2 ? 640 : 1024) / THREA
 #pragma unroll
       for (int e = 0; e < V; ++e) {  // every load issued before the first shift, as in the window tile
         const i64 r = r0 - V + m * V + e;
-        const bool ok0 = k * V < nc && r >= 0 && r < R;
-        const unsigned long long a = reinterpret_cast<unsigned long long>(src + r * in_sr + k * V);
-        const uint4* c = reinterpret_cast<const uint4*>(a & ~15ull);
-        w0[e] = __ldg(ok0 ? c : safe);
-        if constexpr (!kInAligned) {
-          const unsigned s = (unsigned)(a & 15);
-          const bool ok1 = ok0 && s != 0 && k * V + (int)((16 - s) / E) < nc;
-          w1[e] = __ldg(ok1 ? c + 1 : (ok0 ? c : safe));
-        }
+        load_window<E, kInAligned>(src + r * in_sr + k * V, k * V < nc && r >= 0 && r < R, k * V, nc, safe, w0[e], w1[e]);
       }
       // row e's place within 16 bytes, from the first row's and the stride's (32-bit: no pointer kept)
       const unsigned s0 = (unsigned)reinterpret_cast<unsigned long long>(src + (r0 - V + m * V) * in_sr),

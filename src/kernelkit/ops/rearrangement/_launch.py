@@ -138,8 +138,9 @@ WINDOW_TILES = {
 
 
 # transpose_skew's tiles per element size, in order of preference: 16 KB, one 16-byte column chunk of V rows
-# a thread. Tall and narrow first: 248 (124) output rows a column, 496-byte runs of stores (H100, 5 odd
-# shapes: 84-93% of a copy, 64 x 64 and 128 x 64 0-6 points less); the others for a short side.
+# a thread. Tall and narrow first: 248 (124) output rows a column, 496-byte runs of stores (H100, six odd
+# shapes: bf16 256 x 32 74-91% of a copy, fp32 128 x 32 85-94%; 112-byte runs 66-85%;
+# benchmarks/results/rearrangement-skew-h100.json); the others for a short side.
 SKEW_TILES = {
     2: (TileConfig(256, 32, 128), TileConfig(128, 64, 128), TileConfig(64, 128, 128)),
     4: (TileConfig(128, 32, 256), TileConfig(64, 64, 256), TileConfig(32, 128, 256)),

@@ -13,6 +13,7 @@ import json
 import torch
 
 import kernelkit
+from kernelkit.bench import environment, write_json
 from kernelkit.bench.timing import time_interleaved
 from kernelkit.ops.gemm import MatmulTile
 
@@ -47,8 +48,7 @@ def main() -> None:
         print(json.dumps(row), flush=True)
         rows.append(row)
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(rows, f, indent=1)
+        write_json(args.out, {"environment": environment(), "records": rows})
 
 
 if __name__ == "__main__":

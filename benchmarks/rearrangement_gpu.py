@@ -21,7 +21,7 @@ import sys
 import torch
 
 import kernelkit
-from kernelkit.bench import copy_bandwidth, time_cuda
+from kernelkit.bench import copy_bandwidth, environment, time_cuda
 from kernelkit.ops.rearrangement.transpose import TileConfig
 
 # (rows, cols, threads) candidates per element size: 4 to 64 KB of tile, 2 to 16 vectors a thread.
@@ -140,8 +140,7 @@ def skew_tiles(path: str) -> None:
     16-byte boundaries, bf16 and fp32, as % of a same-bytes copy timed in the same loop (min of two copies)."""
     from kernelkit.ops.rearrangement._launch import SKEW_TILES
 
-    doc = {"device": torch.cuda.get_device_name(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-           "torch": torch.__version__, "cases": []}
+    doc = {"environment": environment(), "cases": []}
     for dt in (torch.bfloat16, torch.float32):
         e = dt.itemsize
         tiles = [*SKEW_TILES[e], *(TileConfig(*t) for t in SKEW_EXTRA[e])]

@@ -47,11 +47,18 @@ def test_explain_matches_the_launch(stubbed, m, n, k, kmajor):
     said = explain("matmul", m, n, k, BF16, b_kmajor=kmajor)
     a_rows = hop.a_box_rows(True, m)  # A row-major: k-major, its box M rounded up to 8 rows below 128
     tile = hop.tile_for(m, n, 1, 132, hop.SM90_SHARED, k, a_rows)
-    assert str(tile) in said[1] and said[-1] == "best: tma_wgmma"
+    assert str(tile) in said[1]
     assert (f"A in boxes of {a_rows} rows" in said[1]) == (m <= 120)
-    assert args[11] >> 8 == (a_rows // 8 if m <= 120 else 0)  # flags: the kernels read the box from it
-    assert name.startswith("kk::mm_tma_wgmma<") and f", {tile.block_n}, {tile.stages}, " in name
-    assert grid == (hop.cdiv(m, hop.BM) * hop.cdiv(n, tile.block_n), tile.split, 1)
+    assert args[11] >> 8 & 0xFF == (a_rows // 8 if m <= 120 else 0)  # flags: the kernels read the box from it
+    if tile.split > 1:  # best splits K on tma_wgmma
+        assert said[-1] == "best: tma_wgmma (K split)"
+        assert name.startswith("kk::mm_tma_wgmma<") and f", {tile.block_n}, {tile.stages}, " in name
+        assert grid == (hop.cdiv(m, hop.BM) * hop.cdiv(n, tile.block_n), tile.split, 1)
+    else:  # else the persistent rung: one block an SM at most
+        pt = hop.persistent_tile(m, n, 1, 132, hop.SM90_SHARED)
+        assert said[-1] == "best: persistent" and str(pt) in said[2]
+        assert name.startswith("kk::mm_persistent<") and f", {pt.block_n}, {pt.stages}, " in name
+        assert grid == (min(132, hop.cdiv(m, hop.BM) * hop.cdiv(n, pt.block_n)), 1, 1)
 
 
 def test_explain_matches_the_fallback(stubbed):
@@ -59,7 +66,7 @@ def test_explain_matches_the_fallback(stubbed):
                  (torch.empty(256 * 512 + 3, dtype=F16)[3:].view(256, 512), torch.empty(512, 256, dtype=F16))):
         reason = hop.tma_fallback_reason(a, b)
         said = explain("matmul", 256, 256, a.shape[1], a.dtype, offset=a.storage_offset())
-        assert reason and said[1] == f"tma_wgmma, ws: cannot run it: {reason}"
+        assert reason and said[1] == f"tma_wgmma, ws, persistent: cannot run it: {reason}"
 
 
 def test_cli_prints_the_dispatch(capsys):

@@ -142,17 +142,20 @@ def test_config_types_per_rung():
 
 def test_ladder_records():
     names = [v.name for v in kernelkit.ladder("matmul")]
-    assert names[-6:] == ["mma", "dmma", "tma_wgmma", "ws", "cute", "best"]
+    assert names[-7:] == ["mma", "dmma", "tma_wgmma", "ws", "persistent", "cute", "best"]
     for rung in hop.RUNGS:
         v = kernelkit.get_op("matmul").variant(rung)
         assert v.dtypes == (torch.float16, BF16)
         ks = v.kernels(BF16)
-        own = [k for k in ks if k.source == hop.SRC]
+        own = [k for k in ks if k.source == hop.SRC[rung]]
         assert len(own) == 8 and all(k.arch_suffix == "a" and k.min_sm == 90 and k.tensor_core == "HGMMA" for k in own)
-        assert {k.dyn_shared for k in own} == {WgmmaTile(256, 4).shmem, WgmmaTile(128, 7).shmem}
+        # the persistent kernel stages C past its ring (128 rows of 16-bit or 64 of fp32), so fewer stages
+        tiles = ((WgmmaTile(256, 3), WgmmaTile(128, 5)) if rung == "persistent"
+                 else (WgmmaTile(256, 4), WgmmaTile(128, 7)))
+        assert {k.dyn_shared for k in own} == {t.shmem_for(rung) for t in tiles}
         assert any("mm_mma" in k.name for k in ks)  # the shapes the TMA cannot take
     assert "16-byte" in kernelkit.get_op("matmul").variant("tma_wgmma").technique
-    assert [k for k in kernelkit.get_op("linear").variant("ws").kernels(BF16) if k.source == hop.SRC]
+    assert [k for k in kernelkit.get_op("linear").variant("ws").kernels(BF16) if k.source == hop.SRC["ws"]]
 
 
 def test_launch_shim_packs_tensor_maps_at_64_bytes():
@@ -198,7 +201,7 @@ def test_ws_sass_moves_registers_and_has_no_block_barrier_in_its_loop():
     assert sass.count("SYNCS.ARRIVE") >= 1  # consumers release stages on the empty barriers
 
 
-@pytest.mark.parametrize("rung", hop.RUNGS)
+@pytest.mark.parametrize("rung", ["tma_wgmma", "ws"])
 def test_sass_of_the_split_k_meeting(rung):
     """Every kernel can split K: the partials leave and return through L2 in 8-byte pairs (st.cg /
     ld.cg: STRONG.GPU), one ticket a block (ATOMG.E.INC), a GPU-wide fence each side of it, no spills."""
@@ -210,6 +213,58 @@ def test_sass_of_the_split_k_meeting(rung):
         assert sass.count("LDG.E.64.STRONG.GPU") == 2 * pairs  # slice 0, then the slice loop's body
         assert sass.count("ATOMG.E.INC.STRONG.GPU") == 1 and sass.count("MEMBAR.SC.GPU") == 2
         assert "LDL" not in sass and "STL" not in sass and "C7508" not in log
+
+
+def test_persistent_sass_walks_tiles_without_a_meeting():
+    """The persistent kernel: the consumers' HGMMA with setmaxnreg as in ws, no split-K meeting (no ticket
+    atomics, no workspace stores), C out in 16-byte stores, no spills, for both widths and both epilogues
+    (plain, fused GELU)."""
+    pytest.importorskip("cuda.core")
+    for tile in (WgmmaTile(256, 3), WgmmaTile(128, 5)):
+        sass, log = _sass_of("persistent", True, True, tile)
+        assert sass.count(f"HGMMA.64x{tile.block_n}x16.F32.BF16") == 4 and "USETMAXREG.DEALLOC.CTAPOOL 0x28" in sass
+        assert "ATOMG" not in sass and "STG.E.64.STRONG.GPU" not in sass and "STG.E.128" in sass
+        assert "LDL" not in sass and "STL" not in sass and "C7508" not in log
+    from kernelkit.analyze.sass import disassemble
+    from kernelkit.runtime import compile_source
+    k = hop.kernel("persistent", BF16, WgmmaTile(256, 3), True, False, 3)  # linear's erf GELU
+    build = compile_source(k.source, (k.name,), "sm_90a")
+    sass = disassemble(build.cubin)[build.mangled(k.name)]
+    assert "STG.E.128" in sass and "LDL" not in sass and "STL" not in sass and "C7508" not in build.log
+
+
+def test_persistent_tiles_and_grid(monkeypatch, hopper_device):
+    """The persistent rung's rule (tile_for's width, the stages that fit, beside the staging buffer of a
+    fused epilogue), one block an SM at most, the batch in flags bits 16-31, and its config checks."""
+    from kernelkit.ops.gemm import matmul as mm
+
+    assert hop.persistent_tile(4096, 4096, 1, 132, hop.SM90_SHARED) == WgmmaTile(256, 3)
+    assert hop.persistent_tile(1024, 1024, 1, 132, hop.SM90_SHARED) == WgmmaTile(128, 5)
+    for t in (WgmmaTile(256, 3), WgmmaTile(128, 5)):
+        assert t.shmem_for("persistent") + hop.STATIC_SHARED <= hop.SM90_SHARED
+    with pytest.raises(ValueError, match="bytes of shared memory"):
+        WgmmaTile(256, 4).check("matmul", hop.SM90_SHARED, 2, "persistent")
+    with pytest.raises(ValueError, match="no K split"):
+        WgmmaTile(128, 4, 2).check("matmul", hop.SM90_SHARED, 2, "persistent")
+    launched = []
+    monkeypatch.setattr(hop, "sm_count", lambda dev: 132)
+    monkeypatch.setattr(hop, "shared_limit", lambda dev: hop.SM90_SHARED)
+    monkeypatch.setattr(hop, "get_kernel", lambda src, name, **kw: ("kernel", name, src))
+    monkeypatch.setattr(hop, "allow_shared", lambda *a: None)
+    monkeypatch.setattr(hop, "encode_tiled", lambda *a, **kw: bytes(128))
+    monkeypatch.setattr(hop, "launch", lambda *a, **kw: launched.append((a, kw)))
+    hop._plans.clear()
+    a = torch.empty(5, 300, 520, dtype=BF16)
+    b = torch.empty(5, 257, 520, dtype=BF16).transpose(1, 2)
+    mm._matmul_into(a, b, None, torch.empty(5, 300, 257, dtype=BF16), False, "persistent", None)
+    a2, b2 = torch.empty(4096, 512, dtype=BF16), torch.empty(512, 4096, dtype=BF16)
+    mm._matmul_into(a2, b2, None, torch.empty(4096, 4096, dtype=BF16), False, "persistent", None)
+    (args, kw), (args2, kw2) = launched
+    assert args[0] == ("kernel", "kk::mm_persistent<__nv_bfloat16, 128, 5, true, true>", "gemm/wgmma_persistent.cu")
+    assert args[1] == (3 * 3 * 5, 1, 1) and args[2] == 384  # 45 tiles: a block each
+    assert args[12] == 3 | (5 - 1) << 16 and kw["shmem"] == WgmmaTile(128, 5).shmem_for("persistent")
+    assert args2[0][1] == "kk::mm_persistent<__nv_bfloat16, 256, 3, true, false>"
+    assert args2[1] == (132, 1, 1) and args2[12] == 0  # 512 tiles walked by 132 blocks
 
 
 def test_maps_supported_reads_the_launch_module():

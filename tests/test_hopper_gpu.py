@@ -1,10 +1,11 @@
-"""The Hopper matmul rungs (tma_wgmma, ws) on an sm_90 GPU against float64: odd M and N (K a multiple of 8,
+"""The Hopper matmul rungs (tma_wgmma, ws, persistent) on an sm_90 GPU against float64: odd M and N (K a multiple of 8,
 so that rows are whole 16-byte steps), the four operand layouts, 16-byte offset views, poisoned and
 misaligned outputs, both tile widths with rings that wrap many times, batches with a broadcast operand,
 linear's bias, and the shapes the TMA cannot read (run on mma, with the reason). Split K: the rule's and
 configured slice counts on M = 1, 17, 129 with N off the tile and long odd K, the four layouts, batches,
 the bias, and the same bits on every run. Each call checks which kernel it launched (and its K slices),
-so a silent fallback cannot pass for the rung."""
+so a silent fallback cannot pass for the rung. The persistent rung (no K split) also on many tiles a
+block, every ring depth, K shorter than the ring and batches whose tiles a block walks across."""
 import pytest
 import torch
 
@@ -17,10 +18,13 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(
     not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
     reason="sm_90a kernels: compute capability 9.0")]
 
-RUNGS = ("tma_wgmma", "ws")
+RUNGS = ("tma_wgmma", "ws")  # the one-tile-a-block rungs (K split, both tile widths)
+ALL_RUNGS = RUNGS + ("persistent",)
 DTYPES = (torch.float16, torch.bfloat16)
 CASES = [(r, d) for r in RUNGS for d in DTYPES]
 IDS = [f"{r}-{str(d)[6:]}" for r, d in CASES]
+ALL_CASES = [(r, d) for r in ALL_RUNGS for d in DTYPES]
+ALL_IDS = [f"{r}-{str(d)[6:]}" for r, d in ALL_CASES]
 TILES = (WgmmaTile(128, 7), WgmmaTile(256, 4))
 
 
@@ -50,7 +54,7 @@ def _run(rung, dtype, m, n, k, ta=False, tb=True, oa=0, ob=0, oc=0, batch=(), co
     return out, grids[0][1]
 
 
-@pytest.mark.parametrize("rung,dtype", CASES, ids=IDS)
+@pytest.mark.parametrize("rung,dtype", ALL_CASES, ids=ALL_IDS)
 def test_odd_sizes(rung, dtype):
     """A row-major, B = w.t() (linear's layout): M and N free, K a multiple of 8."""
     for m, n, k in ((1, 1, 8), (67, 131, 72), (131, 257, 520), (257, 509, 1032), (1000, 17, 64), (5, 300, 8),
@@ -58,7 +62,7 @@ def test_odd_sizes(rung, dtype):
         _run(rung, dtype, m, n, k)
 
 
-@pytest.mark.parametrize("rung,dtype", CASES, ids=IDS)
+@pytest.mark.parametrize("rung,dtype", ALL_CASES, ids=ALL_IDS)
 def test_layouts_and_offsets(rung, dtype):
     """The four layouts (m- and n-major operands need M, N multiples of 8), 16- and 32-byte offsets of
     the operands, an output one or three elements off the 16-byte grid (its element path)."""
@@ -78,7 +82,7 @@ def test_tile_widths_and_long_rings(rung, dtype):
         _run(rung, dtype, 257, 263, 2048, False, True, config=config)
 
 
-@pytest.mark.parametrize("rung,dtype", CASES, ids=IDS)
+@pytest.mark.parametrize("rung,dtype", ALL_CASES, ids=ALL_IDS)
 def test_batched_and_broadcast(rung, dtype):
     _run(rung, dtype, 61, 67, 72, batch=(3,))
     _run(rung, dtype, 64, 72, 80, True, False, batch=(2,))
@@ -94,7 +98,7 @@ def test_batched_and_broadcast(rung, dtype):
     check_matmul(out, a1.expand(3, 17, 40), b3, False, f"{rung} broadcast A")
 
 
-@pytest.mark.parametrize("rung,dtype", CASES, ids=IDS)
+@pytest.mark.parametrize("rung,dtype", ALL_CASES, ids=ALL_IDS)
 def test_linear_bias_in_the_epilogue(rung, dtype):
     x = operand((2, 3, 96), dtype)
     w = operand((131, 96), dtype)
@@ -104,7 +108,7 @@ def test_linear_bias_in_the_epilogue(rung, dtype):
     check_matmul(out.view(6, 131), x.reshape(6, 96), w.t(), False, f"linear {rung}", bias=bias)
 
 
-@pytest.mark.parametrize("rung", RUNGS)
+@pytest.mark.parametrize("rung", ALL_RUNGS)
 def test_what_the_tma_cannot_read_runs_on_mma(rung):
     dtype = torch.bfloat16
     a, b = operand((64, 4093), dtype), operand((4093, 72), dtype)
@@ -116,6 +120,19 @@ def test_what_the_tma_cannot_read_runs_on_mma(rung):
     assert "16-byte boundary" in tma_fallback_reason(a, operand((128, 64), dtype))
     out, names = _launched(lambda: kernelkit.matmul(a, operand((128, 64), dtype), variant=rung))
     assert "mm_mma<" in names[0]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d)[6:] for d in DTYPES])
+def test_persistent_walks_many_tiles(dtype):
+    """More tiles than SMs (each block walks several, its consumers taking turns), every ring depth, K of
+    one K tile (the ring wraps within a tile's turn), and batches whose tiles a block walks across."""
+    for cfg in (WgmmaTile(128, 2), WgmmaTile(128, 5), WgmmaTile(256, 2), WgmmaTile(256, 3)):
+        _run("persistent", dtype, 2000, 1900, 136, config=cfg)  # 16 x 15 tiles
+        _run("persistent", dtype, 1504, 2104, 8, True, False, config=cfg)  # K = 8: one K tile a tile
+    _run("persistent", dtype, 300, 700, 520, batch=(37,))  # 37 x 18 tiles
+    _run("persistent", dtype, 4100, 4000, 72, False, False)  # the rule's ring, 33 x 32 tiles
+    _run("persistent", dtype, 1032, 2051, 1032, True, True, oa=8, ob=16, oc=3)
+    _run("persistent", dtype, 777, 1001, 264, oc=1)  # an output off the 16-byte grid: element stores
 
 
 def test_large_rule_tile():

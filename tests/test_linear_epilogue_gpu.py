@@ -13,7 +13,7 @@ from matmul_helpers import OUT_EPS, poisoned, values
 pytestmark = pytest.mark.gpu
 
 F32, F64 = torch.float32, torch.float64
-TC_ONLY = ("wmma_global", "wmma_smem", "mma", "tma_wgmma", "ws", "cute")
+TC_ONLY = ("wmma_global", "wmma_smem", "mma", "tma_wgmma", "ws", "persistent", "cute")
 CASES = [(v.name, d) for v in kernelkit.ladder("linear") for d in v.dtypes if not v.unavailable()]
 IDS = [f"{v}-{str(d)[6:]}" for v, d in CASES]
 ACTS = (None, "relu", "gelu", "gelu_tanh")
@@ -76,7 +76,7 @@ def test_every_rung_activation_and_residual(variant, dtype):
                 _check(out, x, w, bias, act, res, tf32, f"{variant} {dtype} {xshape}x{n} act={act} res={with_res}")
 
 
-@pytest.mark.parametrize("rung", ["tma_wgmma", "ws"])
+@pytest.mark.parametrize("rung", ["tma_wgmma", "ws", "persistent"])
 def test_hopper_rungs_launch_the_fused_kernel(rung):
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("sm_90 only")

@@ -127,15 +127,21 @@ __device__ __forceinline__ unsigned char* align1024(unsigned char* p) {
   return p + ((1024 - (a & 1023)) & 1023);
 }
 
-// The origin (m0, n0) of this block's BM x BN tile of C (M x N): groups of 8 M tiles walk N together,
-// so that blocks running at once share A's rows and B's columns in L2 (as the mma rung).
+// The origin (m0, n0) of tile `idx` of the BM x BN tiles of C (M x N): groups of 8 M tiles walk N
+// together, so that tiles running at once share A's rows and B's columns in L2 (as the mma rung).
+template <int BM, int BN>
+__device__ __forceinline__ void tile_at(int idx, int M, int N, int& m0, int& n0) {
+  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+  const int width = 8 * tiles_n, first = (idx / width) * 8;
+  const int gsize = min(tiles_m - first, 8);
+  m0 = (first + (idx % width) % gsize) * BM;
+  n0 = ((idx % width) / gsize) * BN;
+}
+
+// This block's tile: one tile a block.
 template <int BM, int BN>
 __device__ __forceinline__ void tile_of(int M, int N, int& m0, int& n0) {
-  const int bid = blockIdx.x, tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-  const int width = 8 * tiles_n, first = (bid / width) * 8;
-  const int gsize = min(tiles_m - first, 8);
-  m0 = (first + (bid % width) % gsize) * BM;
-  n0 = ((bid % width) / gsize) * BN;
+  tile_at<BM, BN>(blockIdx.x, M, N, m0, n0);
 }
 
 // Thread 0's start of a block: both tensor maps prefetched, each stage's "full" mbarrier (one arrival,

@@ -1,8 +1,11 @@
-"""The Hopper rungs of the matmul ladder (csrc/gemm/wgmma.cu, sm_90a): ``tma_wgmma`` and ``ws``.
+"""The Hopper rungs of the matmul ladder (sm_90a): ``tma_wgmma`` and ``ws`` (csrc/gemm/wgmma.cu), and
+``persistent`` (csrc/gemm/wgmma_persistent.cu).
 
 Both load the operand tiles with the TMA through tensor maps built here from the operands' strides
 (passed by value, 128 bytes each, as the kernels' ``__grid_constant__`` parameters) and multiply them
-with wgmma from shared memory; ``ws`` adds warp specialization. What the TMA cannot read, the
+with wgmma from shared memory; ``ws`` adds warp specialization, ``persistent`` makes ``ws`` walk
+several tiles a block (one block an SM), its producer loading the next tile during the epilogue. What
+the TMA cannot read, the
 rungs hand to the mma rung, and ``tma_fallback_reason`` says why: a tensor map needs a base address
 and strides that are multiples of 16 bytes (K = 4093 in bf16 has rows 8186 bytes apart), and the
 kernels run only on compute capability 9.0 (wgmma and setmaxnreg are sm_90a instructions).
@@ -11,10 +14,12 @@ Launch rule: 128 rows of C a block (two consumer warpgroups of 64 rows), ``block
 where the 128 x 256 tiles still give every SM one, else 128; as many K stages of 64 as the shared
 memory a block may take holds (at most 8); where the tiles leave SMs idle, K split into slices that
 fill them (``split_for``; the blocks of a tile meet in a workspace, csrc/gemm/splitk.cuh).
-``WgmmaTile`` is the ``config=`` surface of these rungs.
+``persistent``: the same tile widths, min(tiles, SMs) blocks, no K split. ``WgmmaTile`` is the
+``config=`` surface of these rungs.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Optional
@@ -29,10 +34,10 @@ from .._shared.plans import plan_cache, remember
 from ._problem import Side, as3, side_a, side_b
 from ._replay import TmaReplay, launch_handle, offer, replays_possible
 
-SRC = "gemm/wgmma.cu"
+SRC = {"tma_wgmma": "gemm/wgmma.cu", "ws": "gemm/wgmma.cu", "persistent": "gemm/wgmma_persistent.cu"}
 F16, BF16 = torch.float16, torch.bfloat16
 DTYPES = (F16, BF16)
-RUNGS = ("tma_wgmma", "ws")
+RUNGS = ("tma_wgmma", "ws", "persistent")
 CXX = {F16: "__half", BF16: "__nv_bfloat16"}
 BM, BK = 128, 64  # rows of C a block (two warpgroups of m64); K elements a stage (one 128-byte swizzle line)
 WIDTHS = (128, 256)  # wgmma's N: 256 is its widest, and its 128 accumulators a thread the most registers hold
@@ -44,7 +49,8 @@ GRID_Z = 65535
 MAX_SPLIT = 64  # K slices of a tile at most (the last block reads them all)
 MIN_SLICE_KTILES = 4  # K tiles a slice keeps at least: the pipeline's fill and drain stay a small part
 TAIL_KTILES = 16  # a slice's full (BM-row) partial costs the tile's finish about this many K tiles' time
-THREADS = {"tma_wgmma": 256, "ws": 384}
+THREADS = {"tma_wgmma": 256, "ws": 384, "persistent": 384}
+
 
 TECHNIQUE = {
     "tma_wgmma": "TMA tile loads (tensor maps from the operands' strides, 128-byte swizzle) completing on "
@@ -54,14 +60,17 @@ TECHNIQUE = {
     "ws": "tma_wgmma with warp specialization: a producer warpgroup issues the TMA copies, two consumer "
           "warpgroups issue wgmma, setmaxnreg moves registers to the consumers (40 / 232 a thread), "
           "full and empty mbarriers per stage, no block barrier in the main loop",
+    "persistent": "ws made persistent: one block an SM walks its tiles in L2-grouped order and the producer "
+                  "runs ahead across tiles (the next tile's stages load during the epilogue, which stages C "
+                  "in a buffer of its own past the ring); no K split",
 }
 
 
 @dataclass(frozen=True)
 class WgmmaTile:
-    """The ``config=`` of the ``tma_wgmma`` and ``ws`` rungs: a block computes 128 x ``block_n`` outputs
-    (128 or 256: wgmma's N) and keeps ``stages`` K tiles of 64 in its shared-memory ring; ``split`` > 1
-    divides K into that many slices, one block each, summed in slice order (1: no split)."""
+    """The ``config=`` of the Hopper rungs: a block computes 128 x ``block_n`` outputs (128 or 256: wgmma's
+    N) at a time and keeps ``stages`` K tiles of 64 in its shared-memory ring; ``split`` > 1 divides K into that many slices, one block each, summed in slice order (1: no
+    split; ``persistent`` takes no split)."""
 
     block_n: int
     stages: int
@@ -71,34 +80,48 @@ class WgmmaTile:
     def stage_bytes(self) -> int:
         return (BM + self.block_n) * BK * 2
 
+    def shmem_for(self, rung: str) -> int:
+        """Dynamic shared memory of the launch on ``rung`` (``persistent`` stages C past the ring)."""
+        return ALIGN_SLACK + self.stages * self.stage_bytes + persistent_staged(self.block_n, rung)
+
     @property
     def shmem(self) -> int:
-        """Dynamic shared memory of the launch."""
-        return ALIGN_SLACK + self.stages * self.stage_bytes
+        return self.shmem_for("tma_wgmma")
 
-    def check(self, op: str, shared_limit: int = SM90_SHARED, staged_bytes: int = 2) -> None:
+    def check(self, op: str, shared_limit: int = SM90_SHARED, staged_bytes: int = 2, rung: str = "tma_wgmma") -> None:
         """ValueError naming what this tile breaks. ``staged_bytes``: bytes an element of the C tile the
         epilogue stages in the ring (2: rounded to fp16/bf16; 4: fp32, linear's fused epilogues)."""
         bad = None
+        persistent = rung == "persistent"
         if self.block_n not in WIDTHS:
             bad = "block_n must be 128 or 256 (wgmma m64n128k16 or m64n256k16)"
         elif not 2 <= self.stages <= MAX_STAGES:
             bad = f"stages must be 2 to {MAX_STAGES}"
-        elif self.shmem + STATIC_SHARED > shared_limit:
-            bad = f"{self.shmem} bytes of shared memory; a block may take {shared_limit - STATIC_SHARED}"
-        elif BM * (self.block_n + 8) * staged_bytes > self.stages * self.stage_bytes:
+        elif self.shmem_for(rung) + STATIC_SHARED > shared_limit:
+            bad = f"{self.shmem_for(rung)} bytes of shared memory; a block may take {shared_limit - STATIC_SHARED}"
+        elif not persistent and BM * (self.block_n + 8) * staged_bytes > self.stages * self.stage_bytes:
             bad = (f"the epilogue stages the C tile{' in fp32' if staged_bytes == 4 else ''} in the ring: more "
                    "stages needed")
-        elif not 1 <= self.split <= MAX_SPLIT:
-            bad = f"split must be 1 (no split) to {MAX_SPLIT} K slices"
+        elif not 1 <= self.split <= (1 if persistent else MAX_SPLIT):
+            bad = ("the persistent rung takes no K split (split 1)" if persistent
+                   else f"split must be 1 (no split) to {MAX_SPLIT} K slices")
         if bad:
             raise ValueError(f"{op}: config {self} cannot run: {bad}")
 
 
-def stages_for(block_n: int, shared_limit: int) -> int:
-    """As many K stages as the shared memory a block may take holds, at most MAX_STAGES."""
+def persistent_staged(block_n: int, rung: str) -> int:
+    """Bytes of the persistent kernel's staging buffer past its ring (128 rows of 16-bit C for the plain
+    epilogue, 64 of fp32 for a fused one: block_n + 8 a row, the same bytes); 0 for the other
+    rungs, which stage C in their ring."""
+    return 64 * (block_n + 8) * 4 if rung == "persistent" else 0
+
+
+def stages_for(block_n: int, shared_limit: int, rung: str = "tma_wgmma") -> int:
+    """As many K stages as the shared memory a block may take holds (past the persistent kernel's staging
+    buffer), at most MAX_STAGES."""
     per = (BM + block_n) * BK * 2
-    return max(2, min(MAX_STAGES, (shared_limit - ALIGN_SLACK - STATIC_SHARED) // per))
+    staged = persistent_staged(block_n, rung)
+    return max(2, min(MAX_STAGES, (shared_limit - ALIGN_SLACK - STATIC_SHARED - staged) // per))
 
 
 def split_for(tiles: int, ktiles: int, rows: int, sms: int, block_n: int = 128, a_rows: int = BM) -> int:
@@ -127,20 +150,44 @@ def tile_for(m: int, n: int, batch: int, sms: int, shared_limit: int, k: int = B
     return WgmmaTile(bn, stages_for(bn, shared_limit), split)
 
 
+def persistent_tile(m: int, n: int, batch: int, sms: int, shared_limit: int) -> WgmmaTile:
+    """The persistent rung's tile: tile_for's width rule, the stages that fit beside the staging buffer."""
+    bn = 256 if cdiv(m, BM) * cdiv(n, 256) * batch >= sms else 128
+    return WgmmaTile(bn, stages_for(bn, shared_limit, "persistent"))
+
+
+def persistent_grid(tiles: int, sms: int) -> int:
+    """Blocks of the persistent rung: one an SM, none without a tile."""
+    return max(1, min(tiles, sms))
+
+
+# best's Hopper rungs for fp16 and bf16: persistent wherever its rule needs no K split, tma_wgmma (which
+# splits K) where the tiles leave SMs idle. On an H200 over the 24 shapes of matmul_table.py, persistent ran
+# 0.5-10 points of cuBLAS ahead of tma_wgmma on every unsplit shape (4096^3 96.2% against 95.0%) and 13-31
+# points behind on the split ones (docs/design/matmul.md, "The persistent rung").
+BEST_RUNGS = ("persistent", "tma_wgmma")
+
+
+@functools.lru_cache(maxsize=4096)
+def best_rung(m: int, n: int, k: int, batch: int, sms: int, shared_limit: int, a_rows: int) -> str:
+    """best's Hopper rung for a problem: tma_wgmma where tile_for splits K, else persistent."""
+    return "tma_wgmma" if tile_for(m, n, batch, sms, shared_limit, k, a_rows).split > 1 else "persistent"
+
+
 def kernel(rung: str, dtype: torch.dtype, tile: WgmmaTile, a_k: bool, b_k: bool, epi: int = 0) -> Kernel:
     """The kernel record; ``epi``: the epilogue template argument (0: matmul's, left to its default)."""
     lay = f"{'true' if a_k else 'false'}, {'true' if b_k else 'false'}" + (f", {epi}" if epi else "")
-    sass = ("UTMALDG", "SYNCS") + (("USETMAXREG",) if rung == "ws" else ())
-    return Kernel(SRC, f"kk::mm_{rung}<{CXX[dtype]}, {tile.block_n}, {tile.stages}, {lay}>", store_bits=128,
+    sass = ("UTMALDG", "SYNCS") + (("USETMAXREG",) if rung != "tma_wgmma" else ())
+    return Kernel(SRC[rung], f"kk::mm_{rung}<{CXX[dtype]}, {tile.block_n}, {tile.stages}, {lay}>", store_bits=128,
                   tensor_core="HGMMA", block=THREADS[rung], arch_suffix="a", min_sm=90, sass=sass,
-                  dyn_shared=tile.shmem)
+                  dyn_shared=tile.shmem_for(rung))
 
 
 def hopper_kernels(rung: str, dtype: torch.dtype) -> tuple[Kernel, ...]:
     """Every kernel the rule launches on sm_90: both widths with their stages, the four operand layouts."""
     if dtype not in DTYPES:
         return ()
-    tiles = [WgmmaTile(bn, stages_for(bn, SM90_SHARED)) for bn in WIDTHS]
+    tiles = [WgmmaTile(bn, stages_for(bn, SM90_SHARED, rung)) for bn in WIDTHS]
     return tuple(kernel(rung, dtype, t, a, b) for t in tiles for a in (True, False) for b in (True, False))
 
 
@@ -243,28 +290,40 @@ def split_workspace(dev: int, floats: int, tickets: int) -> tuple[int, int]:
 def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional[torch.Tensor], m: int, n: int,
                k: int, batch: int, dev: int, config: Optional[list[int]], residual: Optional[torch.Tensor] = None,
                ldr: int = 0, epi: int = 0) -> Optional[str]:
-    """out3 <- A @ B (+ bias) on ``rung``; None once launched, else the reason it cannot run (the caller
-    takes the mma rung). ``config``: a WgmmaTile's fields, or None for the rule's tile. ``epi``: linear's
+    """out3 <- A @ B (+ bias) on ``rung`` ("best": ``best_rung``'s); None once launched, else the reason it
+    cannot run (the caller takes the mma rung). ``config``: a WgmmaTile's fields, or None for the rule's tile. ``epi``: linear's
     fused epilogue (the kernels' EPI), ``residual`` (or None) read with row stride ``ldr``."""
     reason = problem_reason(sa, sb, batch, compute_capability(dev))
     if reason:
         return reason
+    a_rows = a_box_rows(sa.kmaj, m)
+    if rung == "best":
+        rung = best_rung(m, n, k, batch, sm_count(dev), shared_limit(dev), a_rows)
     key = (rung, sa.t.dtype, sa.kmaj, sb.kmaj, m, n, k, batch, dev, config and tuple(config), epi)  # K sets the split
     plan = _plans.get(key)
-    a_rows = a_box_rows(sa.kmaj, m)
     if plan is None:
         op = "linear" if epi else "matmul"
         limit = shared_limit(dev)
-        tile = WgmmaTile(*config) if config else tile_for(m, n, batch, sm_count(dev), limit, k, a_rows)
-        tile.check(op, limit, 4 if epi else 2)
+        if config:
+            tile = WgmmaTile(*config)
+        elif rung == "persistent":
+            tile = persistent_tile(m, n, batch, sm_count(dev), limit)
+        else:
+            tile = tile_for(m, n, batch, sm_count(dev), limit, k, a_rows)
+        tile.check(op, limit, 4 if epi else 2, rung)
         if tile.split > cdiv(k, BK):
             raise ValueError(f"{op}: config {tile} cannot run: {tile.split} K slices of {cdiv(k, BK)} K tiles")
         rec = kernel(rung, sa.t.dtype, tile, sa.kmaj, sb.kmaj, epi)
         kern = get_kernel(rec.source, rec.name, device_index=dev, arch_suffix=rec.arch_suffix)
-        allow_shared(kern, tile.shmem, dev)
-        grid = (cdiv(m, BM) * cdiv(n, tile.block_n), tile.split, batch)
+        allow_shared(kern, tile.shmem_for(rung), dev)
+        tiles = cdiv(m, BM) * cdiv(n, tile.block_n)
+        if rung == "persistent":  # one block an SM; the batch travels in flags (grid z = 1)
+            grid = (persistent_grid(tiles * batch, sm_count(dev)), 1, 1)
+        else:
+            grid = (tiles, tile.split, batch)
         plan = remember(_plans, key, (kern, rec, tile, grid))
     kern, rec, tile, grid = plan
+    shmem = tile.shmem_for(rung)
     try:
         ta = tensor_map(sa, m, k, batch, a_rows)
         tb = tensor_map(sb, n, k, batch, tile.block_n)
@@ -273,16 +332,18 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
     ldc = out3.stride(1) if m > 1 else n
     bsc = out3.stride(0) if batch > 1 else 0
     flags = int(sa.bstride != 0) | int(sb.bstride != 0) << 1 | (a_rows // 8 if a_rows < BM else 0) << 8
+    if rung == "persistent":
+        flags |= (batch - 1) << 16
     ws = tickets = 0
     if tile.split > 1:
         tiles = grid[0] * grid[2]
         ws, tickets = split_workspace(dev, tiles * tile.split * BM * tile.block_n, tiles)
     launch(kern, grid, rec.block, ta, tb, out3.data_ptr(), 0 if bias is None else bias.data_ptr(), m, n, k, ldc,
-           bsc, flags, 0 if residual is None else residual.data_ptr(), ldr, ws, tickets, shmem=tile.shmem,
+           bsc, flags, 0 if residual is None else residual.data_ptr(), ldr, ws, tickets, shmem=shmem,
            name=rec.name, device_index=dev)
     if batch == 1 and residual is None and out3.is_cuda and replays_possible():
         split = (grid[0] * tile.split * BM * tile.block_n, grid[0]) if tile.split > 1 else None
-        offer(TmaReplay(launch_handle(kern), grid, rec.block, tile.shmem, dev, sa.t.dtype,
+        offer(TmaReplay(launch_handle(kern), grid, rec.block, shmem, dev, sa.t.dtype,
                         tensor_map_fields(sa, m, k, batch, a_rows), tensor_map_fields(sb, n, k, batch, tile.block_n),
                         (m, n, k, ldc, bsc, flags), split, rec.name, (sa.t.data_ptr(), sb.t.data_ptr())))
     return None

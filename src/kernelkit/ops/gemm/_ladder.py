@@ -18,7 +18,7 @@ import torch
 
 from ...ladder import Kernel, Variant
 from .._shared.launch_rules import cdiv, compute_capability, sm_count
-from ._hopper import RUNGS as HOPPER_RUNGS, TECHNIQUE as HOPPER_TECHNIQUE, hopper_kernels
+from ._hopper import BEST_RUNGS, RUNGS as HOPPER_RUNGS, TECHNIQUE as HOPPER_TECHNIQUE, hopper_kernels
 from ._simt import (SIMPLE, SIMT_ASYNC, SIMT_LARGE, SIMT_SMALL, SIMT_WARP_TILE, async_check, async_kernel,
                     fixed_kernels, fixed_launch, tiled_kernels, warp_kernel)
 from ._tile import LAYOUTS, MatmulTile
@@ -150,7 +150,7 @@ def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tu
     if rung in HOPPER_RUNGS:  # its sm_90a kernels, and the mma kernels of the shapes the TMA cannot take
         return hopper_kernels(rung, dtype) + _rung_kernels("mma", dtype)
     if rung == "best" and dtype in (F16, BF16):  # sm_90: the TMA rung; elsewhere and where it cannot read: mma
-        return hopper_kernels(BEST_HOPPER, dtype) + _rung_kernels("mma", dtype)
+        return tuple(k for r in BEST_RUNGS for k in hopper_kernels(r, dtype)) + _rung_kernels("mma", dtype)
     tc = dtype != F32 or allow_tf32 or rung in ("wmma_global", "wmma_smem", "mma")
     if rung in ("simt_async", "simt_best", "warp_tile") or (rung == "best" and not tc):
         return tiled_kernels("simt_best" if rung == "best" else rung, smem_limits(None)) if dtype == F32 else ()
@@ -171,10 +171,6 @@ def _rung_kernels(rung: str, dtype: torch.dtype, allow_tf32: bool = False) -> tu
     return ()
 
 
-# best's rung for fp16 and bf16 on sm_90: on an H100 tma_wgmma ran at 0.90-1.2x ws over 22 shapes (ws ahead
-# at M = 128 with N = 4096, 12% behind at 16384 x 128256 x 4096), geomean 81% of cuBLAS against ws's 80%, and
-# at 1.0-2.4x mma on every shape (docs/design/matmul.md)
-BEST_HOPPER = "tma_wgmma"
 
 def _variant(name, technique, dtypes, default=False):
     if name in SIMPLE:
@@ -225,8 +221,8 @@ LADDER = (
     _variant("cute", "the mma rung's plan at its 128x128 tile written with CuTe (needs kernelkit[cute]): a "
              "TiledMMA of SM80 m16n8k16 atoms (8 warps, 64x32 each), ldmatrix TiledCopies (LDSM_N, LDSM_T for "
              "m/n-major) from Swizzle<2,3,3> / <3,3,3> shared layouts, a 4-stage cp.async TiledCopy", (F16, BF16)),
-    _variant("best", "the fastest rung for the dtype: simt_best for fp32; for fp16 and bf16 tma_wgmma on sm_90 "
-             "(mma where the TMA cannot read the operands, and on other GPUs); mma for int8 and tf32; dmma for "
+    _variant("best", "the fastest rung for the dtype: simt_best for fp32; for fp16 and bf16 on sm_90 persistent, "
+             "or tma_wgmma where K is split (mma where the TMA cannot read the operands, and on other GPUs); mma for int8 and tf32; dmma for "
              "fp64", (F32, F16, BF16, I8, F64), default=True),
 )
 

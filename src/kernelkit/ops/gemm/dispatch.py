@@ -15,7 +15,6 @@ import torch
 
 from . import _fp8_hopper as f8
 from . import _hopper as hop
-from ._ladder import BEST_HOPPER
 from ._problem import as3, side_a, side_b
 from .scaled_matmul import BEST_HOPPER as FP8_BEST
 
@@ -89,16 +88,21 @@ def explain(op: str, m: int, n: int, k: int, dtype: torch.dtype, *, batch: int =
     a3, b3 = as3(a), as3(b)
     reason = hop.problem_reason(side_a(a3), side_b(b3), batch, dev.cc)
     if reason:
-        return lines + [f"tma_wgmma, ws: cannot run it: {reason}", "best: mma (the sm_80-class rung)"]
+        return lines + [f"tma_wgmma, ws, persistent: cannot run it: {reason}", "best: mma (the sm_80-class rung)"]
     a_rows = hop.a_box_rows(side_a(a3).kmaj, m)
     tile = hop.tile_for(m, n, batch, dev.sms, dev.shared, k, a_rows)
     split = f", K in {tile.split} slices met in a workspace" if tile.split > 1 else ""
     tiles = hop.cdiv(m, hop.BM) * hop.cdiv(n, tile.block_n) * batch
     plural = "s" if tiles != 1 else ""
+    pt = hop.persistent_tile(m, n, batch, dev.sms, dev.shared)
+    ptiles = hop.cdiv(m, hop.BM) * hop.cdiv(n, pt.block_n) * batch
+    best = hop.best_rung(m, n, k, batch, dev.sms, dev.shared, a_rows)
     return lines + [f"tma_wgmma, ws: run it with {tile}: {tiles} tile{plural} of {hop.BM} x {tile.block_n}"
                     f"{split}, {tile.stages} K stages of {hop.BK} in {tile.shmem} bytes of shared memory"
                     f"{f', A in boxes of {a_rows} rows' if a_rows < hop.BM else ''}",
-                    f"best: {BEST_HOPPER}"]
+                    f"persistent: run it with {pt}: {ptiles} tile{'s' if ptiles != 1 else ''} of {hop.BM} x "
+                    f"{pt.block_n} walked by {hop.persistent_grid(ptiles, dev.sms)} blocks, {pt.stages} K stages",
+                    f"best: {best}" + (" (K split)" if best == "tma_wgmma" else "")]
 
 
 def _explain_fp8(a: torch.Tensor, b: torch.Tensor, m: int, n: int, k: int, dev: DeviceModel) -> list[str]:

@@ -18,7 +18,7 @@ from .._shared.launch_rules import compute_capability
 from .._shared.plans import plan_cache, remember
 from ._hopper import DTYPES as HOPPER_DTYPES, RUNGS as HOPPER_RUNGS, WgmmaTile, launch_tma
 from ._banks import bank_report
-from ._ladder import BEST_HOPPER, F32, F64, I8, LADDER, MatmulTile, resolve, with_epilogue
+from ._ladder import F32, F64, I8, LADDER, MatmulTile, resolve, with_epilogue
 from ._problem import as3, flags, out_view_ok, side_a, side_b
 from ._replay import begin, capture, keep, replays_possible, signature
 
@@ -90,7 +90,7 @@ def _matmul_into(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor],
             return
         variant, config = "mma", None  # what the TMA cannot read (tma_fallback_reason says why) runs on mma
     elif variant in (None, "best") and config is None and a.dtype in HOPPER_DTYPES and compute_capability(dev) == 90:
-        if launch_tma(BEST_HOPPER, sa, sb, out3, bias, m, n, k, batch, dev, None, residual, ldr, epi) is None:
+        if launch_tma("best", sa, sb, out3, bias, m, n, k, batch, dev, None, residual, ldr, epi) is None:
             return
     cp = sa.vec and sb.vec
     key = (a.dtype, allow_tf32, variant, sa.kmaj, sb.kmaj, cp, m, n, batch, dev, config and tuple(config), epi)

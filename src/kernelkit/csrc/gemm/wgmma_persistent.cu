@@ -1,0 +1,117 @@
+// The persistent Hopper GEMM (sm_90a, fp16 and bf16): one block an SM walks its share of the 128 x BN
+// tiles of C. In the one-tile-a-block kernels of wgmma.cu every tile pays the ring's fill (the first
+// stages' TMA latency with the tensor cores idle) after the previous block's epilogue; here the
+// producer runs ahead across tiles, so the next tile's first stages arrive while the consumers write
+// the last one out, and its MMAs start at once.
+//
+// - Warpgroup 0 produces (40 registers a thread after setmaxnreg): one thread walks the block's tiles
+//   in order and, for each, its K tiles, filling a ring of STAGES stages (TMA, 128-byte swizzle, full /
+//   empty mbarriers as in mm_ws). Every tile has the same number of K tiles (kt): the ring position of
+//   K tile j of the block's i-th tile is i * kt + j, and its stage and phase follow from it.
+// - Warpgroups 1 and 2 consume (232 registers) as in mm_ws: 64 rows of the tile each, m64nBNk16.
+// - Epilogue: a staging buffer of its own past the ring (the ring is already refilling): the plain
+//   epilogue stages the whole tile in T (128 rows of BN + 8), the fused ones each warpgroup's 64 rows
+//   in fp32 in turn (the same bytes), and both warpgroups write them out in 16-byte row chunks
+//   (copy_staged / copy_out_fused). Storing the accumulator pairs straight from registers instead
+//   (4-byte stores) freed the buffer for a fourth stage at BN = 256 but ran 7 points slower at 4096^3
+//   (docs/design/matmul.md).
+//
+// Dynamic shared memory: 1024 + STAGES * (128 + BN) * 128 + 64 * (BN + 8) * 4 bytes.
+#include "wgmma_tile.cuh"
+
+namespace kk {
+namespace hop {
+
+// The block's i-th tile of BM x BN: batch index z and origin (m0, n0), or false past the last tile.
+template <int BN>
+__device__ __forceinline__ bool nth_tile(int i, int tiles, int batch, int M, int N, int& z, int& m0, int& n0) {
+  const int t = blockIdx.x + i * gridDim.x;
+  if (t >= tiles * batch) return false;
+  z = t / tiles;
+  tile_at<BM, BN>(t - z * tiles, M, N, m0, n0);
+  return true;
+}
+
+}  // namespace hop
+
+// C[z] = A[z] @ B[z] (+ bias), arguments as mm_ws's but for the batch, which is flags bits 16-31 plus
+// one (grid y and z are 1), and ws and tickets, unused (no split of K). Grid: at most one block an SM,
+// block b walking tiles b, b + gridDim.x, ... of the batch's tiles in order. K >= 1.
+template <typename T, int BN, int STAGES, bool kAK, bool kBK, int EPI = 0>
+__global__ void __launch_bounds__(384, 1)
+mm_persistent(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::TensorMap tb, T* C,
+              const T* bias, i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags, const T* res, i64 ldr, float* ws,
+              unsigned* tickets) {
+  using S = hop::Stage<T, BN, kAK, kBK>;
+  (void)ws, (void)tickets;
+  extern __shared__ unsigned char dyn[];
+  __shared__ unsigned long long full[STAGES], empty[STAGES];
+  __shared__ float bias_s[BN];
+  unsigned char* smem = hop::align1024(dyn);
+  const int tid = threadIdx.x;
+  const int Mi = (int)M, Ni = (int)N;
+  const int nb = (int)((flags >> 16) & 0xFFFF) + 1;  // flags bits 16-31: the batch minus one
+  const int tiles = ((Mi + hop::BM - 1) / hop::BM) * ((Ni + BN - 1) / BN);
+  const int kt = (int)((K + hop::BK - 1) / hop::BK);
+  const int a_bytes = hop::a_box_bytes(flags);
+  if (tid == 0) hop::init_ring<STAGES, 256>(&ta, &tb, full, empty);  // 256 consumer threads empty a stage
+  __syncthreads();
+  int z, m0, n0;
+  if (tid < 128) {
+    hop::regs_release<40>();
+    if (tid == 0) {
+      int q = 0;  // ring position
+      for (int i = 0; hop::nth_tile<BN>(i, tiles, nb, Mi, Ni, z, m0, n0); ++i) {
+        const int za = (flags & 1) ? z : 0, zb = (flags & 2) ? z : 0;
+        for (int j = 0; j < kt; ++j, ++q) {
+          const int slot = q % STAGES;
+          if (q >= STAGES) mbar_wait(&empty[slot], (q / STAGES - 1) & 1);  // position q - STAGES consumed
+          S::load(smem + slot * S::BYTES, &ta, &tb, m0, n0, j * hop::BK, za, zb, &full[slot], a_bytes);
+        }
+      }
+    }
+  } else {
+    hop::regs_claim<232>();
+    const int ct = tid - 128, wg = ct / 128;
+    unsigned char* staged = smem + STAGES * S::BYTES;
+    int q = 0;
+    for (int i = 0; hop::nth_tile<BN>(i, tiles, nb, Mi, Ni, z, m0, n0); ++i) {
+      float d[BN / 2];
+#pragma unroll
+      for (int e = 0; e < BN / 2; ++e) d[e] = 0.0f;
+      hop::pin(d);
+      for (int j = 0; j < kt; ++j, ++q) {
+        const int slot = q % STAGES;
+        mbar_wait(&full[slot], (q / STAGES) & 1);
+        hop::wg_fence();
+        S::mma(d, smem + slot * S::BYTES, wg);
+        hop::wg_commit();
+        hop::wg_wait<1>();  // the MMAs of position q - 1 are done: its stage goes back to the producer
+        if (j > 0) hop::bar_arrive(&empty[(q - 1) % STAGES]);
+      }
+      hop::wg_wait<0>();
+      hop::pin(d);
+      hop::bar_arrive(&empty[(q - 1) % STAGES]);
+      hop::named_sync(1, 256);  // the last tile's copy-out has read `staged` and bias_s
+      hop::load_bias<BN>(bias_s, bias, n0, Ni, ct, 256);
+      hop::named_sync(1, 256);
+      T* Cz = C + z * bsc;
+      if constexpr (EPI == mm::kPlain) {
+        hop::stage_out<T, BN>(d, reinterpret_cast<T*>(staged), bias_s, wg, ct);
+        hop::named_sync(1, 256);
+        hop::copy_staged<BN>(reinterpret_cast<const T*>(staged), Cz, ldc, m0, n0, Mi, Ni, ct, 256);
+      } else {
+        float* t = reinterpret_cast<float*>(staged);
+#pragma unroll 1
+        for (int h = 0; h < 2; ++h) {
+          if (h == 1) hop::named_sync(1, 256);  // rows 0-63 are out
+          if (wg == h) hop::stage_out<float, BN>(d, t, bias_s, 0, ct);
+          hop::named_sync(1, 256);
+          hop::copy_out_fused<T, BN, EPI, 64>(t, Cz, ldc, res, ldr, m0 + 64 * h, n0, Mi, Ni, ct, 256);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace kk

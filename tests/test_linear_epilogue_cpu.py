@@ -58,8 +58,11 @@ def test_the_epilogue_and_residual_reach_every_launch(stubbed):
     mm._matmul_into(x, w.t(), None, out, False, "tma_wgmma", None, None, 2)
     name, args = launched[-1]
     assert name == "kk::mm_tma_wgmma<__nv_bfloat16, 128, 7, true, true, 2>" and args[-4:] == (0, 0, 0, 0)
-    mm._matmul_into(x, w.t(), None, out, False, None, None, None, 0)  # best on sm_90, no epilogue: unchanged
-    assert launched[-1][0] == "kk::mm_tma_wgmma<__nv_bfloat16, 128, 7, true, true>"
+    mm._matmul_into(x, w.t(), None, out, False, None, None, None, 0)  # best on sm_90 (no K split), no epilogue
+    assert launched[-1][0] == "kk::mm_persistent<__nv_bfloat16, 128, 5, true, true>"
+    mm._matmul_into(x, w.t(), None, out, False, "persistent", None, res, 3)
+    name, args = launched[-1]
+    assert name == "kk::mm_persistent<__nv_bfloat16, 128, 5, true, true, 3>" and args[-4:] == (res.data_ptr(), 264, 0, 0)
     mm._matmul_into(x, w.t(), None, out, False, "mma", None, res, IDENTITY)
     name, args = launched[-1]
     assert name.startswith("kk::mm_mma_pipe<kk::MmaBF16,") and name.endswith(", true, true, 1>")

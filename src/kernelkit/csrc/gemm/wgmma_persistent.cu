@@ -12,8 +12,9 @@
 // - Epilogue: a staging buffer of its own past the ring (the ring is already refilling): the plain
 //   epilogue stages the whole tile in T (128 rows of BN + 8), the fused ones each warpgroup's 64 rows
 //   in fp32 in turn (the same bytes), and both warpgroups write them out in 16-byte row chunks
-//   (copy_staged / copy_out_fused). Storing the accumulator pairs straight from registers instead
-//   (4-byte stores) freed the buffer for a fourth stage at BN = 256 but ran 7 points slower at 4096^3
+//   (copy_staged / copy_out_fused; GELU's erf form without a residual through gelu_erf_16bit). Storing
+//   the accumulator pairs straight from registers instead (4-byte stores, no buffer) ran 7 points slower
+//   at 4096^3, and staging the plain tile in halves to fit a fourth stage 2 points slower
 //   (docs/design/matmul.md).
 //
 // Dynamic shared memory: 1024 + STAGES * (128 + BN) * 128 + 64 * (BN + 8) * 4 bytes.
@@ -97,17 +98,20 @@ mm_persistent(const __grid_constant__ hop::TensorMap ta, const __grid_constant__
       hop::named_sync(1, 256);
       T* Cz = C + z * bsc;
       if constexpr (EPI == mm::kPlain) {
-        hop::stage_out<T, BN>(d, reinterpret_cast<T*>(staged), bias_s, wg, ct);
+        T* t = reinterpret_cast<T*>(staged);
+        hop::stage_out<T, BN>(d, t, bias_s, wg, ct);
         hop::named_sync(1, 256);
-        hop::copy_staged<BN>(reinterpret_cast<const T*>(staged), Cz, ldc, m0, n0, Mi, Ni, ct, 256);
-      } else {
+        hop::copy_staged<BN>(reinterpret_cast<const T*>(t), Cz, ldc, m0, n0, Mi, Ni, ct, 256);
+      } else {  // act(acc + bias) (+ residual) in fp32 on the way out, one warpgroup's rows at a time
         float* t = reinterpret_cast<float*>(staged);
+        const bool fast = EPI == mm::kGelu && !res;  // GELU rounded once to 16 bits: gelu_erf_16bit
 #pragma unroll 1
         for (int h = 0; h < 2; ++h) {
           if (h == 1) hop::named_sync(1, 256);  // rows 0-63 are out
           if (wg == h) hop::stage_out<float, BN>(d, t, bias_s, 0, ct);
           hop::named_sync(1, 256);
-          hop::copy_out_fused<T, BN, EPI, 64>(t, Cz, ldc, res, ldr, m0 + 64 * h, n0, Mi, Ni, ct, 256);
+          if (fast) hop::copy_out_fused<T, BN, EPI, 64, true>(t, Cz, ldc, res, ldr, m0 + 64 * h, n0, Mi, Ni, ct, 256);
+          else hop::copy_out_fused<T, BN, EPI, 64>(t, Cz, ldc, res, ldr, m0 + 64 * h, n0, Mi, Ni, ct, 256);
         }
       }
     }

@@ -2,6 +2,7 @@
 // TMA-loaded A and B tiles with its wgmma sequence, and the epilogue that stages C in shared memory and
 // writes it out (plain, or linear's fused activation and residual).
 #pragma once
+#include "gelu_fast.cuh"
 #include "hopper.cuh"
 #include "matmul.cuh"
 
@@ -66,15 +67,18 @@ __device__ __forceinline__ void stage_out(const float (&d)[BN / 2], S* t, const 
 }
 
 // The fused epilogues: the staged fp32 tile (plus bias) through the activation, plus the residual
-// (row stride ldr; null: none), rounded once to T and written as copy_staged writes. The residual is read
+// (row stride ldr; null: none), rounded once to T and written as copy_staged writes. GELU's erf form
+// without a residual takes gelu_erf_16bit (5.9e-5 relative error, a tenth of fp16's half ulp, in 12
+// instructions where erff takes ~27); with a residual the sum may cancel, so it keeps erff. The residual is read
 // in the same 16-byte row chunks as C is written, coalesced along the row.
 // Why fp32 staging rather than activation and residual before staging: applied to the accumulators,
 // the residual would be read in the wgmma fragment's pattern, 4-byte pairs of 8 rows a warp load (4x
 // the load instructions of 16-byte chunks, half of each 32-byte sector a load); the fp32 tile (132 KB
 // at BN = 256, 68 KB at 128) fits in the ring the stages leave free (192 KB at 4 stages of 256, 224 KB
 // at 7 of 128), and the activation costs the same in either place.
-// ROWS: the staged tile's rows (128; the persistent kernel stages 64 at a time).
-template <typename T, int BN, int EPI, int ROWS = BM>
+// ROWS: the staged tile's rows (128; the persistent kernel stages 64 at a time). kFastGelu: EPI is kGelu
+// and there is no residual (the caller's branch), so gelu_erf_16bit serves.
+template <typename T, int BN, int EPI, int ROWS = BM, bool kFastGelu = false>
 __device__ __forceinline__ void copy_out_fused(const float* t, T* C, i64 ldc, const T* res, i64 ldr, int m0, int n0,
                                                int M, int N, int ct, int threads) {
   // a round's residual chunks are all loaded before any is used: RB loads in flight instead of one
@@ -108,7 +112,10 @@ __device__ __forceinline__ void copy_out_fused(const float* t, T* C, i64 ldc, co
       memcpy(rt, &rv[u], 16);
       T o[8];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) o[e] = from_float<T>(mm::activate<EPI>(v[e]) + to_float(rt[e]));
+      for (int e = 0; e < 8; ++e) {
+        if constexpr (kFastGelu) o[e] = from_float<T>(gelu_erf_16bit(v[e]));  // no residual: rounded once
+        else o[e] = from_float<T>(mm::activate<EPI>(v[e]) + to_float(rt[e]));
+      }
       T* dst = C + (i64)m * ldc + n;
       if (n + 8 <= N && (reinterpret_cast<unsigned long long>(dst) & 15) == 0) {
         uint4 w;
@@ -136,7 +143,8 @@ __device__ __forceinline__ void epilogue(const float (&d)[BN / 2], unsigned char
     float* tile = reinterpret_cast<float*>(smem);
     stage_out<float, BN>(d, tile, bs, wg, ct);
     sync();
-    copy_out_fused<T, BN, EPI>(tile, C, ldc, res, ldr, m0, n0, M, N, ct, 256);
+    if (EPI == mm::kGelu && !res) copy_out_fused<T, BN, EPI, BM, true>(tile, C, ldc, res, ldr, m0, n0, M, N, ct, 256);
+    else copy_out_fused<T, BN, EPI>(tile, C, ldc, res, ldr, m0, n0, M, N, ct, 256);
   }
 }
 

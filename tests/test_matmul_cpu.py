@@ -218,8 +218,8 @@ def test_dmma_rule_needs_sm90_and_copyable_operands(sms):
 
 def test_bank_model_counts_conflicts_and_finds_the_kernels_free_of_them():
     """The static model replays the kernels' addresses: an unswizzled tile is 8-way conflicted on ldmatrix,
-    the 16-bit swizzle on tf32's element-wise [k][n] B 1.5-way, 8-row XOR on the fp64 fragments 2-way; the
-    swizzles the kernels use are conflict-free for every listed kernel."""
+    the 16-bit swizzle on tf32's [k][n] B 2-way (1.5 with A's reads), 8-row XOR on the fp64 fragments 2-way;
+    the swizzles the kernels use are conflict-free for every listed kernel."""
     from kernelkit.ops.gemm import _banks as banks
     plain = banks.Tile(8, lambda r: 0)
     assert banks._mma_reads(2, plain, plain, True, True, 64, 64, 4, False) == (1024, 128)

@@ -163,6 +163,24 @@ def test_copy_only_kernel_edges(dtype, tf32, tile):
     _copy_only_edges(dtype, tf32, "mma", tile, pipe_layouts(dtype))
 
 
+@pytest.mark.parametrize("variant", ["mma", "best"])
+def test_tf32_operands_round_to_nearest(variant):
+    """tf32 operands are rounded to nearest, not truncated: 1 + 3 * 2^-12 is 1 + 2^-10 in tf32 (1 truncated),
+    so K of them times ones sum to K + K / 1024, in A and in B, each layout of B the copy-only kernel takes
+    at two tiles, and a misaligned view (the general kernel)."""
+    k, x = 1024, 1 + 3 * 2.0**-12
+    for (m, n), a_val, b_val in (((256, 256), x, 1.0), ((256, 256), 1.0, x), ((2048, 4096), -x, 1.0),
+                                 ((2048, 4096), 1.0, x)):  # the 64x64 and the 128x256 tiles
+        for b_kmajor in (False, True):
+            for off in (0, 1):
+                a = torch.full((m * k + off,), a_val, device="cuda")[off:].view(m, k)
+                b = torch.full((k * n,), b_val, device="cuda").view((n, k) if b_kmajor else (k, n))
+                out = kernelkit.matmul(a, b.t() if b_kmajor else b, allow_tf32=True, variant=variant)
+                want = (k + k / 1024) * (-1 if a_val < 0 else 1)
+                got = out.double()
+                assert torch.all((got - want).abs() < 0.25), (variant, a_val, b_val, b_kmajor, off, float(got.min()), float(got.max()))
+
+
 def test_dmma_edges():
     """The dmma rung's copy-only fp64 kernel (sm_90; wmma_smem's kernel elsewhere) on the same edges."""
     _copy_only_edges(torch.float64, False, "dmma", None, ((True, True), (True, False), (False, True), (False, False)))

@@ -7,7 +7,9 @@
 // Each value is one 8-byte shared load: a half-warp reads 4 rows of 32 bytes (k-major) or 4 rows
 // 4i + t at 32 bytes of columns (m-/n-major), which the swizzle of pipe.cuh spreads over the 8 bank
 // groups. (A load of 16 bytes, two values of a row, would need a permuted K; tried, it made ptxas move
-// every fragment into its aligned register group and spill.)
+// every fragment into its aligned register group and spill.) The fragments are double-buffered across
+// stages (64 registers each): a stage's DMMAs never wait on a shared load, and the next stage's loads,
+// copies and barrier are issued while the DMMA pipe works through the previous ones.
 #include "pipe.cuh"
 
 namespace kk {
@@ -52,6 +54,35 @@ mm_dmma_pipe(const double* A, const double* B, double* C, const double* bias, i6
   const int ktiles = (p.K + KE - 1) / KE;
   const i64 astep = kAK ? (i64)KE : (i64)KE * p.lda, bstep = kBK ? (i64)KE : (i64)KE * p.ldb;
 
+  // A fragment value a[2j + h] = A[row g + 8h][4j + t] of row block mt, and B's b[i] = B[4i + t][n] of n8 tile
+  // nt, as byte offsets in a stage. A k-major tile's chunk (2j + t/2) ^ ((row & 3) << 1) is the lane's j = 0
+  // chunk XOR 2j (row & 3 = g & 3 for every row a lane reads), so a value's offset is the lane's XOR j << 5
+  // plus a constant; an n-major B's chunk of column n at k row 4i + t likewise flips bit 2 with nt's parity.
+  const unsigned a_lane = kAK ? TA::off(wm0 + g, t / 2) * 8u + (t % 2) * 8u : 0u;
+  const unsigned b_lane = kBK ? 0u : TB::off(t, wn0 / 2 + g / 2) * 8u + (g % 2) * 8u;
+  auto afrag = [&](double (&fa)[8], unsigned st, int mt) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // a[2j + h] = A[row g + 8h][4j + t]
+        const int r = wm0 + mt * 16 + g + 8 * h;
+        fa[2 * j + h] = mma::lds64(st + (kAK ? (a_lane ^ (unsigned)(j << 5)) + (mt * 16 + 8 * h) * KB
+                                             : TA::off(4 * j + t, r / 2) * 8u + (r % 2) * 8u));
+      }
+  };
+  auto bfrags = [&](double (&fb)[NT][4], unsigned st) {
+    st += TA::ELEMS * 8u;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const int n = wn0 + nt * 8 + g;
+#pragma unroll
+      for (int i = 0; i < 4; ++i)  // b[i] = B[4i + t][n]
+        fb[nt][i] = mma::lds64(st + (kBK ? TB::off(n, 2 * i + t / 2) * 8u + (t % 2) * 8u
+                                         : (b_lane ^ (unsigned)((nt & 1) << 6)) + (nt >> 1) * 128 + i * 4 * TB::C * 16));
+    }
+  };
+  const unsigned s_base = mma::smem_addr(dyn);
+
   for (int z = blockIdx.z; z < p.batch; z += gridDim.z) {
     TA la;
     TB lb;
@@ -73,40 +104,40 @@ mm_dmma_pipe(const double* A, const double* B, double* C, const double* bias, i6
       }
       mma::commit();
     }
+    // Fragments double-buffered across stages: stage kt + 1's are loaded before stage kt's DMMAs are
+    // issued, so that no DMMA waits on a shared load, and the copies of a stage and its barrier come while
+    // the DMMA pipe still works on the previous stage's.
+    mma::wait_pending<STAGES - 2>();
+    __syncthreads();
+    double fa[2][MT][8], fb[2][NT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) afrag(fa[0][mt], s_base, mt);
+    bfrags(fb[0], s_base);
     int slot = 0, next = STAGES - 1;
     for (int kt = 0; kt < ktiles; ++kt) {
-      mma::wait_pending<STAGES - 2>();
-      __syncthreads();  // stage kt landed for every thread; the slot of kt - 1 is free for everyone
+      // into the slot of stage kt - 1, whose fragments every warp loaded before the last barrier
       if (kt + STAGES - 1 < ktiles) {
         la.load(smem + next * STAGE, (kt + STAGES - 1) * KE, p.K, astep);
         lb.load(smem + next * STAGE + TA::ELEMS, (kt + STAGES - 1) * KE, p.K, bstep);
       }
       mma::commit();
-      double* sa = smem + slot * STAGE;
-      double* sb = sa + TA::ELEMS;
-      double fb[NT][4];
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int n = wn0 + nt * 8 + g;
-#pragma unroll
-        for (int i = 0; i < 4; ++i)  // b[i] = B[4i + t][n]
-          fb[nt][i] = kBK ? *(TB::chunk(sb, n, 2 * i + t / 2) + t % 2) : *(TB::chunk(sb, 4 * i + t, n / 2) + n % 2);
-      }
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        double fa[8];
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {  // a[2j + h] = A[row g + 8h][4j + t]
-            const int r = wm0 + mt * 16 + g + 8 * h;
-            fa[2 * j + h] = kAK ? *(TA::chunk(sa, r, 2 * j + t / 2) + t % 2) : *(TA::chunk(sa, 4 * j + t, r / 2) + r % 2);
-          }
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) DmmaF64::mma(acc[mt][nt], fa, fb[nt]);
-      }
-      slot = slot + 1 == STAGES ? 0 : slot + 1;
       next = next + 1 == STAGES ? 0 : next + 1;
+      mma::wait_pending<STAGES - 2>();
+      __syncthreads();  // stage kt + 1 landed for every thread
+      slot = slot + 1 == STAGES ? 0 : slot + 1;
+      const unsigned st = s_base + slot * STAGE * 8u;
+      // kt is even or odd: two copies of the body, so that the buffers stay registers
+      auto step = [&](const int c) {
+        bfrags(fb[c ^ 1], st);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) afrag(fa[c ^ 1][mt], st, mt);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) DmmaF64::mma(acc[mt][nt], fa[c][mt], fb[c][nt]);
+      };
+      if (kt % 2 == 0) step(0);
+      else step(1);
     }
     mma::wait_pending<0>();
     __syncthreads();  // every warp is done with the stages: the epilogue's tile reuses them

@@ -85,6 +85,28 @@ __device__ __forceinline__ void ldsm_x4_trans(unsigned (&r)[4], const void* p) {
                : "r"(smem_addr(p)));
 }
 
+// The same at a shared-memory address (a 32-bit address of the shared window)
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void ldsm_x4_trans(unsigned (&r)[4], unsigned a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+// 8 bytes of shared memory at a 32-bit shared address
+__device__ __forceinline__ double lds64(unsigned a) {
+  double x;
+  asm volatile("ld.shared.f64 %0, [%1];" : "=d"(x) : "r"(a));
+  return x;
+}
+// 16 bytes of shared memory at a 32-bit shared address
+__device__ __forceinline__ void lds128(unsigned (&r)[4], unsigned a) {
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+
 // fp32 operands of a tf32 mma rounded to nearest, ties away from zero (cvt.rna's rounding): the mma
 // reads the top 19 bits and ignores the low 13, so adding half of the dropped unit to the bit pattern is
 // the whole rounding, carries into the exponent included. One integer add a value, where cvt.rna

@@ -7,7 +7,10 @@
 // stages the general kernel spent about as many issue slots on its loads as on its HMMAs.
 //
 // Shared memory (pipe.cuh): a stage holds an A and a B tile, k-major [r][k] or, 16-bit and tf32's B,
-// [k][r] read by ldmatrix.trans (16-bit) or element-wise (tf32).
+// [k][r] read by ldmatrix.trans (16-bit) or by 16-byte loads of four n8 tiles' values (tf32, its
+// columns permuted within each group of 32, pipe::store_tile undoing it). tf32 loads the next step's
+// fragments during a step's mmas: a step's 32 HMMA.1688 then hide the 20 loads and 32 rounding adds
+// that feed them.
 #include "pipe.cuh"
 
 namespace kk {
@@ -31,7 +34,17 @@ mm_mma_pipe(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* 
                 "ldmatrix.trans moves 16-bit elements: tf32 takes an n-major B element-wise, int8 neither");
   using TA = pipe::PipeTile<T, BM, KB, THREADS, kAK>;
   using TB = pipe::PipeTile<T, BN, KB, THREADS, kBK>;
-  constexpr int KE = TA::KE, V = TA::V, STAGE = TA::ELEMS + TB::ELEMS;
+  constexpr int KE = TA::KE, V = TA::V, STAGE = TA::ELEMS + TB::ELEMS, KS = KB / 32;
+  constexpr unsigned STAGE_BYTES = STAGE * sizeof(T);
+  // tf32 with an n-major B: the warp's n8 tiles take permuted columns (bfrags), 16-byte B loads
+  constexpr bool kPermN = Tr::kTf32 && !kBK;
+  static_assert(!kPermN || NT % 4 == 0, "tf32 [k][n] B: four n8 tiles a 16-byte load");
+  // tf32: the fragments of the next step loaded during this step's mmas. The 16-bit and int8 kernels load a
+  // step's fragments, then issue its mmas: with the prefetch some of them spilled (8-32 bytes at the
+  // 128x128 tile, 16 for int8 at 128x256).
+  constexpr bool kPrefetch = Tr::kTf32;
+  static_assert(!kPrefetch || kAK, "tf32 takes a k-major A");
+  static_assert(KS % 2 == 0, "fragment buffers alternate within a stage");
   extern __shared__ __align__(128) unsigned char dyn[];
   T* smem = reinterpret_cast<T*>(dyn);
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
@@ -44,6 +57,47 @@ mm_mma_pipe(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* 
   const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
   const int ktiles = (p.K + KE - 1) / KE;
   const i64 astep = kAK ? (i64)KE : (i64)KE * p.lda, bstep = kBK ? (i64)KE : (i64)KE * p.ldb;
+
+  // tf32's fragments of 32-byte step ks of the stage at shared address st (A k-major): A's of rows
+  // wm0 + 16 mt.., B's of the warp's columns, rounded. Addresses are a lane's offset plus constants: chunk
+  // 2 ks + (lane >> 4) of A's row r lies at (2 ks + (lane >> 4)) ^ (r & 7), the lane's step-0 chunk XOR
+  // 2 ks, so its byte offset is the lane's XOR ks << 5.
+  const unsigned a_lane = TA::off(wm0 + (lane & 15), lane >> 4) * (unsigned)sizeof(T);
+  const unsigned b_lane = kPermN ? TB::off(lane & 3, wn0 / V + (lane >> 2)) * (unsigned)sizeof(T) : 0u;
+  auto afrag = [&](unsigned (&fa)[4], unsigned st, int ks, int mt) {
+    mma::ldsm_x4(fa, st + (a_lane ^ (unsigned)(ks << 5)) + mt * 16 * KB);
+    mma::round_tf32(fa);
+  };
+  auto bfrags = [&](unsigned (&fb)[NT][2], unsigned st, int ks) {
+    st += TA::ELEMS * (unsigned)sizeof(T);
+    if constexpr (kPermN) {
+      // [k][n]: n8 tile 4G + t of the warp takes columns wn0 + 32G + 4c + t (c = 0..7), so that a lane's b0
+      // (k = q, c = g) of four tiles is one 16-byte load, and b1 (k = q + 4) another; the swizzle of k row q
+      // (chunk ^ 2q) keeps the lane's chunk within its group of 8 (columns 32G..)
+#pragma unroll
+      for (int G = 0; G < NT / 4; ++G)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          unsigned v[4];
+          mma::lds128(v, st + b_lane + ((ks * 8 + h * 4) * TB::C * V + G * 8 * V) * 4);
+#pragma unroll
+          for (int t = 0; t < 4; ++t) fb[4 * G + t][h] = v[t] + 0x1000u;  // rounded, as round_tf32
+        }
+    } else {  // [n][k]
+      const int j = lane >> 3, i = lane & 7;
+#pragma unroll
+      for (int np = 0; np < NT / 2; ++np) {
+        unsigned x[4];
+        mma::ldsm_x4(x, st + TB::off(wn0 + np * 16 + i + (j >> 1) * 8, ks * 2 + (j & 1)) * (unsigned)sizeof(T));
+        mma::round_tf32(x);
+        fb[2 * np][0] = x[0];
+        fb[2 * np][1] = x[1];
+        fb[2 * np + 1][0] = x[2];
+        fb[2 * np + 1][1] = x[3];
+      }
+    }
+  };
+  const unsigned s_base = mma::smem_addr(dyn);
 
   for (int z = blockIdx.z; z < p.batch; z += gridDim.z) {
     TA la;
@@ -66,68 +120,100 @@ mm_mma_pipe(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* 
       }
       mma::commit();
     }
-    int slot = 0, next = STAGES - 1;  // the stage computed and the one loaded, as slots of the ring
-    for (int kt = 0; kt < ktiles; ++kt) {
+    if constexpr (kPrefetch) {
+      // Step ks + 1's B fragments are loaded before step ks's mmas are issued, and each row block's A right
+      // after its mmas (into the registers they read), so that the shared-memory latency and tf32's rounding
+      // run under the mmas. The barrier of a stage sits before its last step's mmas: the loads of the next
+      // stage's first step overlap them too.
       mma::wait_pending<STAGES - 2>();
-      __syncthreads();  // stage kt landed for every thread; the slot of kt - 1 is free for everyone
-      if (kt + STAGES - 1 < ktiles) {
-        la.load(smem + next * STAGE, (kt + STAGES - 1) * KE, p.K, astep);
-        lb.load(smem + next * STAGE + TA::ELEMS, (kt + STAGES - 1) * KE, p.K, bstep);
-      }
-      mma::commit();
-      T* sa = smem + slot * STAGE;
-      T* sb = sa + TA::ELEMS;
-#pragma unroll 1
-      for (int ks = 0; ks < KB / 32; ++ks) {  // 32-byte mma steps
-        unsigned fa[MT][4], fb[NT][2];
-        const int j = lane >> 3, i = lane & 7;
+      __syncthreads();
+      unsigned fa[MT][4], fb[2][NT][2];
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          const int r = wm0 + mt * 16;
-          if constexpr (kAK) {
-            mma::ldsm_x4(fa[mt], TA::chunk(sa, r + (lane & 15), ks * 2 + (lane >> 4)));
-          } else {
-            mma::ldsm_x4_trans(fa[mt], TA::chunk(sa, ks * 16 + i + (j >> 1) * 8, r / V + (j & 1)));
+      for (int mt = 0; mt < MT; ++mt) afrag(fa[mt], s_base, 0, mt);
+      bfrags(fb[0], s_base, 0);
+      int slot = 0, next = STAGES - 1;  // the stage computed and the one loaded, as slots of the ring
+      for (int kt = 0; kt < ktiles; ++kt) {
+        unsigned sa = s_base + slot * STAGE_BYTES;
+#pragma unroll
+        for (int ks = 0; ks < KS; ++ks) {
+          if (ks == KS - 1) {
+            mma::wait_pending<STAGES - 2>();
+            __syncthreads();  // stage kt + 1 landed for every thread; every warp is done with stage kt - 1
+            slot = slot + 1 == STAGES ? 0 : slot + 1;
+            sa = s_base + slot * STAGE_BYTES;
           }
-          if constexpr (Tr::kTf32) mma::round_tf32(fa[mt]);
+          const int nks = (ks + 1) % KS;
+          bfrags(fb[(ks + 1) % 2], sa, nks);
+          if (ks == 0) {  // into the slot of stage kt - 1, which every warp left before the last barrier
+            if (kt + STAGES - 1 < ktiles) {
+              la.load(smem + next * STAGE, (kt + STAGES - 1) * KE, p.K, astep);
+              lb.load(smem + next * STAGE + TA::ELEMS, (kt + STAGES - 1) * KE, p.K, bstep);
+            }
+            mma::commit();
+            next = next + 1 == STAGES ? 0 : next + 1;
+          }
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) Tr::mma(acc[mt][nt], fa[mt], fb[ks % 2][nt]);
+            afrag(fa[mt], sa, nks, mt);  // the next step's
+          }
         }
+      }
+    } else {
+      int slot = 0, next = STAGES - 1;
+      for (int kt = 0; kt < ktiles; ++kt) {
+        mma::wait_pending<STAGES - 2>();
+        __syncthreads();  // stage kt landed for every thread; the slot of kt - 1 is free for everyone
+        if (kt + STAGES - 1 < ktiles) {
+          la.load(smem + next * STAGE, (kt + STAGES - 1) * KE, p.K, astep);
+          lb.load(smem + next * STAGE + TA::ELEMS, (kt + STAGES - 1) * KE, p.K, bstep);
+        }
+        mma::commit();
+        T* sa = smem + slot * STAGE;
+        T* sb = sa + TA::ELEMS;
+#pragma unroll 1
+        for (int ks = 0; ks < KS; ++ks) {  // 32-byte mma steps
+          unsigned fa[MT][4], fb[NT][2];
+          const int j = lane >> 3, i = lane & 7;
 #pragma unroll
-        for (int np = 0; np < NT / 2; ++np) {
-          const int r = wn0 + np * 16;
-          unsigned x[4];
-          if constexpr (kBK) {
-            mma::ldsm_x4(x, TB::chunk(sb, r + i + (j >> 1) * 8, ks * 2 + (j & 1)));
-          } else if constexpr (sizeof(T) == 2) {
-            mma::ldsm_x4_trans(x, TB::chunk(sb, ks * 16 + i + (j & 1) * 8, r / V + (j >> 1)));
-          } else {  // tf32 [k][n]: b0 = B[k = q][n = g], b1 = B[k = q + 4][n = g] of each n8 tile
-            const int g = lane >> 2, q = lane & 3;
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const int n = r + h * 8 + g;
-              x[2 * h] = __float_as_uint(*(TB::chunk(sb, ks * 8 + q, n / V) + n % V));
-              x[2 * h + 1] = __float_as_uint(*(TB::chunk(sb, ks * 8 + q + 4, n / V) + n % V));
+          for (int mt = 0; mt < MT; ++mt) {
+            const int r = wm0 + mt * 16;
+            if constexpr (kAK) {
+              mma::ldsm_x4(fa[mt], TA::chunk(sa, r + (lane & 15), ks * 2 + (lane >> 4)));
+            } else {
+              mma::ldsm_x4_trans(fa[mt], TA::chunk(sa, ks * 16 + i + (j >> 1) * 8, r / V + (j & 1)));
             }
           }
-          if constexpr (Tr::kTf32) mma::round_tf32(x);
-          fb[2 * np][0] = x[0];
-          fb[2 * np][1] = x[1];
-          fb[2 * np + 1][0] = x[2];
-          fb[2 * np + 1][1] = x[3];
+#pragma unroll
+          for (int np = 0; np < NT / 2; ++np) {
+            const int r = wn0 + np * 16;
+            unsigned x[4];
+            if constexpr (kBK) {
+              mma::ldsm_x4(x, TB::chunk(sb, r + i + (j >> 1) * 8, ks * 2 + (j & 1)));
+            } else {
+              mma::ldsm_x4_trans(x, TB::chunk(sb, ks * 16 + i + (j & 1) * 8, r / V + (j >> 1)));
+            }
+            fb[2 * np][0] = x[0];
+            fb[2 * np][1] = x[1];
+            fb[2 * np + 1][0] = x[2];
+            fb[2 * np + 1][1] = x[3];
+          }
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) Tr::mma(acc[mt][nt], fa[mt], fb[nt]);
         }
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) Tr::mma(acc[mt][nt], fa[mt], fb[nt]);
+        slot = slot + 1 == STAGES ? 0 : slot + 1;
+        next = next + 1 == STAGES ? 0 : next + 1;
       }
-      slot = slot + 1 == STAGES ? 0 : slot + 1;
-      next = next + 1 == STAGES ? 0 : next + 1;
     }
     mma::wait_pending<0>();
     __syncthreads();  // every warp is done with the stages: the epilogue's tile reuses them
 
     int em0, en0;
     pipe::tile_origin<BM, BN>(p.M, p.N, em0, en0);
-    pipe::store_tile<Tr, BM, BN, WM, WN, THREADS, EPI>(acc, reinterpret_cast<Acc*>(dyn), C + z * p.bsc, ep, p, em0,
+    pipe::store_tile<Tr, BM, BN, WM, WN, THREADS, EPI, kPermN>(acc, reinterpret_cast<Acc*>(dyn), C + z * p.bsc, ep, p, em0,
                                                        en0);
   }
 }

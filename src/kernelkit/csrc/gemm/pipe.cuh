@@ -41,10 +41,11 @@ struct PipeTile {
 
   // chunk c of row `row`: XORed with bits of the row so that the rows one fragment load reads fall in
   // distinct bank groups: 8 rows at one chunk (ldmatrix, 16-bit and k-major tiles); 4 consecutive rows
-  // at two neighbouring chunks (a tf32 [k][n] B fragment read element-wise, k rows q and n columns g
-  // of lane g * 4 + q; every fp64 fragment, 8-byte loads of 4 rows a half-warp)
+  // at two neighbouring chunks (tf32's [k][n] B, 16-byte loads of k row q at chunk g of lane g * 4 + q,
+  // 8 lanes a phase; every fp64 fragment, 8-byte loads of 4 rows a half-warp)
   static constexpr int PERIOD = sizeof(T) == 8 || (!kSmemK && sizeof(T) == 4) ? 4 : 8;
   __device__ __forceinline__ static int swz(int row) { return PERIOD == 8 ? row & 7 : (row & 3) << 1; }
+  __device__ __forceinline__ static int off(int row, int c) { return row * C * V + (c ^ swz(row)) * V; }
   __device__ __forceinline__ static T* chunk(T* s, int row, int c) { return s + row * C * V + (c ^ swz(row)) * V; }
   // the element offset of the thread's chunk i in the tile (one add where the rows share a swizzle)
   __device__ __forceinline__ int offset(int i) const {
@@ -118,26 +119,44 @@ struct PipeTile {
 // rounding, chunks crossing N or off 16-byte alignment element by element. Against per-fragment
 // 2-element stores it keeps the register file free of the epilogue's addresses (the 64x64 warp tiles
 // spilled with them) and stores whole 32-byte sectors. Shared memory: BM * (BN + 8) accumulators.
-template <typename Tr, int BM, int BN, int WM, int WN, int THREADS, int EPI, int MT, int NT>
+template <typename Tr, int BM, int BN, int WM, int WN, int THREADS, int EPI, bool kPermN = false, int MT, int NT>
 __device__ __forceinline__ void store_tile(const typename Tr::Acc (&acc)[MT][NT][4], typename Tr::Acc* st,
                                            typename Tr::Out* c, const mm::Epi<typename Tr::Out>& ep,
                                            const mm::Problem& p, int m0, int n0) {
   using Acc = typename Tr::Acc;
   using Out = typename Tr::Out;
-  constexpr int P = BN + 8, OV = 16 / (int)sizeof(Out), CPR = BN / OV;
+  // kPermN: rows of BN + 4, where a quarter-warp's 16-byte writes (rows g and g + 1, 4 chunks each) fall
+  // in distinct bank groups
+  constexpr int P = kPermN ? BN + 4 : BN + 8, OV = 16 / (int)sizeof(Out), CPR = BN / OV;
   static_assert(BN % OV == 0 && (BM * CPR) % THREADS == 0, "whole 16-byte chunks a thread");
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   const int wm0 = (warp / (BN / WN)) * WM, wn0 = (warp % (BN / WN)) * WN;
+  if constexpr (kPermN) {
+    // n8 tile 4G + t holds columns wn0 + 32G + 4c + t (mma_pipe.cu's tf32 [k][n] B): accumulator e of
+    // tile 4G + t is column 4 (2q + (e & 1)) + t, so four tiles' make one 16-byte write
+    static_assert(sizeof(Acc) == 4 && NT % 4 == 0, "four fp32 tiles a 16-byte write");
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      Acc* s0 = st + (wm0 + mt * 16 + g) * P + wn0 + nt * 8 + 2 * q;
-      s0[0] = acc[mt][nt][0];
-      s0[1] = acc[mt][nt][1];
-      s0[8 * P] = acc[mt][nt][2];
-      s0[8 * P + 1] = acc[mt][nt][3];
-    }
+      for (int G = 0; G < NT / 4; ++G)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          Acc* s0 = st + (wm0 + mt * 16 + g + (e >> 1) * 8) * P + wn0 + 32 * G + 4 * (2 * q + (e & 1));
+          *reinterpret_cast<float4*>(s0) =
+              make_float4(acc[mt][4 * G][e], acc[mt][4 * G + 1][e], acc[mt][4 * G + 2][e], acc[mt][4 * G + 3][e]);
+        }
+  } else {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        Acc* s0 = st + (wm0 + mt * 16 + g) * P + wn0 + nt * 8 + 2 * q;
+        s0[0] = acc[mt][nt][0];
+        s0[1] = acc[mt][nt][1];
+        s0[8 * P] = acc[mt][nt][2];
+        s0[8 * P + 1] = acc[mt][nt][3];
+      }
+  }
   __syncthreads();
 #pragma unroll 2
   for (int idx = threadIdx.x; idx < BM * CPR; idx += THREADS) {

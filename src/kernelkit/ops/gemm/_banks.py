@@ -63,7 +63,7 @@ def _cp_writes(tile: Tile, rows: int, threads: int) -> tuple[int, int]:
 
 def _mma_reads(size: int, ta: Tile, tb: Tile, a_k: bool, b_k: bool, wm: int, wn: int, ksteps: int,
                tf32: bool) -> tuple[int, int]:
-    """Warp 0's fragment reads of one stage in mm_mma_pipe / mm_mma (ldmatrix x4, or LDS.32 for tf32's
+    """Warp 0's fragment reads of one stage in mm_mma_pipe / mm_mma (ldmatrix x4, or LDS.128 for tf32's
     [k][n] B), ksteps 32-byte steps."""
     v = 16 // size
     got = ideal = 0
@@ -84,13 +84,13 @@ def _mma_reads(size: int, ta: Tile, tb: Tile, a_k: bool, b_k: bool, wm: int, wn:
             r = np_ * 16
             if b_k:
                 add([tb.addr(r + (ln & 7) + ((ln >> 3) >> 1) * 8, ks * 2 + ((ln >> 3) & 1)) for ln in range(32)], 16)
-            elif size == 2:
+            elif not tf32:
                 add([tb.addr(ks * 16 + (ln & 7) + ((ln >> 3) & 1) * 8, r // v + ((ln >> 3) >> 1)) for ln in range(32)], 16)
-            else:  # tf32 [k][n], element-wise: rows q and q + 4, column n = r + h * 8 + g
-                for h in range(2):
-                    for dk in (0, 4):
-                        add([tb.addr(ks * 8 + (ln & 3) + dk, (r + h * 8 + (ln >> 2)) // v, ((r + h * 8 + (ln >> 2)) % v) * 4)
-                             for ln in range(32)], 4)
+    if tf32 and not b_k:  # tf32 [k][n]: 16 bytes of rows q and q + 4 at chunk g of each 32-column group
+        for ks in range(ksteps):
+            for grp in range(wn // 32):
+                for dk in (0, 4):
+                    add([tb.addr(ks * 8 + (ln & 3) + dk, grp * 8 + (ln >> 2)) for ln in range(32)], 16)
     return got, ideal
 
 

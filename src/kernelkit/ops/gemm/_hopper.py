@@ -161,17 +161,22 @@ def persistent_grid(tiles: int, sms: int) -> int:
     return max(1, min(tiles, sms))
 
 
-# best's Hopper rungs for fp16 and bf16: persistent wherever its rule needs no K split, tma_wgmma (which
-# splits K) where the tiles leave SMs idle. On an H200 over the 24 shapes of matmul_table.py, persistent ran
-# 0.5-10 points of cuBLAS ahead of tma_wgmma on every unsplit shape (4096^3 96.2% against 95.0%) and 13-31
-# points behind on the split ones (docs/design/matmul.md, "The persistent rung").
+# best's Hopper rungs for fp16 and bf16: persistent wherever its rule needs no K split and there is no fused
+# epilogue, else tma_wgmma (which splits K). On an H200 over the 24 shapes of matmul_table.py, persistent
+# ran 0.5-10 points of cuBLAS ahead of tma_wgmma on every unsplit shape (4096^3 96.2% against 95.0%) and
+# 13-31 points behind on the split ones; with linear's fused epilogues (staged in fp32 one warpgroup's half
+# at a time past its ring) 1.5-2.5% slower than tma_wgmma at 16384x14336x4096 (docs/design/matmul.md, "The
+# persistent rung").
 BEST_RUNGS = ("persistent", "tma_wgmma")
 
 
 @functools.lru_cache(maxsize=4096)
-def best_rung(m: int, n: int, k: int, batch: int, sms: int, shared_limit: int, a_rows: int) -> str:
-    """best's Hopper rung for a problem: tma_wgmma where tile_for splits K, else persistent."""
-    return "tma_wgmma" if tile_for(m, n, batch, sms, shared_limit, k, a_rows).split > 1 else "persistent"
+def best_rung(m: int, n: int, k: int, batch: int, sms: int, shared_limit: int, a_rows: int, epi: int = 0) -> str:
+    """best's Hopper rung for a problem: tma_wgmma where tile_for splits K or ``epi`` (linear's fused
+    epilogue) is set, else persistent."""
+    if epi or tile_for(m, n, batch, sms, shared_limit, k, a_rows).split > 1:
+        return "tma_wgmma"
+    return "persistent"
 
 
 def kernel(rung: str, dtype: torch.dtype, tile: WgmmaTile, a_k: bool, b_k: bool, epi: int = 0) -> Kernel:
@@ -298,7 +303,7 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
         return reason
     a_rows = a_box_rows(sa.kmaj, m)
     if rung == "best":
-        rung = best_rung(m, n, k, batch, sm_count(dev), shared_limit(dev), a_rows)
+        rung = best_rung(m, n, k, batch, sm_count(dev), shared_limit(dev), a_rows, epi)
     key = (rung, sa.t.dtype, sa.kmaj, sb.kmaj, m, n, k, batch, dev, config and tuple(config), epi)  # K sets the split
     plan = _plans.get(key)
     if plan is None:

@@ -222,7 +222,7 @@ LADDER = (
              "TiledMMA of SM80 m16n8k16 atoms (8 warps, 64x32 each), ldmatrix TiledCopies (LDSM_N, LDSM_T for "
              "m/n-major) from Swizzle<2,3,3> / <3,3,3> shared layouts, a 4-stage cp.async TiledCopy", (F16, BF16)),
     _variant("best", "the fastest rung for the dtype: simt_best for fp32; for fp16 and bf16 on sm_90 persistent, "
-             "or tma_wgmma where K is split (mma where the TMA cannot read the operands, and on other GPUs); mma for int8 and tf32; dmma for "
+             "or tma_wgmma where K is split or linear fuses an epilogue (mma where the TMA cannot read the operands, and on other GPUs); mma for int8 and tf32; dmma for "
              "fp64", (F32, F16, BF16, I8, F64), default=True),
 )
 

@@ -10,7 +10,7 @@
 // [k][r] read by ldmatrix.trans (16-bit) or by 16-byte loads of four n8 tiles' values (tf32, its
 // columns permuted within each group of 32, pipe::store_tile undoing it). tf32 loads the next step's
 // fragments during a step's mmas: a step's 32 HMMA.1688 then hide the 20 loads and 32 rounding adds
-// that feed them.
+// that feed them; 16-bit operands at 64x64 warp tiles likewise (8 ldmatrix under 32 HMMA.16816).
 #include "pipe.cuh"
 
 namespace kk {
@@ -39,11 +39,12 @@ mm_mma_pipe(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* 
   // tf32 with an n-major B: the warp's n8 tiles take permuted columns (bfrags), 16-byte B loads
   constexpr bool kPermN = Tr::kTf32 && !kBK;
   static_assert(!kPermN || NT % 4 == 0, "tf32 [k][n] B: four n8 tiles a 16-byte load");
-  // tf32: the fragments of the next step loaded during this step's mmas. The 16-bit and int8 kernels load a
-  // step's fragments, then issue its mmas: with the prefetch some of them spilled (8-32 bytes at the
-  // 128x128 tile, 16 for int8 at 128x256).
-  constexpr bool kPrefetch = Tr::kTf32;
-  static_assert(!kPrefetch || kAK, "tf32 takes a k-major A");
+  // tf32, and 16-bit at 64x64 warp tiles: the fragments of the next step loaded during this step's mmas.
+  // int8 and the 16-bit 32x32 warp tiles load a step's fragments, then issue its mmas (int8 spilled 16
+  // bytes at 128x256 with the prefetch; the 16-bit 64x64 block went from 93 to 178 registers a lane).
+  constexpr bool kPrefetch = Tr::kTf32 || (sizeof(T) == 2 && WM == 64 && WN == 64);
+  static_assert(!Tr::kTf32 || kAK, "tf32 takes a k-major A");
+  static_assert((MT & (MT - 1)) == 0 && (NT & (NT - 1)) == 0, "fragment addresses: a lane's offset XOR constants");
   static_assert(KS % 2 == 0, "fragment buffers alternate within a stage");
   extern __shared__ __align__(128) unsigned char dyn[];
   T* smem = reinterpret_cast<T*>(dyn);
@@ -62,11 +63,25 @@ mm_mma_pipe(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* 
   // wm0 + 16 mt.., B's of the warp's columns, rounded. Addresses are a lane's offset plus constants: chunk
   // 2 ks + (lane >> 4) of A's row r lies at (2 ks + (lane >> 4)) ^ (r & 7), the lane's step-0 chunk XOR
   // 2 ks, so its byte offset is the lane's XOR ks << 5.
-  const unsigned a_lane = TA::off(wm0 + (lane & 15), lane >> 4) * (unsigned)sizeof(T);
-  const unsigned b_lane = kPermN ? TB::off(lane & 3, wn0 / V + (lane >> 2)) * (unsigned)sizeof(T) : 0u;
+  // 16-bit: ldmatrix, .trans from an m- or n-major tile, lane 8 j + i giving row i of matrix j. A [k][m]:
+  // matrix j is k rows 8 (j >> 1).. at chunk wm0 / 8 + (j & 1) + 2 mt of a k row, the swizzle (chunk ^ i)
+  // leaving the row block's 2 mt as an XOR, mt << 5 bytes, and step ks a constant 16 k rows; B [k][n] the
+  // same (k rows 8 (j & 1).., chunk wn0 / 8 + (j >> 1) + 2 np); B [n][k] as A [m][k].
+  const int lj = lane >> 3, li = lane & 7;
+  const unsigned a_lane = (kAK ? TA::off(wm0 + (lane & 15), lane >> 4) : TA::off(li + (lj >> 1) * 8, wm0 / V + (lj & 1))) *
+                          (unsigned)sizeof(T);
+  const unsigned b_lane =
+      (kPermN ? TB::off(lane & 3, wn0 / V + (lane >> 2))
+              : sizeof(T) != 2 ? 0
+              : kBK ? TB::off(wn0 + li + (lj >> 1) * 8, lj & 1) : TB::off(li + (lj & 1) * 8, wn0 / V + (lj >> 1))) *
+      (unsigned)sizeof(T);
   auto afrag = [&](unsigned (&fa)[4], unsigned st, int ks, int mt) {
-    mma::ldsm_x4(fa, st + (a_lane ^ (unsigned)(ks << 5)) + mt * 16 * KB);
-    mma::round_tf32(fa);
+    if constexpr (kAK) {
+      mma::ldsm_x4(fa, st + (a_lane ^ (unsigned)(ks << 5)) + mt * 16 * KB);
+    } else {
+      mma::ldsm_x4_trans(fa, st + (a_lane ^ (unsigned)(mt << 5)) + ks * 16 * TA::C * 16);
+    }
+    if constexpr (Tr::kTf32) mma::round_tf32(fa);
   };
   auto bfrags = [&](unsigned (&fb)[NT][2], unsigned st, int ks) {
     st += TA::ELEMS * (unsigned)sizeof(T);
@@ -83,7 +98,21 @@ mm_mma_pipe(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* 
 #pragma unroll
           for (int t = 0; t < 4; ++t) fb[4 * G + t][h] = v[t] + 0x1000u;  // rounded, as round_tf32
         }
-    } else {  // [n][k]
+    } else if constexpr (sizeof(T) == 2) {
+#pragma unroll
+      for (int np = 0; np < NT / 2; ++np) {
+        unsigned x[4];
+        if constexpr (kBK) {
+          mma::ldsm_x4(x, st + (b_lane ^ (unsigned)(ks << 5)) + np * 16 * KB);
+        } else {
+          mma::ldsm_x4_trans(x, st + (b_lane ^ (unsigned)(np << 5)) + ks * 16 * TB::C * 16);
+        }
+        fb[2 * np][0] = x[0];
+        fb[2 * np][1] = x[1];
+        fb[2 * np + 1][0] = x[2];
+        fb[2 * np + 1][1] = x[3];
+      }
+    } else {  // tf32 [n][k]
       const int j = lane >> 3, i = lane & 7;
 #pragma unroll
       for (int np = 0; np < NT / 2; ++np) {

@@ -11,7 +11,7 @@ from kernelkit.ops.gemm import _ladder
 from matmul_helpers import stub_sm90
 from kernelkit.ops.gemm.linear import ACTIVATIONS, IDENTITY, epilogue_code, residual_rows
 
-BF16, F16 = torch.bfloat16, torch.float16
+BF16, F16, F32 = torch.bfloat16, torch.float16, torch.float32
 EPIS = (IDENTITY, *ACTIVATIONS.values())
 
 
@@ -103,12 +103,12 @@ def _builds(kernels, arch):
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_best_rungs_fused_no_spills_and_16_byte_residual_reads(arch):
-    """mma_pipe fp16 / bf16 (every tile, linear's layout and an n-major B) and, on sm_90a, tma_wgmma and ws
-    (both widths), for every fused epilogue: no local memory; the residual's 16-byte loads (LDG.E.128)
-    appear only in the fused forms."""
+    """mma_pipe fp16 / bf16 / tf32 (every tile, linear's layout and an n-major B) and, on sm_90a, the Hopper
+    rungs (both widths), for every fused epilogue: no local memory; the residual's 16-byte loads
+    (LDG.E.128) appear only in the fused forms."""
     pytest.importorskip("cuda.core")
     ks = []
-    for dt in (F16, BF16):
+    for dt in (F16, BF16, F32):
         for t in _ladder.PIPE_TILES:
             for a_k, b_k in ((True, True), (True, False)):
                 ks.append(_ladder.pipe_kernel(dt, t, a_k, b_k))
@@ -119,6 +119,9 @@ def test_best_rungs_fused_no_spills_and_16_byte_residual_reads(arch):
               if k.name.endswith("true, true>")]
         plain.update(_builds([(k.source, k.name) for k in hk], "sm_90a"))
         fused.update(_builds([(k.source, _ladder.with_epilogue(k.name, e)) for k in hk for e in EPIS], "sm_90a"))
+        for k in hk:  # GELU's erf form without a residual: the fitted erfc's reciprocal a value (gelu_fast.cuh)
+            gelu, base = fused[_ladder.with_epilogue(k.name, 3)][0], plain[k.name][0]
+            assert gelu.get("MUFU.RCP", 0) >= base.get("MUFU.RCP", 0) + 32, k.name
     for name, (ops, local) in fused.items():
         assert local == 0 and not any(o.startswith(("LDL", "STL")) for o in ops), name
         base = plain[name.rsplit(",", 1)[0] + ">"][0]

@@ -41,8 +41,9 @@ mm_mma_pipe(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* 
   static_assert(!kPermN || NT % 4 == 0, "tf32 [k][n] B: four n8 tiles a 16-byte load");
   // tf32, and 16-bit at 64x64 warp tiles: the fragments of the next step loaded during this step's mmas.
   // int8 and the 16-bit 32x32 warp tiles load a step's fragments, then issue its mmas (int8 spilled 16
-  // bytes at 128x256 with the prefetch; the 16-bit 64x64 block went from 93 to 178 registers a lane).
-  constexpr bool kPrefetch = Tr::kTf32 || (sizeof(T) == 2 && WM == 64 && WN == 64);
+  // bytes at 128x256 with the prefetch; the 16-bit 64x64 block went from 93 to 178 registers a lane), and
+  // so do the 16-bit kernels with linear's fused epilogues (4 bytes spilled with an n-major B).
+  constexpr bool kPrefetch = Tr::kTf32 || (sizeof(T) == 2 && WM == 64 && WN == 64 && EPI == mm::kPlain);
   static_assert(!Tr::kTf32 || kAK, "tf32 takes a k-major A");
   static_assert((MT & (MT - 1)) == 0 && (NT & (NT - 1)) == 0, "fragment addresses: a lane's offset XOR constants");
   static_assert(KS % 2 == 0, "fragment buffers alternate within a stage");

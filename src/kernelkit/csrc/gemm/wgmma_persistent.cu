@@ -15,7 +15,7 @@
 //   (copy_staged / copy_out_fused; GELU's erf form without a residual through gelu_erf_16bit). Storing
 //   the accumulator pairs straight from registers instead (4-byte stores, no buffer) ran 7 points slower
 //   at 4096^3, and staging the plain tile in halves to fit a fourth stage 2 points slower
-//   (docs/design/matmul.md).
+//   (docs/design/hopper-gemm.md).
 //
 // Dynamic shared memory: 1024 + STAGES * (128 + BN) * 128 + 64 * (BN + 8) * 4 bytes.
 #include "wgmma_tile.cuh"

@@ -165,8 +165,8 @@ def persistent_grid(tiles: int, sms: int) -> int:
 # epilogue, else tma_wgmma (which splits K). On an H200 over the 24 shapes of matmul_table.py, persistent
 # ran 0.5-10 points of cuBLAS ahead of tma_wgmma on every unsplit shape (4096^3 96.2% against 95.0%) and
 # 13-31 points behind on the split ones; with linear's fused epilogues (staged in fp32 one warpgroup's half
-# at a time past its ring) 1.5-2.5% slower than tma_wgmma at 16384x14336x4096 (docs/design/matmul.md, "The
-# persistent rung").
+# at a time past its ring) 1.5-2.5% slower than tma_wgmma at 16384x14336x4096
+# (docs/design/hopper-gemm.md, "The persistent rung").
 BEST_RUNGS = ("persistent", "tma_wgmma")
 
 

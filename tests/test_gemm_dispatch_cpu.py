@@ -61,6 +61,18 @@ def test_explain_matches_the_launch(stubbed, m, n, k, kmajor):
         assert grid == (min(132, hop.cdiv(m, hop.BM) * hop.cdiv(n, pt.block_n)), 1, 1)
 
 
+def test_explain_fused_linear_keeps_tma_wgmma(stubbed):
+    """linear with a fused epilogue: best keeps tma_wgmma where a plain call takes the persistent rung."""
+    mm, launched = stubbed
+    x, w = torch.empty(4096, 1024, dtype=BF16), torch.empty(4096, 1024, dtype=BF16)
+    mm._matmul_into(x, w.t(), None, torch.empty(4096, 4096, dtype=BF16), False, None, None, None, 3)
+    assert launched[-1][0].startswith("kk::mm_tma_wgmma<") and launched[-1][0].endswith(", 3>")
+    assert explain("linear", 4096, 4096, 1024, BF16, fused=True)[-1] == "best: tma_wgmma (fused epilogue)"
+    assert explain("linear", 4096, 4096, 1024, BF16)[-1] == "best: persistent"
+    assert main(["inspect", "linear", "--shape", "4096x4096x1024", "--fused"]) == 0
+    assert main(["inspect", "matmul", "--shape", "64x64x64", "--fused"]) == 2
+
+
 def test_explain_matches_the_fallback(stubbed):
     for a, b in ((torch.empty(256, 4093, dtype=BF16), torch.empty(4093, 256, dtype=BF16)),
                  (torch.empty(256 * 512 + 3, dtype=F16)[3:].view(256, 512), torch.empty(512, 256, dtype=F16))):

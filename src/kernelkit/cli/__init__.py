@@ -100,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--offset", type=int, default=0, metavar="ELEMS",
                    help="with --shape: A starts this many elements into its storage (a misaligned view)")
     c.add_argument("--tf32", action="store_true", help="with --shape: float32 with allow_tf32=True")
+    c.add_argument("--fused", action="store_true",
+                   help="with --shape, linear: an activation or a residual fused into the epilogue")
 
     c = command("ncu", cmd_ncu, "Nsight Compute metrics of one rung (GPU and ncu needed)")
     _op_arg(c)

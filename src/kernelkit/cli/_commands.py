@@ -134,13 +134,15 @@ def _dispatch(args) -> int:
     if len(args.shape) not in (3, 4):
         raise CliError(f"--shape takes MxNxK or BxMxNxK, got {'x'.join(map(str, args.shape))}")
     *lead, m, n, k = args.shape
+    if args.fused and args.op != "linear":
+        raise CliError(f"--fused describes linear's epilogue, not {args.op}'s")
     gpu = torch.cuda.is_available()
     device = DeviceModel.of(torch.cuda.current_device()) if gpu else DeviceModel()
     default = torch.float8_e4m3fn if args.op == "scaled_matmul" else torch.bfloat16
     for i, dtype in enumerate(args.dtype or [default]):
         try:
             lines = explain(args.op, m, n, k, dtype, batch=lead[0] if lead else 1, b_kmajor=args.kmajor_b,
-                            offset=args.offset, allow_tf32=args.tf32, device=device)
+                            offset=args.offset, allow_tf32=args.tf32, device=device, fused=args.fused)
         except ValueError as e:
             raise CliError(str(e)) from None
         print(("\n" if i else "") + "\n".join([lines[0]] + ["  " + x for x in lines[1:]]))

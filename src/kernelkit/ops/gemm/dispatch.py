@@ -68,11 +68,11 @@ def _operands(op: str, m: int, n: int, k: int, batch: int, dtype: torch.dtype, b
 
 def explain(op: str, m: int, n: int, k: int, dtype: torch.dtype, *, batch: int = 1,
             b_kmajor: Optional[bool] = None, offset: int = 0, allow_tf32: bool = False,
-            device: Optional[DeviceModel] = None) -> list[str]:
+            device: Optional[DeviceModel] = None, fused: bool = False) -> list[str]:
     """Lines saying what ``op`` ("matmul", "linear" or "scaled_matmul") runs for C (M x N) = A (M x K) @
     B (K x N) in ``dtype`` on ``device`` (default: an H100). ``b_kmajor``: matmul's B is the transpose of
     a row-major (N, K) tensor (linear's and scaled_matmul's always is); ``offset``: A starts this many
-    elements past an aligned allocation (a view)."""
+    elements past an aligned allocation (a view); ``fused``: linear with an activation or a residual."""
     dev = device or DeviceModel()
     if min(m, n, k, batch) < 1:
         raise ValueError(f"explain: M, N, K and the batch must be at least 1, got {m}, {n}, {k}, {batch}")
@@ -96,13 +96,13 @@ def explain(op: str, m: int, n: int, k: int, dtype: torch.dtype, *, batch: int =
     plural = "s" if tiles != 1 else ""
     pt = hop.persistent_tile(m, n, batch, dev.sms, dev.shared)
     ptiles = hop.cdiv(m, hop.BM) * hop.cdiv(n, pt.block_n) * batch
-    best = hop.best_rung(m, n, k, batch, dev.sms, dev.shared, a_rows)
+    best = hop.best_rung(m, n, k, batch, dev.sms, dev.shared, a_rows, int(fused))
     return lines + [f"tma_wgmma, ws: run it with {tile}: {tiles} tile{plural} of {hop.BM} x {tile.block_n}"
                     f"{split}, {tile.stages} K stages of {hop.BK} in {tile.shmem} bytes of shared memory"
                     f"{f', A in boxes of {a_rows} rows' if a_rows < hop.BM else ''}",
                     f"persistent: run it with {pt}: {ptiles} tile{'s' if ptiles != 1 else ''} of {hop.BM} x "
                     f"{pt.block_n} walked by {hop.persistent_grid(ptiles, dev.sms)} blocks, {pt.stages} K stages",
-                    f"best: {best}" + (" (K split)" if best == "tma_wgmma" else "")]
+                    f"best: {best}" + ((" (fused epilogue)" if fused else " (K split)") if best == "tma_wgmma" else "")]
 
 
 def _explain_fp8(a: torch.Tensor, b: torch.Tensor, m: int, n: int, k: int, dev: DeviceModel) -> list[str]:

@@ -97,21 +97,17 @@ mm_persistent(const __grid_constant__ hop::TensorMap ta, const __grid_constant__
       hop::load_bias<BN>(bias_s, bias, n0, Ni, ct, 256);
       hop::named_sync(1, 256);
       T* Cz = C + z * bsc;
-      if constexpr (EPI == mm::kPlain) {
-        T* t = reinterpret_cast<T*>(staged);
-        hop::stage_out<T, BN>(d, t, bias_s, wg, ct);
-        hop::named_sync(1, 256);
-        hop::copy_staged<BN>(reinterpret_cast<const T*>(t), Cz, ldc, m0, n0, Mi, Ni, ct, 256);
+      if constexpr (EPI == mm::kPlain) {  // the whole tile staged in T at once, as mm_ws's
+        hop::epilogue<T, BN, EPI>(d, staged, Cz, ldc, bias_s, res, ldr, m0, n0, Mi, Ni, wg, ct,
+                                  [] { hop::named_sync(1, 256); });
       } else {  // act(acc + bias) (+ residual) in fp32 on the way out, one warpgroup's rows at a time
         float* t = reinterpret_cast<float*>(staged);
-        const bool fast = EPI == mm::kGelu && !res;  // GELU rounded once to 16 bits: gelu_erf_16bit
 #pragma unroll 1
         for (int h = 0; h < 2; ++h) {
           if (h == 1) hop::named_sync(1, 256);  // rows 0-63 are out
           if (wg == h) hop::stage_out<float, BN>(d, t, bias_s, 0, ct);
           hop::named_sync(1, 256);
-          if (fast) hop::copy_out_fused<T, BN, EPI, 64, true>(t, Cz, ldc, res, ldr, m0 + 64 * h, n0, Mi, Ni, ct, 256);
-          else hop::copy_out_fused<T, BN, EPI, 64>(t, Cz, ldc, res, ldr, m0 + 64 * h, n0, Mi, Ni, ct, 256);
+          hop::copy_out_act<T, BN, EPI, 64>(t, Cz, ldc, res, ldr, m0 + 64 * h, n0, Mi, Ni, ct, 256);
         }
       }
     }

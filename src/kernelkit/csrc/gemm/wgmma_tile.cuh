@@ -77,7 +77,7 @@ __device__ __forceinline__ void stage_out(const float (&d)[BN / 2], S* t, const 
 // at BN = 256, 68 KB at 128) fits in the ring the stages leave free (192 KB at 4 stages of 256, 224 KB
 // at 7 of 128), and the activation costs the same in either place.
 // ROWS: the staged tile's rows (128; the persistent kernel stages 64 at a time). kFastGelu: EPI is kGelu
-// and there is no residual (the caller's branch), so gelu_erf_16bit serves.
+// and there is no residual, so gelu_erf_16bit serves (copy_out_act picks it).
 template <typename T, int BN, int EPI, int ROWS = BM, bool kFastGelu = false>
 __device__ __forceinline__ void copy_out_fused(const float* t, T* C, i64 ldc, const T* res, i64 ldr, int m0, int n0,
                                                int M, int N, int ct, int threads) {
@@ -128,6 +128,15 @@ __device__ __forceinline__ void copy_out_fused(const float* t, T* C, i64 ldc, co
   }
 }
 
+// copy_out_fused with GELU's erf form through gelu_erf_16bit where there is no residual to cancel against
+// (the result is rounded once to 16 bits), erff otherwise.
+template <typename T, int BN, int EPI, int ROWS = BM>
+__device__ __forceinline__ void copy_out_act(const float* t, T* C, i64 ldc, const T* res, i64 ldr, int m0, int n0,
+                                             int M, int N, int ct, int threads) {
+  if (EPI == mm::kGelu && !res) copy_out_fused<T, BN, EPI, ROWS, true>(t, C, ldc, res, ldr, m0, n0, M, N, ct, threads);
+  else copy_out_fused<T, BN, EPI, ROWS>(t, C, ldc, res, ldr, m0, n0, M, N, ct, threads);
+}
+
 // The epilogue after the last MMA (the tile's shared memory free): stage, a barrier of the consumer
 // threads (sync), write out. kPlain stages T; the fused epilogues fp32.
 template <typename T, int BN, int EPI, typename Sync>
@@ -143,8 +152,7 @@ __device__ __forceinline__ void epilogue(const float (&d)[BN / 2], unsigned char
     float* tile = reinterpret_cast<float*>(smem);
     stage_out<float, BN>(d, tile, bs, wg, ct);
     sync();
-    if (EPI == mm::kGelu && !res) copy_out_fused<T, BN, EPI, BM, true>(tile, C, ldc, res, ldr, m0, n0, M, N, ct, 256);
-    else copy_out_fused<T, BN, EPI>(tile, C, ldc, res, ldr, m0, n0, M, N, ct, 256);
+    copy_out_act<T, BN, EPI>(tile, C, ldc, res, ldr, m0, n0, M, N, ct, 256);
   }
 }
 

@@ -51,7 +51,6 @@ MIN_SLICE_KTILES = 4  # K tiles a slice keeps at least: the pipeline's fill and 
 TAIL_KTILES = 16  # a slice's full (BM-row) partial costs the tile's finish about this many K tiles' time
 THREADS = {"tma_wgmma": 256, "ws": 384, "persistent": 384}
 
-
 TECHNIQUE = {
     "tma_wgmma": "TMA tile loads (tensor maps from the operands' strides, 128-byte swizzle) completing on "
                  "mbarriers, a ring of K stages, wgmma m64n128/256k16 from shared memory by two warpgroups "
@@ -69,8 +68,9 @@ TECHNIQUE = {
 @dataclass(frozen=True)
 class WgmmaTile:
     """The ``config=`` of the Hopper rungs: a block computes 128 x ``block_n`` outputs (128 or 256: wgmma's
-    N) at a time and keeps ``stages`` K tiles of 64 in its shared-memory ring; ``split`` > 1 divides K into that many slices, one block each, summed in slice order (1: no
-    split; ``persistent`` takes no split)."""
+    N) at a time and keeps ``stages`` K tiles of 64 in its shared-memory ring; ``split`` > 1 divides K
+    into that many slices, one block each, summed in slice order (1: no split; ``persistent`` takes no
+    split)."""
 
     block_n: int
     stages: int
@@ -142,17 +142,22 @@ def split_for(tiles: int, ktiles: int, rows: int, sms: int, block_n: int = 128, 
     return max(1, s)
 
 
+def width_for(m: int, n: int, batch: int, sms: int) -> int:
+    """block_n: 256 where the 128 x 256 tiles give every SM at least one (the wider MMA reads A once for
+    twice the columns), else 128."""
+    return 256 if cdiv(m, BM) * cdiv(n, 256) * batch >= sms else 128
+
+
 def tile_for(m: int, n: int, batch: int, sms: int, shared_limit: int, k: int = BK, a_rows: int = BM) -> WgmmaTile:
-    """block_n = 256 where the 128 x 256 tiles give every SM at least one (the wider MMA reads A once for
-    twice the columns), else 128; the stages that fit; K slices where the tiles leave SMs idle."""
-    bn = 256 if cdiv(m, BM) * cdiv(n, 256) * batch >= sms else 128
+    """``width_for``'s block_n, the stages that fit, K slices where the tiles leave SMs idle."""
+    bn = width_for(m, n, batch, sms)
     split = split_for(cdiv(m, BM) * cdiv(n, bn) * batch, cdiv(k, BK), m, sms, bn, a_rows)
     return WgmmaTile(bn, stages_for(bn, shared_limit), split)
 
 
 def persistent_tile(m: int, n: int, batch: int, sms: int, shared_limit: int) -> WgmmaTile:
-    """The persistent rung's tile: tile_for's width rule, the stages that fit beside the staging buffer."""
-    bn = 256 if cdiv(m, BM) * cdiv(n, 256) * batch >= sms else 128
+    """The persistent rung's tile: tile_for's width, the stages that fit beside the staging buffer."""
+    bn = width_for(m, n, batch, sms)
     return WgmmaTile(bn, stages_for(bn, shared_limit, "persistent"))
 
 
@@ -296,8 +301,9 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
                k: int, batch: int, dev: int, config: Optional[list[int]], residual: Optional[torch.Tensor] = None,
                ldr: int = 0, epi: int = 0) -> Optional[str]:
     """out3 <- A @ B (+ bias) on ``rung`` ("best": ``best_rung``'s); None once launched, else the reason it
-    cannot run (the caller takes the mma rung). ``config``: a WgmmaTile's fields, or None for the rule's tile. ``epi``: linear's
-    fused epilogue (the kernels' EPI), ``residual`` (or None) read with row stride ``ldr``."""
+    cannot run (the caller takes the mma rung). ``config``: a WgmmaTile's fields, or None for the rule's
+    tile. ``epi``: linear's fused epilogue (the kernels' EPI), ``residual`` (or None) read with row stride
+    ``ldr``."""
     reason = problem_reason(sa, sb, batch, compute_capability(dev))
     if reason:
         return reason

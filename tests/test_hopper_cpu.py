@@ -142,7 +142,7 @@ def test_config_types_per_rung():
 
 def test_ladder_records():
     names = [v.name for v in kernelkit.ladder("matmul")]
-    assert names[-7:] == ["mma", "dmma", "tma_wgmma", "ws", "persistent", "cute", "best"]
+    assert names[-8:] == ["mma", "dmma", "tma_wgmma", "ws", "persistent", "cluster", "cute", "best"]
     for rung in hop.RUNGS:
         v = kernelkit.get_op("matmul").variant(rung)
         assert v.dtypes == (torch.float16, BF16)
@@ -150,7 +150,7 @@ def test_ladder_records():
         own = [k for k in ks if k.source == hop.SRC[rung]]
         assert len(own) == 8 and all(k.arch_suffix == "a" and k.min_sm == 90 and k.tensor_core == "HGMMA" for k in own)
         # the persistent kernel stages C past its ring (128 rows of 16-bit or 64 of fp32), so fewer stages
-        tiles = ((WgmmaTile(256, 3), WgmmaTile(128, 5)) if rung == "persistent"
+        tiles = ((WgmmaTile(256, 3), WgmmaTile(128, 5)) if rung in hop.PERSISTENT
                  else (WgmmaTile(256, 4), WgmmaTile(128, 7)))
         assert {k.dyn_shared for k in own} == {t.shmem_for(rung) for t in tiles}
         assert any("mm_mma" in k.name for k in ks)  # the shapes the TMA cannot take
@@ -170,6 +170,10 @@ def test_launch_shim_packs_tensor_maps_at_64_bytes():
     assert offsets == (0, 64) and data[64:192] == raw
     with pytest.raises(TypeError, match="tensor map"):
         fl.pack((bytes(9),))
+    # the cluster launches' path (cuLaunchKernelEx from Python) lays the parameters out the same way
+    from kernelkit.runtime.launch import _pack_args
+    args = (raw, bytes(reversed(raw)), 7, np.int32(3), -5, np.float32(1.5))
+    assert _pack_args(args) == (fl.pack(args)[0], list(fl.pack(args)[1]))
 
 
 def _sass_of(rung, a_k, b_k, tile=WgmmaTile(256, 4)):
@@ -231,6 +235,30 @@ def test_persistent_sass_walks_tiles_without_a_meeting():
     build = compile_source(k.source, (k.name,), "sm_90a")
     sass = disassemble(build.cubin)[build.mangled(k.name)]
     assert "STG.E.128" in sass and "LDL" not in sass and "STL" not in sass and "C7508" not in build.log
+
+
+def test_cluster_sass_multicasts_b():
+    """The cluster kernel: each CTA loads A itself and half of B by multicast (one box of a k-major B, two
+    64-column boxes of an n-major one at BN = 256), cluster barriers only at the start and the end (the one
+    release at GPU scope each: none in the main loop), stages released by remote mbarrier arrivals, no
+    spills; the persistent kernel has none of it."""
+    pytest.importorskip("cuda.core")
+    for b_k, boxes in ((True, 1), (False, 2)):
+        sass, log = _sass_of("cluster", True, b_k, WgmmaTile(256, 3))
+        assert sass.count("UTMALDG.3D.MULTICAST") == boxes
+        assert sass.count("UCGABAR_ARV") == 2 and sass.count("UCGABAR_WAIT") == 2 and sass.count("MEMBAR.ALL.GPU") == 2
+        assert "SYNCS.ARRIVE.TRANS64.RED" in sass and sass.count("HGMMA.64x256x16.F32.BF16") == 4
+        assert "LDL" not in sass and "STL" not in sass and "C7508" not in log
+    sass, _ = _sass_of("persistent", True, True, WgmmaTile(256, 3))
+    assert "MULTICAST" not in sass and "UCGABAR" not in sass and "MEMBAR.ALL.GPU" not in sass
+
+
+def test_cluster_grid_and_b_box():
+    """Pairs of tiles: two CTAs a pair, no more clusters than fit at once (an odd resident count leaves one
+    SM out), at least one pair; a k-major B's box is half the tile on the cluster rung."""
+    assert hop.cluster_grid(256, 132) == 132 and hop.cluster_grid(256, 131) == 130
+    assert hop.cluster_grid(5, 132) == 10 and hop.cluster_grid(1, 1) == 2
+    assert hop.b_box_rows("cluster", 256) == 128 and hop.b_box_rows("persistent", 256) == 256
 
 
 def test_persistent_tiles_and_grid(monkeypatch, hopper_device):

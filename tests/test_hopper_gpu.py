@@ -1,11 +1,12 @@
-"""The Hopper matmul rungs (tma_wgmma, ws, persistent) on an sm_90 GPU against float64: odd M and N (K a multiple of 8,
+"""The Hopper matmul rungs (tma_wgmma, ws, persistent, cluster) on an sm_90 GPU against float64: odd M and N (K a multiple of 8,
 so that rows are whole 16-byte steps), the four operand layouts, 16-byte offset views, poisoned and
 misaligned outputs, both tile widths with rings that wrap many times, batches with a broadcast operand,
 linear's bias, and the shapes the TMA cannot read (run on mma, with the reason). Split K: the rule's and
 configured slice counts on M = 1, 17, 129 with N off the tile and long odd K, the four layouts, batches,
 the bias, and the same bits on every run. Each call checks which kernel it launched (and its K slices),
 so a silent fallback cannot pass for the rung. The persistent rung (no K split) also on many tiles a
-block, every ring depth, K shorter than the ring and batches whose tiles a block walks across."""
+block, every ring depth, K shorter than the ring and batches whose tiles a block walks across; the cluster
+rung the same, with odd rows of tiles (a pair's second tile past M)."""
 import pytest
 import torch
 
@@ -19,7 +20,8 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(
     reason="sm_90a kernels: compute capability 9.0")]
 
 RUNGS = ("tma_wgmma", "ws")  # the one-tile-a-block rungs (K split, both tile widths)
-ALL_RUNGS = RUNGS + ("persistent",)
+PERSISTENT = ("persistent", "cluster")  # blocks walking tiles (no K split)
+ALL_RUNGS = RUNGS + PERSISTENT
 DTYPES = (torch.float16, torch.bfloat16)
 CASES = [(r, d) for r in RUNGS for d in DTYPES]
 IDS = [f"{r}-{str(d)[6:]}" for r, d in CASES]
@@ -122,17 +124,36 @@ def test_what_the_tma_cannot_read_runs_on_mma(rung):
     assert "mm_mma<" in names[0]
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d)[6:] for d in DTYPES])
-def test_persistent_walks_many_tiles(dtype):
+PERSISTENT_CASES = [(r, d) for r in PERSISTENT for d in DTYPES]
+
+
+@pytest.mark.parametrize("rung,dtype", PERSISTENT_CASES, ids=[f"{r}-{str(d)[6:]}" for r, d in PERSISTENT_CASES])
+def test_persistent_walks_many_tiles(rung, dtype):
     """More tiles than SMs (each block walks several, its consumers taking turns), every ring depth, K of
-    one K tile (the ring wraps within a tile's turn), and batches whose tiles a block walks across."""
+    one K tile (the ring wraps within a tile's turn), and batches whose tiles a block walks across. The
+    cluster rung pairs tiles along M: 16, 9 (odd: the last pair's second tile is past M) and 33 rows of
+    tiles, every operand layout (its B multicast in halves: one box of a k-major B, 64-column boxes of an
+    n-major one)."""
     for cfg in (WgmmaTile(128, 2), WgmmaTile(128, 5), WgmmaTile(256, 2), WgmmaTile(256, 3)):
-        _run("persistent", dtype, 2000, 1900, 136, config=cfg)  # 16 x 15 tiles
-        _run("persistent", dtype, 1504, 2104, 8, True, False, config=cfg)  # K = 8: one K tile a tile
-    _run("persistent", dtype, 300, 700, 520, batch=(37,))  # 37 x 18 tiles
-    _run("persistent", dtype, 4100, 4000, 72, False, False)  # the rule's ring, 33 x 32 tiles
-    _run("persistent", dtype, 1032, 2051, 1032, True, True, oa=8, ob=16, oc=3)
-    _run("persistent", dtype, 777, 1001, 264, oc=1)  # an output off the 16-byte grid: element stores
+        _run(rung, dtype, 2000, 1900, 136, config=cfg)  # 16 x 15 tiles
+        _run(rung, dtype, 1504, 2104, 8, True, False, config=cfg)  # K = 8: one K tile a tile
+        _run(rung, dtype, 1100, 776, 200, False, False, config=cfg)  # 9 rows of tiles
+        _run(rung, dtype, 1032, 1288, 136, True, True, config=cfg)
+    _run(rung, dtype, 300, 700, 520, batch=(37,))  # 37 x 18 tiles
+    _run(rung, dtype, 4100, 4000, 72, False, False)  # the rule's ring, 33 x 32 tiles
+    _run(rung, dtype, 1032, 2051, 1032, True, True, oa=8, ob=16, oc=3)
+    _run(rung, dtype, 777, 1001, 264, oc=1)  # an output off the 16-byte grid: element stores
+
+
+def test_cluster_grid_fits_at_once():
+    """The cluster rung launches an even grid in clusters of two, no more CTAs than fit at once."""
+    from kernelkit.runtime.launch import resident_blocks
+    a, b = operand((4096, 4096), torch.bfloat16), operand((4096, 4096), torch.bfloat16, True)
+    with recording() as rec:
+        kernelkit.matmul(a, b, variant="cluster")
+    kern, grid, block, shmem, cluster = rec[0][:5]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert cluster == 2 and grid[0] % 2 == 0 and grid[0] <= resident_blocks(kern, block, 2, 0, shmem) <= sms
 
 
 def test_large_rule_tile():

@@ -152,12 +152,19 @@ def launch(kernel, grid, block, *args, shmem: int = 0, cluster: int = 1, coopera
         stream = _streams.get((device_index, _raw_stream(device_index)))
         if stream is None:
             stream = current_stream(device_index)
+        # cuda.core takes no struct parameters: tensor maps (128-byte buffers) go through cuLaunchKernelEx
+        if any(type(a) is bytes for a in args):
+            def go():
+                _launch_packed(stream, kernel, grid, block, shmem, cluster, cooperative, args)
+        else:
+            def go():
+                _cc_launch(stream, cfg, kernel, *args)
         try:
             if _get_device() == device_index:
-                _cc_launch(stream, cfg, kernel, *args)
+                go()
             else:
                 with on_device(device_index):
-                    _cc_launch(stream, cfg, kernel, *args)
+                    go()
         except Exception as exc:
             raise KernelLaunchError(f"launching {name} (grid={grid}, block={block}, shmem={shmem}, cluster={cluster}"
                                     f"{', cooperative' if cooperative else ''}) on cuda:{device_index} failed: {exc}"
@@ -229,6 +236,63 @@ def _error_string(code: int) -> str:
 
     err, text = driver.cuGetErrorString(driver.CUresult(code))
     return f"{driver.CUresult(code).name}: {text.decode() if isinstance(text, bytes) else text}"
+
+
+def _pack_args(args) -> tuple[bytes, list[int]]:
+    """The kernel parameters laid out as the C shim lays them out: each at its natural alignment (ints as
+    64-bit, floats as doubles, numpy scalars at their width, 128-byte tensor maps at 64 bytes)."""
+    import struct
+
+    data, offsets = bytearray(), []
+    for a in args:
+        if type(a) is bytes:
+            raw, align = a, 64
+        elif type(a) is bool:
+            raw, align = struct.pack("<?", a), 1
+        elif type(a) is int:
+            raw, align = struct.pack("<q" if a < 0 else "<Q", a), 8
+        elif type(a) is float:
+            raw, align = struct.pack("<d", a), 8
+        else:  # a numpy scalar
+            raw = a.tobytes()
+            align = len(raw)
+        data.extend(bytes(-len(data) % align))
+        offsets.append(len(data))
+        data.extend(raw)
+    return bytes(data), offsets
+
+
+def _launch_packed(stream, kernel, grid, block, shmem: int, cluster: int, cooperative: bool, args) -> None:
+    """cuLaunchKernelEx of ``kernel`` (``grid`` in CTAs, 1-D clusters of ``cluster``) with ``args`` packed as
+    _pack_args packs them, so that tensor maps travel by value."""
+    import ctypes
+
+    from cuda.bindings import driver
+
+    data, offsets = _pack_args(args)
+    buf = ctypes.create_string_buffer(data, max(1, len(data)))
+    ptrs = (ctypes.c_void_p * max(1, len(offsets)))(*[ctypes.addressof(buf) + o for o in offsets])
+    c = driver.CUlaunchConfig()
+    c.gridDimX, c.gridDimY, c.gridDimZ = _dims(grid)
+    c.blockDimX, c.blockDimY, c.blockDimZ = _dims(block)
+    c.sharedMemBytes = shmem
+    c.hStream = driver.CUstream(int(stream.handle))
+    attrs = []
+    if cluster > 1:
+        a = driver.CUlaunchAttribute()
+        a.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = cluster, 1, 1
+        attrs.append(a)
+    if cooperative:
+        a = driver.CUlaunchAttribute()
+        a.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+        a.value.cooperative = 1
+        attrs.append(a)
+    c.attrs = attrs
+    c.numAttrs = len(attrs)
+    (err,) = driver.cuLaunchKernelEx(c, driver.CUfunction(int(kernel.handle)), ctypes.addressof(ptrs), 0)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(_error_string(int(err)))
 
 
 def _dims(v) -> tuple[int, int, int]:

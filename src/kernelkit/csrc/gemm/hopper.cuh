@@ -67,6 +67,57 @@ __device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, int c0
 #endif
 }
 
+// ---- 2-CTA clusters (the cluster rung): a box multicast into both CTAs, barriers across them.
+
+// This CTA's rank in its cluster.
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r = 0;
+#if KK_SM90A
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+  return r;
+}
+
+// Every thread of every CTA of the cluster: its shared-memory work released, everyone's acquired. At a
+// kernel's start (the peers' mbarriers exist before any copy or arrival reaches them) and end (no CTA
+// leaves while a peer may still arrive on its barriers).
+__device__ __forceinline__ void cluster_sync() {
+#if KK_SM90A
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
+// An arrival on the mbarrier at bar's address in CTA `rank` of the cluster (this one included). The
+// default (CTA-scope) release, as for a local arrival: a release at cluster scope compiles to MEMBAR.ALL.GPU,
+// which would wait for the previous tile's C stores in every stage. What it orders is this warp's wgmma reads
+// of the stage, complete at the wgmma wait before it, against the TMA's refill the arrival enables.
+__device__ __forceinline__ void bar_arrive_cluster(unsigned long long* bar, unsigned rank) {
+#if KK_SM90A
+  asm volatile("{\n\t.reg .b32 ra;\n\tmapa.shared::cluster.u32 ra, %0, %1;\n\t"
+               "mbarrier.arrive.shared::cluster.b64 _, [ra];\n\t}" ::"r"(shared_addr(bar)), "r"(rank)
+               : "memory");
+#else
+  (void)bar, (void)rank;
+  __trap();
+#endif
+}
+
+// tma_load's box written at dst's offset into the shared memory of every CTA in `mask` (bit r: rank r),
+// its bytes counted on the mbarrier at bar's offset in each of them.
+__device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* map, int c0, int c1, int c2,
+                                                   unsigned long long* bar, unsigned short mask) {
+#if KK_SM90A
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(shared_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(shared_addr(bar)), "h"(mask)
+      : "memory");
+#else
+  (void)dst, (void)map, (void)c0, (void)c1, (void)c2, (void)bar, (void)mask;
+  __trap();
+#endif
+}
+
 // The shared-memory matrix descriptor of a 128-byte-swizzled tile starting at p: leading and stride
 // byte offsets (multiples of 16), layout 1 (128-byte swizzle) in bits 62-63, base offset 0 (p lies
 // in a 1024-byte-aligned atom at a whole line).

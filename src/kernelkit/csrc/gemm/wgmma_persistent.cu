@@ -18,33 +18,56 @@
 //   (docs/design/hopper-gemm.md).
 //
 // Dynamic shared memory: 1024 + STAGES * (128 + BN) * 128 + 64 * (BN + 8) * 4 bytes.
+//
+// mm_cluster is the same kernel in clusters of two CTAs that take tiles in pairs, 128 rows apart with the
+// same columns: each CTA's producer loads its own A and half of the B tile, multicast into both CTAs, so
+// B comes from L2 once a pair. A stage of a CTA is refilled (by either producer) only once the consumers
+// of both CTAs left it: every consumer warp arrives on the empty mbarrier of both (16 arrivals a phase).
+// An odd last row of tiles pairs a tile past M, whose CTA loads zeros and writes nothing.
 #include "wgmma_tile.cuh"
 
 namespace kk {
 namespace hop {
 
-// The block's i-th tile of BM x BN: batch index z and origin (m0, n0), or false past the last tile.
-template <int BN>
+// The block's i-th tile of BM x BN: batch index z and origin (m0, n0), or false past the last tile. In
+// clusters of CLUSTER CTAs the cluster walks tiles of CLUSTER * BM rows (`tiles` of them a matrix), the CTA
+// of rank r taking rows r * BM on (the rank read again at each call: kept live across the main loop, its
+// register spilled 4 bytes in the fused GELU epilogue).
+template <int BN, int CLUSTER>
 __device__ __forceinline__ bool nth_tile(int i, int tiles, int batch, int M, int N, int& z, int& m0, int& n0) {
-  const int t = blockIdx.x + i * gridDim.x;
+  const int t = blockIdx.x / CLUSTER + i * (gridDim.x / CLUSTER);
   if (t >= tiles * batch) return false;
   z = t / tiles;
-  tile_at<BM, BN>(t - z * tiles, M, N, m0, n0);
+  tile_at<CLUSTER * BM, BN>(t - z * tiles, M, N, m0, n0);
+  if constexpr (CLUSTER > 1) m0 += cluster_rank() * BM;
   return true;
 }
 
 }  // namespace hop
 
+// A consumer's release of a stage it has read: every consumer thread arrives on this CTA's empty mbarrier,
+// or in a cluster one lane a warp on both CTAs' (the wgmma wait before it is warp-synchronous).
+template <int CLUSTER>
+__device__ __forceinline__ void release(unsigned long long* empty) {
+  if constexpr (CLUSTER > 1) {
+    if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+      for (unsigned r = 0; r < CLUSTER; ++r) hop::bar_arrive_cluster(empty, r);
+    }
+  } else {
+    hop::bar_arrive(empty);
+  }
+}
+
 // C[z] = A[z] @ B[z] (+ bias), arguments as mm_ws's but for the batch, which is flags bits 16-31 plus
 // one (grid y and z are 1), and ws and tickets, unused (no split of K). Grid: at most one block an SM,
-// block b walking tiles b, b + gridDim.x, ... of the batch's tiles in order. K >= 1.
-template <typename T, int BN, int STAGES, bool kAK, bool kBK, int EPI = 0>
-__global__ void __launch_bounds__(384, 1)
-mm_persistent(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::TensorMap tb, T* C,
-              const T* bias, i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags, const T* res, i64 ldr, float* ws,
-              unsigned* tickets) {
+// block b walking tiles b, b + gridDim.x, ... of the batch's tiles in order (mm_cluster: cluster c
+// walking pairs c, c + gridDim.x / 2, ...). K >= 1.
+template <typename T, int BN, int STAGES, bool kAK, bool kBK, int EPI, int CLUSTER>
+__device__ __forceinline__ void persistent_body(const hop::TensorMap& ta, const hop::TensorMap& tb, T* C,
+                                                const T* bias, i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags,
+                                                const T* res, i64 ldr) {
   using S = hop::Stage<T, BN, kAK, kBK>;
-  (void)ws, (void)tickets;
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES], empty[STAGES];
   __shared__ float bias_s[BN];
@@ -52,22 +75,31 @@ mm_persistent(const __grid_constant__ hop::TensorMap ta, const __grid_constant__
   const int tid = threadIdx.x;
   const int Mi = (int)M, Ni = (int)N;
   const int nb = (int)((flags >> 16) & 0xFFFF) + 1;  // flags bits 16-31: the batch minus one
-  const int tiles = ((Mi + hop::BM - 1) / hop::BM) * ((Ni + BN - 1) / BN);
+  const int tiles = ((Mi + CLUSTER * hop::BM - 1) / (CLUSTER * hop::BM)) * ((Ni + BN - 1) / BN);
   const int kt = (int)((K + hop::BK - 1) / hop::BK);
   const int a_bytes = hop::a_box_bytes(flags);
-  if (tid == 0) hop::init_ring<STAGES, 256>(&ta, &tb, full, empty);  // 256 consumer threads empty a stage
-  __syncthreads();
+  // a stage is emptied by the 256 consumer threads, or in a cluster by the 8 consumer warps of each CTA
+  constexpr int kReleases = CLUSTER > 1 ? 8 * CLUSTER : 256;
+  if (tid == 0) hop::init_ring<STAGES, kReleases>(&ta, &tb, full, empty);
+  if constexpr (CLUSTER > 1) hop::cluster_sync();
+  else __syncthreads();
   int z, m0, n0;
   if (tid < 128) {
     hop::regs_release<40>();
     if (tid == 0) {
       int q = 0;  // ring position
-      for (int i = 0; hop::nth_tile<BN>(i, tiles, nb, Mi, Ni, z, m0, n0); ++i) {
+      for (int i = 0; hop::nth_tile<BN, CLUSTER>(i, tiles, nb, Mi, Ni, z, m0, n0); ++i) {
         const int za = (flags & 1) ? z : 0, zb = (flags & 2) ? z : 0;
         for (int j = 0; j < kt; ++j, ++q) {
           const int slot = q % STAGES;
-          if (q >= STAGES) mbar_wait(&empty[slot], (q / STAGES - 1) & 1);  // position q - STAGES consumed
-          S::load(smem + slot * S::BYTES, &ta, &tb, m0, n0, j * hop::BK, za, zb, &full[slot], a_bytes);
+          // position q - STAGES consumed (in a cluster: in both CTAs)
+          if (q >= STAGES) mbar_wait(&empty[slot], (q / STAGES - 1) & 1);
+          if constexpr (CLUSTER > 1) {
+            S::load_shared_b(smem + slot * S::BYTES, &ta, &tb, m0, n0, j * hop::BK, za, zb, &full[slot], a_bytes,
+                             hop::cluster_rank());
+          } else {
+            S::load(smem + slot * S::BYTES, &ta, &tb, m0, n0, j * hop::BK, za, zb, &full[slot], a_bytes);
+          }
         }
       }
     }
@@ -76,7 +108,7 @@ mm_persistent(const __grid_constant__ hop::TensorMap ta, const __grid_constant__
     const int ct = tid - 128, wg = ct / 128;
     unsigned char* staged = smem + STAGES * S::BYTES;
     int q = 0;
-    for (int i = 0; hop::nth_tile<BN>(i, tiles, nb, Mi, Ni, z, m0, n0); ++i) {
+    for (int i = 0; hop::nth_tile<BN, CLUSTER>(i, tiles, nb, Mi, Ni, z, m0, n0); ++i) {
       float d[BN / 2];
 #pragma unroll
       for (int e = 0; e < BN / 2; ++e) d[e] = 0.0f;
@@ -88,11 +120,11 @@ mm_persistent(const __grid_constant__ hop::TensorMap ta, const __grid_constant__
         S::mma(d, smem + slot * S::BYTES, wg);
         hop::wg_commit();
         hop::wg_wait<1>();  // the MMAs of position q - 1 are done: its stage goes back to the producer
-        if (j > 0) hop::bar_arrive(&empty[(q - 1) % STAGES]);
+        if (j > 0) release<CLUSTER>(&empty[(q - 1) % STAGES]);
       }
       hop::wg_wait<0>();
       hop::pin(d);
-      hop::bar_arrive(&empty[(q - 1) % STAGES]);
+      release<CLUSTER>(&empty[(q - 1) % STAGES]);
       hop::named_sync(1, 256);  // the last tile's copy-out has read `staged` and bias_s
       hop::load_bias<BN>(bias_s, bias, n0, Ni, ct, 256);
       hop::named_sync(1, 256);
@@ -112,6 +144,25 @@ mm_persistent(const __grid_constant__ hop::TensorMap ta, const __grid_constant__
       }
     }
   }
+  if constexpr (CLUSTER > 1) hop::cluster_sync();  // the peer's last arrivals on this CTA's barriers are in
+}
+
+template <typename T, int BN, int STAGES, bool kAK, bool kBK, int EPI = 0>
+__global__ void __launch_bounds__(384, 1)
+mm_persistent(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::TensorMap tb, T* C,
+              const T* bias, i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags, const T* res, i64 ldr, float* ws,
+              unsigned* tickets) {
+  (void)ws, (void)tickets;
+  persistent_body<T, BN, STAGES, kAK, kBK, EPI, 1>(ta, tb, C, bias, M, N, K, ldc, bsc, flags, res, ldr);
+}
+
+// Launched in clusters of two (grid: an even number of CTAs, at most the clusters that fit at once).
+template <typename T, int BN, int STAGES, bool kAK, bool kBK, int EPI = 0>
+__global__ void __launch_bounds__(384, 1)
+mm_cluster(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::TensorMap tb, T* C, const T* bias,
+           i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags, const T* res, i64 ldr, float* ws, unsigned* tickets) {
+  (void)ws, (void)tickets;
+  persistent_body<T, BN, STAGES, kAK, kBK, EPI, 2>(ta, tb, C, bias, M, N, K, ldc, bsc, flags, res, ldr);
 }
 
 }  // namespace kk

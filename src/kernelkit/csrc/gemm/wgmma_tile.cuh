@@ -32,17 +32,42 @@ struct Stage {
                                               int n0, int k0, int za, int zb, unsigned long long* bar,
                                               int a_bytes) {
     mbar_expect_bytes(bar, a_bytes + B_BYTES);
-    if constexpr (kAK) {
-      tma_load(s, ta, k0, m0, za, bar);
-    } else {
-#pragma unroll
-      for (int i = 0; i < BM / 64; ++i) tma_load(s + i * 8192, ta, m0 + 64 * i, k0, za, bar);
-    }
+    load_a(s, ta, m0, k0, za, bar);
     if constexpr (kBK) {
       tma_load(s + A_BYTES, tb, k0, n0, zb, bar);
     } else {
 #pragma unroll
       for (int i = 0; i < BN / 64; ++i) tma_load(s + A_BYTES + i * 8192, tb, n0 + 64 * i, k0, zb, bar);
+    }
+  }
+
+  // load for the CTA of rank `rank` in a cluster of two that share the B tile (their A tiles are 128 rows
+  // apart): its own A, and half of B multicast into both CTAs, so that each stage reads B from L2 once
+  // for the pair. The bar of each CTA counts the whole stage (its A and both halves of B). A k-major B's
+  // tensor map has a box of BN / 2 rows here.
+  __device__ __forceinline__ static void load_shared_b(unsigned char* s, const TensorMap* ta, const TensorMap* tb,
+                                                       int m0, int n0, int k0, int za, int zb,
+                                                       unsigned long long* bar, int a_bytes, unsigned rank) {
+    mbar_expect_bytes(bar, a_bytes + B_BYTES);
+    load_a(s, ta, m0, k0, za, bar);
+    if constexpr (kBK) {
+      tma_load_multicast(s + A_BYTES + rank * (B_BYTES / 2), tb, k0, n0 + rank * (BN / 2), zb, bar, 0x3);
+    } else {
+#pragma unroll
+      for (int h = 0; h < BN / 128; ++h) {
+        const int i = rank * (BN / 128) + h;
+        tma_load_multicast(s + A_BYTES + i * 8192, tb, n0 + 64 * i, k0, zb, bar, 0x3);
+      }
+    }
+  }
+
+  __device__ __forceinline__ static void load_a(unsigned char* s, const TensorMap* ta, int m0, int k0, int za,
+                                                unsigned long long* bar) {
+    if constexpr (kAK) {
+      tma_load(s, ta, k0, m0, za, bar);
+    } else {
+#pragma unroll
+      for (int i = 0; i < BM / 64; ++i) tma_load(s + i * 8192, ta, m0 + 64 * i, k0, za, bar);
     }
   }
 

@@ -1,5 +1,5 @@
 """The Hopper rungs of the matmul ladder (sm_90a): ``tma_wgmma`` and ``ws`` (csrc/gemm/wgmma.cu), and
-``persistent`` (csrc/gemm/wgmma_persistent.cu).
+``persistent`` and ``cluster`` (csrc/gemm/wgmma_persistent.cu).
 
 Both load the operand tiles with the TMA through tensor maps built here from the operands' strides
 (passed by value, 128 bytes each, as the kernels' ``__grid_constant__`` parameters) and multiply them
@@ -14,8 +14,9 @@ Launch rule: 128 rows of C a block (two consumer warpgroups of 64 rows), ``block
 where the 128 x 256 tiles still give every SM one, else 128; as many K stages of 64 as the shared
 memory a block may take holds (at most 8); where the tiles leave SMs idle, K split into slices that
 fill them (``split_for``; the blocks of a tile meet in a workspace, csrc/gemm/splitk.cuh).
-``persistent``: the same tile widths, min(tiles, SMs) blocks, no K split. ``WgmmaTile`` is the
-``config=`` surface of these rungs.
+``persistent``: the same tile widths, min(tiles, SMs) blocks, no K split; ``cluster``: the same in clusters
+of two CTAs sharing B by TMA multicast, as many as fit at once. ``WgmmaTile`` is the ``config=`` surface of
+these rungs.
 """
 from __future__ import annotations
 
@@ -28,16 +29,20 @@ import torch
 
 from ...ladder import Kernel
 from ...runtime import allow_shared, get_kernel, launch, stream_handle
+from ...runtime.launch import resident_blocks
 from ...runtime.tensor_map import TensorMapError, encode_tiled, maps_supported
 from .._shared.launch_rules import cdiv, compute_capability, sm_count
 from .._shared.plans import plan_cache, remember
 from ._problem import Side, as3, side_a, side_b
 from ._replay import TmaReplay, launch_handle, offer, replays_possible
 
-SRC = {"tma_wgmma": "gemm/wgmma.cu", "ws": "gemm/wgmma.cu", "persistent": "gemm/wgmma_persistent.cu"}
+SRC = {"tma_wgmma": "gemm/wgmma.cu", "ws": "gemm/wgmma.cu", "persistent": "gemm/wgmma_persistent.cu",
+       "cluster": "gemm/wgmma_persistent.cu"}
 F16, BF16 = torch.float16, torch.bfloat16
 DTYPES = (F16, BF16)
-RUNGS = ("tma_wgmma", "ws", "persistent")
+RUNGS = ("tma_wgmma", "ws", "persistent", "cluster")
+PERSISTENT = ("persistent", "cluster")  # the rungs whose blocks walk tiles (no K split, C staged past the ring)
+CLUSTER = {"cluster": 2}  # CTAs a cluster (1 where absent)
 CXX = {F16: "__half", BF16: "__nv_bfloat16"}
 BM, BK = 128, 64  # rows of C a block (two warpgroups of m64); K elements a stage (one 128-byte swizzle line)
 WIDTHS = (128, 256)  # wgmma's N: 256 is its widest, and its 128 accumulators a thread the most registers hold
@@ -49,7 +54,7 @@ GRID_Z = 65535
 MAX_SPLIT = 64  # K slices of a tile at most (the last block reads them all)
 MIN_SLICE_KTILES = 4  # K tiles a slice keeps at least: the pipeline's fill and drain stay a small part
 TAIL_KTILES = 16  # a slice's full (BM-row) partial costs the tile's finish about this many K tiles' time
-THREADS = {"tma_wgmma": 256, "ws": 384, "persistent": 384}
+THREADS = {"tma_wgmma": 256, "ws": 384, "persistent": 384, "cluster": 384}
 
 TECHNIQUE = {
     "tma_wgmma": "TMA tile loads (tensor maps from the operands' strides, 128-byte swizzle) completing on "
@@ -62,6 +67,9 @@ TECHNIQUE = {
     "persistent": "ws made persistent: one block an SM walks its tiles in L2-grouped order and the producer "
                   "runs ahead across tiles (the next tile's stages load during the epilogue, which stages C "
                   "in a buffer of its own past the ring); no K split",
+    "cluster": "persistent in clusters of two CTAs taking tiles in pairs (128 rows apart, the same columns): "
+               "each CTA loads its A and half of the B tile, which the TMA multicasts into both, so B is read "
+               "from L2 once a pair; a stage is refilled once the consumers of both CTAs left it",
 }
 
 
@@ -92,7 +100,7 @@ class WgmmaTile:
         """ValueError naming what this tile breaks. ``staged_bytes``: bytes an element of the C tile the
         epilogue stages in the ring (2: rounded to fp16/bf16; 4: fp32, linear's fused epilogues)."""
         bad = None
-        persistent = rung == "persistent"
+        persistent = rung in PERSISTENT
         if self.block_n not in WIDTHS:
             bad = "block_n must be 128 or 256 (wgmma m64n128k16 or m64n256k16)"
         elif not 2 <= self.stages <= MAX_STAGES:
@@ -113,7 +121,7 @@ def persistent_staged(block_n: int, rung: str) -> int:
     """Bytes of the persistent kernel's staging buffer past its ring (128 rows of 16-bit C for the plain
     epilogue, 64 of fp32 for a fused one: block_n + 8 a row, the same bytes); 0 for the other
     rungs, which stage C in their ring."""
-    return 64 * (block_n + 8) * 4 if rung == "persistent" else 0
+    return 64 * (block_n + 8) * 4 if rung in PERSISTENT else 0
 
 
 def stages_for(block_n: int, shared_limit: int, rung: str = "tma_wgmma") -> int:
@@ -164,6 +172,18 @@ def persistent_tile(m: int, n: int, batch: int, sms: int, shared_limit: int) -> 
 def persistent_grid(tiles: int, sms: int) -> int:
     """Blocks of the persistent rung: one an SM, none without a tile."""
     return max(1, min(tiles, sms))
+
+
+def cluster_grid(pairs: int, resident: int) -> int:
+    """CTAs of the cluster rung: two a pair of tiles, at most the clusters of two that fit at once
+    (``resident`` CTAs: a cluster's CTAs share a GPC, so an odd SM of a GPC stays out), at least one pair."""
+    return 2 * max(1, min(pairs, resident // 2))
+
+
+def b_box_rows(rung: str, block_n: int) -> int:
+    """Rows of a k-major B's TMA box: the tile's block_n, half of it on the cluster rung (each CTA of a
+    pair loads one half and multicasts it). An n-major B is loaded in boxes of 64 columns either way."""
+    return block_n // 2 if rung in CLUSTER else block_n
 
 
 # best's Hopper rungs for fp16 and bf16: persistent wherever its rule needs no K split and there is no fused
@@ -317,7 +337,7 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
         limit = shared_limit(dev)
         if config:
             tile = WgmmaTile(*config)
-        elif rung == "persistent":
+        elif rung in PERSISTENT:
             tile = persistent_tile(m, n, batch, sm_count(dev), limit)
         else:
             tile = tile_for(m, n, batch, sm_count(dev), limit, k, a_rows)
@@ -330,6 +350,9 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
         tiles = cdiv(m, BM) * cdiv(n, tile.block_n)
         if rung == "persistent":  # one block an SM; the batch travels in flags (grid z = 1)
             grid = (persistent_grid(tiles * batch, sm_count(dev)), 1, 1)
+        elif rung == "cluster":  # as many pairs as fit at once, each walking pairs of tiles
+            pairs = cdiv(m, 2 * BM) * cdiv(n, tile.block_n) * batch
+            grid = (cluster_grid(pairs, resident_blocks(kern, rec.block, 2, dev, tile.shmem_for(rung))), 1, 1)
         else:
             grid = (tiles, tile.split, batch)
         plan = remember(_plans, key, (kern, rec, tile, grid))
@@ -337,13 +360,13 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
     shmem = tile.shmem_for(rung)
     try:
         ta = tensor_map(sa, m, k, batch, a_rows)
-        tb = tensor_map(sb, n, k, batch, tile.block_n)
+        tb = tensor_map(sb, n, k, batch, b_box_rows(rung, tile.block_n))
     except TensorMapError as exc:
         return str(exc)
     ldc = out3.stride(1) if m > 1 else n
     bsc = out3.stride(0) if batch > 1 else 0
     flags = int(sa.bstride != 0) | int(sb.bstride != 0) << 1 | (a_rows // 8 if a_rows < BM else 0) << 8
-    if rung == "persistent":
+    if rung in PERSISTENT:
         flags |= (batch - 1) << 16
     ws = tickets = 0
     if tile.split > 1:
@@ -351,8 +374,8 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
         ws, tickets = split_workspace(dev, tiles * tile.split * BM * tile.block_n, tiles)
     launch(kern, grid, rec.block, ta, tb, out3.data_ptr(), 0 if bias is None else bias.data_ptr(), m, n, k, ldc,
            bsc, flags, 0 if residual is None else residual.data_ptr(), ldr, ws, tickets, shmem=shmem,
-           name=rec.name, device_index=dev)
-    if batch == 1 and residual is None and out3.is_cuda and replays_possible():
+           cluster=CLUSTER.get(rung, 1), name=rec.name, device_index=dev)
+    if batch == 1 and residual is None and out3.is_cuda and rung not in CLUSTER and replays_possible():
         split = (grid[0] * tile.split * BM * tile.block_n, grid[0]) if tile.split > 1 else None
         offer(TmaReplay(launch_handle(kern), grid, rec.block, shmem, dev, sa.t.dtype,
                         tensor_map_fields(sa, m, k, batch, a_rows), tensor_map_fields(sb, n, k, batch, tile.block_n),

@@ -88,7 +88,7 @@ def explain(op: str, m: int, n: int, k: int, dtype: torch.dtype, *, batch: int =
     a3, b3 = as3(a), as3(b)
     reason = hop.problem_reason(side_a(a3), side_b(b3), batch, dev.cc)
     if reason:
-        return lines + [f"tma_wgmma, ws, persistent: cannot run it: {reason}", "best: mma (the sm_80-class rung)"]
+        return lines + [f"{', '.join(hop.RUNGS)}: cannot run it: {reason}", "best: mma (the sm_80-class rung)"]
     a_rows = hop.a_box_rows(side_a(a3).kmaj, m)
     tile = hop.tile_for(m, n, batch, dev.sms, dev.shared, k, a_rows)
     split = f", K in {tile.split} slices met in a workspace" if tile.split > 1 else ""

@@ -24,8 +24,16 @@ CHOSEN = [
     ("auto", F16, 121, W, 80, Packed(32, 4), "kk::softmax_packed<__half, kk::PackedConfig<32, 4>>"),
     ("auto", F16, 122, W, 90, Tile(8, 3), "kk::softmax_rows<__half, kk::RowConfig<8, 3, 1, 2>>"),
     ("packed_rows", F32, 62, A, 90, Loop("online"), "kk::softmax_online<float, 512>"),
-    ("auto", BF16, 50257, W, 90, Tile(416, 4, 4), "kk::softmax_rows<__nv_bfloat16, kk::RowConfig<416, 4, 4, 2>>"),
-    ("auto", BF16, 32001, W, 90, Tile(1024, 4), "kk::softmax_rows<__nv_bfloat16, kk::RowConfig<1024, 4, 1, 2>>"),
+    ("auto", BF16, 50257, W, 90, Tile(224, 4, 8, True, True),
+     "kk::softmax_handout<__nv_bfloat16, kk::RowConfig<224, 4, 8, 2, 2>, 1>"),
+    ("auto", BF16, 32001, W, 90, Tile(256, 4, 4), "kk::softmax_rows<__nv_bfloat16, kk::RowConfig<256, 4, 4, 2>>"),
+    ("auto", BF16, 32001, W, 80, Tile(1024, 4), "kk::softmax_rows<__nv_bfloat16, kk::RowConfig<1024, 4, 1, 2>>"),
+    ("auto", F16, 16384, A, 90, Tile(512, 4), "kk::softmax_rows<__half, kk::RowConfig<512, 4, 1, 1>>"),
+    ("auto", F16, 151936, A, 90, Tile(320, 4, 16, True, True),
+     "kk::softmax_handout<__half, kk::RowConfig<320, 4, 16, 1, 2>, 1>"),
+    ("auto", F32, 151936, A, 90, Tile(320, 8, 16, True, True),
+     "kk::softmax_handout<float, kk::RowConfig<320, 8, 16, 1, 2>, 1>"),
+    ("auto", F32, 50257, W, 90, Tile(480, 7, 4), "kk::softmax_rows<float, kk::RowConfig<480, 7, 4, 2>>"),
     ("auto", BF16, 5120, A, 90, Tile(160, 4), "kk::softmax_rows<__nv_bfloat16, kk::RowConfig<160, 4, 1, 1>>"),
     ("auto", BF16, 300001, W, 90, Tile(960, 5, 8), "kk::softmax_rows<__nv_bfloat16, kk::RowConfig<960, 5, 8, 2>>"),
     ("auto", F32, 300001, W, 90, Tile(960, 10, 8), "kk::softmax_rows<float, kk::RowConfig<960, 10, 8, 2>>"),
@@ -33,7 +41,10 @@ CHOSEN = [
     ("warp_rows", F16, 2000, A, 90, Loop("online"), "kk::softmax_online<__half, 512>"),
     ("cta_row", F16, 7, A, 90, Tile(64, 1), "kk::softmax_rows<__half, kk::RowConfig<64, 1, 1, 1>>"),
     ("cluster_row", F16, 1000, A, 90, Tile(64, 2), "kk::softmax_rows<__half, kk::RowConfig<64, 2, 1, 1>>"),
-    ("cluster_row", F16, 50000, A, 90, Tile(416, 4, 4), "kk::softmax_rows<__half, kk::RowConfig<416, 4, 4, 1>>"),
+    ("cluster_row", F16, 50000, A, 90, Tile(224, 4, 8, True, True),
+     "kk::softmax_handout<__half, kk::RowConfig<224, 4, 8, 1, 2>, 1>"),
+    ("cta_row", F16, 20000, A, 90, Loop("online"), "kk::softmax_online<__half, 512>"),
+    ("cta_row", F16, 20000, A, 80, Tile(640, 4), "kk::softmax_rows<__half, kk::RowConfig<640, 4, 1, 1>>"),
     ("cluster_row", F16, 1000, A, 80, Loop("online"), "kk::softmax_online<__half, 512>"),
     ("three_pass", F32, 1000, A, 90, Loop("three_pass"), "kk::softmax_three_pass<float, 512>"),
 ]
@@ -84,7 +95,8 @@ def test_each_holder_rule():
     assert cluster_tile(4097, 4, 8) == (288, 4, 4)  # 2 x 1025 threads would not fit 512; 4 CTAs do
     assert cluster_tile(16384, 8, 8) == (512, 8, 4)
     assert cluster_tile(37502, 4, 8) == (960, 5, 8) and cluster_tile(70000, 4, 8) is None
-    assert sm.config_for("auto", F16, 2**17, sm=90) == Tile(512, 4, 8)
+    assert sm.config_for("auto", F16, 2**17, sm=90) == Tile(256, 4, 16, handout=True, prefetch=True)
+    assert sm.config_for("auto", F16, 2**17, sm=80) == Loop("online")
     # fp32 rows past 8 x 1024 x 32 values: 40 values a thread, exponentials recomputed (softmax_rows' kKeep)
     assert sm.config_for("auto", F32, 300001, sm=90, form=WINDOW) == Tile(960, 10, 8)
     assert sm.packed_rows(F16, 122, WINDOW, 90) is None and sm.packed_rows(F32, 61, WINDOW, 90) == Packed(16, 4)
@@ -135,3 +147,31 @@ def test_cpu_tensors_make_no_lane():
     with pytest.raises(ValueError, match="CUDA tensor"):
         sm.softmax(torch.randn(4, 128))
     assert not sm._lanes
+
+
+def test_long_16bit_rows_small_ctas_then_handed_out():
+    """16-bit rows on sm_90: one CTA up to CTA_ROW_16 threads, then the smallest cluster of CTAs of at most
+    SMALL_CTA threads x 4 vectors (up to 16 on sm_90), then 16 CTAs of up to CLUSTER_CTA; clusters of 8 and
+    16 CTAs of at most CLUSTER_CTA threads take rows handed out with the next row prefetched; 8 CTAs of more
+    threads (the longest rows, 40 values a thread) stay a cluster a row."""
+    for dtype in (F16, BF16):
+        for len_ in range(16385, 262145, 3331):
+            for form in (A, W):
+                c = sm.config_for("auto", dtype, len_, sm=90, form=form)
+                assert c.vecs == 4 and c.cluster >= 4 and c.handout == c.prefetch == (c.cluster >= 8), (len_, c)
+                assert c.threads <= (sm.SMALL_CTA if c.cluster < 16 else 512), (len_, c)
+                smaller = sm._fit(-(-window_len(len_, dtype, form) // 8), 4, sm.SMALL_CTA, (c.cluster // 2,))
+                assert c.cluster == 4 or c.threads > sm.SMALL_CTA or smaller is None, (len_, c)
+        assert sm.config_for("auto", dtype, 300001, sm=90, form=W) == Tile(960, 5, 8)
+    # fp32: main's clusters up to 8 x 512 x 8, then 16 x <= 512 handed out before 8 CTAs of more threads
+    assert sm.config_for("auto", F32, 100003, sm=90, form=W) == Tile(448, 7, 8, True, True)
+    assert sm.config_for("auto", F32, 262144, sm=90) == Tile(512, 8, 16, True, True)
+    assert sm.config_for("auto", F32, 262145, sm=90, form=W) == Tile(928, 9, 8)
+
+
+def test_handout_tiles_are_clusters():
+    with pytest.raises(ValueError, match="handed out to clusters"):
+        Tile(512, 4, 1, handout=True)
+    with pytest.raises(ValueError, match="prefetched by handed-out"):
+        Tile(512, 4, 4, prefetch=True)
+    assert Tile(512, 4, 4, True, True).kernel(F16, A).sass == ("ATOMG", "UBLKPF")

@@ -22,9 +22,10 @@ from .._shared.custom_op import out_op
 from .._shared.cxx import CXX_TYPE
 from .._shared.launch_rules import compute_capability
 from .._shared.plans import plan_cache, remember, with_fixed_lane
-from ._rows import (ALIGNED, CLUSTER_SM, WINDOW, WINDOW_IN, PackedTile, RowTile, cdiv, check_config, cluster_tile,
-                    config_text, cta_tile, form_bits, needs_sm90, packed_tile, packs, parse_config, per_vec, row_form,
-                    row_runner, warp_tile, window_len)
+from ._rows import (ALIGNED, CLUSTER_CTA, CLUSTER_SM, MIN_CTA, WIDE_CLUSTER, WIDE_CLUSTER_SMS, WINDOW, WINDOW_IN,
+                    PackedTile, RowTile, cdiv, check_config, cluster_tile,
+                    config_text, cta_tile, form_bits, needs_sm90, packed_tile, packs, parse_config, per_vec,
+                    persistent_runner, row_form, row_runner, warp_tile, window_len)
 from .reduce import wrap_dim
 
 __all__ = ["softmax"]
@@ -66,18 +67,35 @@ class Loop:
 @dataclass(frozen=True)
 class SoftmaxTile(RowTile):
     """softmax_rows: the row held in registers (RowTile), one read and one write; clusters (sm_90)
-    exchange their slices' (max, sum) through distributed shared memory."""
+    exchange their slices' (max, sum) through distributed shared memory. ``handout``: softmax_handout,
+    persistent clusters taking their rows from a counter at run time (RowHandout) instead of a cluster
+    a row; ``prefetch``: those clusters ask L2 for the next row's slices once its number is known."""
+
+    handout: bool = False
+    prefetch: bool = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.handout and self.cluster == 1:
+            raise ValueError(f"{self}: rows are handed out to clusters (cluster > 1)")
+        if self.prefetch and not self.handout:
+            raise ValueError(f"{self}: the next row is prefetched by handed-out clusters (handout=True)")
 
     def name(self, dtype: torch.dtype, form: int) -> str:
+        if self.handout:
+            return (f"kk::softmax_handout<{CXX_TYPE[dtype]}, kk::RowConfig<{self.threads}, {self.vecs}, "
+                    f"{self.cluster}, {int(form)}, 2>, {int(self.prefetch)}>")
         return (f"kk::softmax_rows<{CXX_TYPE[dtype]}, kk::RowConfig<{self.threads}, {self.vecs}, {self.cluster}, "
                 f"{int(form)}>>")
 
     def kernel(self, dtype: torch.dtype, form: int) -> Kernel:
         load, store = form_bits(dtype, form)
         # more than 32 values a thread (the longest cluster rows, exponentials recomputed) may spill a few
-        # bytes at the 64-register cap
+        # bytes at the 64-register cap; handed-out rows take their numbers by a global atomic (ATOMG), and
+        # the next row's slice is asked of L2 by a bulk prefetch (UBLKPF)
         return Kernel(SRC, self.name(dtype, form), load, store, block=self.block, min_sm=self.min_sm(),
-                      spills=self.vecs * per_vec(dtype) > 32)
+                      spills=self.vecs * per_vec(dtype) > 32,
+                      sass=("ATOMG",) * self.handout + ("UBLKPF",) * self.prefetch)
 
     def check(self, dtype: torch.dtype, len_: int, form: int, sm: int) -> None:
         check_config("softmax", self.holds(dtype, len_, form), self,
@@ -86,7 +104,10 @@ class SoftmaxTile(RowTile):
             needs_sm90("softmax", self, sm, "thread-block clusters")
 
     def runner(self, kernel, dev: int):
-        """``go(rows, (x, out, rows, len))``: a group (or cluster) a row."""
+        """``go(rows, (x, out, rows, len))``: a group (or cluster) a row; handed out: the resident clusters,
+        the stream's handout counter appended."""
+        if self.handout:
+            return persistent_runner(kernel, self.block, self.cluster, 0, dev, handout=True)
         return row_runner(kernel, self, dev)
 
 
@@ -139,22 +160,69 @@ def warp_rows(dtype: torch.dtype, len_: int, form: int, sm: int) -> Optional[Sof
     return None if got is None else SoftmaxTile(*got)
 
 
+# 16-bit rows on sm_90 (docs/design/row-reductions.md, "Long 16-bit softmax rows"): a 16-bit thread holds
+# its 32 values in half the bytes of an fp32 one, so a CTA moves half the bytes a row between its fixed
+# costs (start, reductions, the cluster's exchange); CTAs that fill an SM then leave it idle between
+# rows. Measured (H100, bf16, % of a same-bytes copy): one CTA of 800 x 4 84.6, four of 224 x 4 99.8;
+# 1024 x 4 92.5, four of 256 x 4 100.9; 2670 x 50257: four of 416 x 4 82.7, eight of 224 x 4
+# handed out 92.0. So 16-bit rows take one CTA up to CTA_ROW_16 threads, then the smallest cluster of
+# CTAs of at most SMALL_CTA threads, then 16 CTAs of up to CLUSTER_CTA.
+CTA_ROW_16 = 512
+SMALL_CTA = 256
+# Clusters of this many CTAs or more are persistent, rows handed out and the next one prefetched into L2:
+# a cluster a row of 8 or 16 CTAs waits for that many free CTA slots in one GPC at every row (bf16 100003
+# in 16 x 224: 63.6% a cluster a row, 82.5% handed out; 2048 x 65536 in 8 x 256: 99.4 / 99.2, a tie).
+HANDOUT_FROM = 8
+
+
 def cta_row(dtype: torch.dtype, len_: int, form: int, sm: int) -> Optional[SoftmaxTile]:
-    """A CTA a row, the row in registers: up to 1024 threads x 32 values."""
-    got = cta_tile(cdiv(window_len(len_, dtype, form), per_vec(dtype)), _most_vecs(dtype))
+    """A CTA a row, the row in registers: up to 1024 threads x 32 values (16-bit rows where clusters exist:
+    up to CTA_ROW_16 threads x 4 vectors)."""
+    most = CTA_ROW_16 if dtype.itemsize == 2 and sm >= CLUSTER_SM else 1024
+    got = cta_tile(cdiv(window_len(len_, dtype, form), per_vec(dtype)), _most_vecs(dtype), max_threads=most)
     return None if got is None else SoftmaxTile(*got)
+
+
+def _fit(vectors: int, vecs: int, most_threads: int, sizes: tuple[int, ...]) -> Optional[tuple[int, int, int]]:
+    """(threads, vecs, cluster): the first cluster size of ``sizes`` whose CTAs hold the row at up to ``vecs``
+    vectors a thread within ``most_threads`` threads (the fewest warps that hold it); None if none does."""
+    for c in sizes:
+        per = cdiv(vectors, c)
+        threads = max(MIN_CTA, 32 * cdiv(cdiv(per, vecs), 32))
+        if threads <= most_threads:
+            return threads, cdiv(per, threads), c
+    return None
 
 
 def cluster_row(dtype: torch.dtype, len_: int, form: int, sm: int) -> Optional[SoftmaxTile]:
     """A thread-block cluster a row (sm_90): each CTA a slice in registers, (max, sum) pushed to its peers;
-    rows one CTA holds stay one CTA (cta_row)."""
+    rows one CTA holds stay one CTA (cta_row). 16-bit rows: the smallest cluster (up to 16 CTAs on H100 and
+    H200, 8 elsewhere) of CTAs of at most SMALL_CTA threads x 4 vectors, then 16 CTAs of up to CLUSTER_CTA;
+    fp32 rows: the smallest of up to 8 CTAs of at most CLUSTER_CTA threads x 32 values, then 16 such. Past
+    those, 8 CTAs of up to 1024 threads (cluster_tile). Clusters of HANDOUT_FROM CTAs or more of at most
+    CLUSTER_CTA threads take their rows handed out."""
     if sm < CLUSTER_SM:
         return None
     one = cta_row(dtype, len_, form, sm)
     if one is not None:
         return one
-    got = cluster_tile(cdiv(window_len(len_, dtype, form), per_vec(dtype)), _most_vecs(dtype), _longest_vecs(dtype))
-    return None if got is None else SoftmaxTile(*got)
+    vectors = cdiv(window_len(len_, dtype, form), per_vec(dtype))
+    most = _most_vecs(dtype)
+    wide = (WIDE_CLUSTER,) if sm in WIDE_CLUSTER_SMS else ()
+    if dtype.itemsize == 2:
+        got = _fit(vectors, most, SMALL_CTA, (2, 4, 8) + wide) or _fit(vectors, most, CLUSTER_CTA, wide)
+    else:
+        got = cluster_tile(vectors, most, _longest_vecs(dtype))
+        if got is not None and got[0] > CLUSTER_CTA:  # 8 CTAs of over CLUSTER_CTA threads: 16 of fewer first
+            got = _fit(vectors, most, CLUSTER_CTA, wide) or got
+    if got is None:
+        got = cluster_tile(vectors, most, _longest_vecs(dtype))
+    if got is None:
+        return None
+    # (8 CTAs of over CLUSTER_CTA threads, one an SM, stay a cluster a row: their 40-value threads spill in
+    # the persistent kernel, and a cluster a row measured best there)
+    handout = got[2] >= HANDOUT_FROM and got[0] <= CLUSTER_CTA
+    return SoftmaxTile(*got, handout=handout, prefetch=handout)
 
 
 TILE_RUNGS = {"packed_rows": (packed_rows,), "warp_rows": (warp_rows,), "cta_row": (cta_row,),
@@ -312,10 +380,12 @@ RUNGS = (
     ("warp_rows", "short rows in registers, a power-of-two slice of a warp a row (several rows a warp), "
      "shuffles only: one read, one write; 16-byte vectors of the aligned window covering each row at any "
      "alignment; online past 128 vectors"),
-    ("cta_row", "a CTA a row in registers (up to 1024 threads x 32 values), 16-byte window vectors; online "
-     "beyond"),
-    ("cluster_row", "rows past one CTA as a thread-block cluster a row (sm_90), each CTA a slice in registers, "
-     "(max, sum) pushed to its peers by st.async (shorter rows as cta_row); online beyond, and before sm_90"),
+    ("cta_row", "a CTA a row in registers (up to 1024 threads x 32 values; 16-bit rows on sm_90 up to 512 "
+     "threads x 4 vectors), 16-byte window vectors; online beyond"),
+    ("cluster_row", "rows past one CTA as a thread-block cluster (sm_90), each CTA a slice in registers, "
+     "(max, sum) pushed to its peers by st.async (shorter rows as cta_row); clusters of 8 and 16 CTAs "
+     "persistent, taking rows handed out by a counter and prefetching the next into L2; online beyond, and "
+     "before sm_90"),
     ("auto", "the first of packed_rows, warp_rows, cta_row and cluster_row that holds the row (online beyond): "
      "the lanes, threads, vectors a thread and cluster size computed from the row's length"),
 )

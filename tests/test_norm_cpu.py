@@ -26,10 +26,15 @@ CHOSEN = [
     ("auto", F16, 7, W, 90, NormPacked(2, 4), "kk::norm_packed<__half, kk::PackedConfig<2, 4>>", 0),
     ("auto", F32, 1, A, 80, NormPacked(1, 1), "kk::norm_packed<float, kk::PackedConfig<1, 1>>", 0),
     ("auto", BF16, 1000, A, 90, NormTile(32, 4), "kk::norm_rows<__nv_bfloat16, kk::RowConfig<32, 4, 1, 1, 0, 0>>", 0),
-    ("auto", BF16, 8191, W, 90, NormTile(288, 4), "kk::norm_rows<__nv_bfloat16, kk::RowConfig<288, 4, 1, 2, 0, 0>>", 0),
+    ("auto", BF16, 8191, W, 90, NormTile(288, 4, phased=True),
+     "kk::norm_rows<__nv_bfloat16, kk::RowConfig<288, 4, 1, 2, 1, 2>>", 2 * 288 * 4 * 16),
+    ("auto", F16, 127, W, 90, NormTile(8, 3, phased=True), "kk::norm_rows<__half, kk::RowConfig<8, 3, 1, 2, 1, 2>>",
+     2 * 128 * 3 * 16),
+    ("auto", F32, 1025, W, 90, NormTile(96, 3), "kk::norm_rows<float, kk::RowConfig<96, 3, 1, 2, 0, 0>>", 0),
     ("auto", F32, 12288, WI, 90, NormTile(448, 7), "kk::norm_rows<float, kk::RowConfig<448, 7, 1, 3, 0, 0>>", 0),
     ("auto", F16, 32001, W, 90, NormTile(512, 4, 2, staged=True, handout=True),
      "kk::norm_rows<__half, kk::RowConfig<512, 4, 2, 2, 2, 1>>", 2 * (512 * 4 + 2) * 16),
+    # (phased, 1024 threads x 4 vectors would take 128 KB of slots: two CTAs an SM do not fit)
     ("auto", F16, 32001, W, 80, NormTile(1024, 4), "kk::norm_rows<__half, kk::RowConfig<1024, 4, 1, 2, 0, 0>>", 0),
     ("auto", F32, 65536, A, 90, NormTile(512, 8, 4, staged=True, handout=True),
      "kk::norm_rows<float, kk::RowConfig<512, 8, 4, 1, 2, 1>>", 2 * (512 * 8 + 2) * 16),
@@ -85,13 +90,40 @@ def test_warp_and_cta_row_rules():
     """warp_rows: up to 128 vectors a power-of-two slice of a warp; cta_row: 4 vectors a thread up to 512
     threads where clusters exist (1024 otherwise), then up to 32 values a thread (fp32 8 vectors, 16-bit 4)."""
     assert rule("warp_rows", F16, 1024) == NormTile(32, 4) and rule("warp_rows", F16, 1025) == Welford()
-    assert rule("warp_rows", F16, 1017, W) == NormTile(32, 4) and rule("warp_rows", F16, 1018, W) == Welford()
+    assert rule("warp_rows", F16, 1017, W) == NormTile(32, 4, phased=True)
+    assert rule("warp_rows", F16, 1018, W) == Welford()
     assert rule("cta_row", F32, 8192) == NormTile(512, 4)
     assert rule("cta_row", F32, 8196) == NormTile(416, 5)
     assert rule("cta_row", F32, 16384) == NormTile(512, 8) and rule("cta_row", F32, 16388) == Welford()
     assert rule("cta_row", F16, 16384) == NormTile(512, 4) and rule("cta_row", F16, 16392) == Welford()
     assert rule("cta_row", F16, 16392, sm=80) == NormTile(544, 4)
     assert rule("cta_row", F16, 32768, sm=80) == NormTile(1024, 4) and rule("cta_row", F16, 32776, sm=80) == Welford()
+
+
+def test_phased_rule_and_grid():
+    """16-bit rows at any alignment held by a warp slice or a CTA are phased (both window forms, sm_80 and
+    sm_90) where two CTAs an SM have room for the slots; aligned and fp32 rows are not. A phased launch takes
+    a CTA for every group of rows while the resident CTAs hold them at once, else the resident CTAs rounded
+    down to a row stride that is a multiple of the phases."""
+    for dtype in (F16, BF16):
+        for len_ in (127, 257, 1025, 4097, 8191, 16377):
+            for form in (W, WI):
+                for sm in (80, 90):
+                    got = rule("auto", dtype, len_, form, sm)
+                    assert isinstance(got, NormTile) and got.phased and got.cluster == 1, (dtype, len_, form, sm)
+                    assert 2 * (got.shared_bytes(True, True) + nr.STATIC_SHARED) <= nr.shared_per_block(sm)
+                    assert got.shared_bytes(True, False) == got.block * got.vecs * 16
+            assert not rule("auto", dtype, len_ + (8 - len_ % 8), A).phased
+    assert not rule("auto", F32, 1025, W).phased and not rule("auto", F32, 127, WI).phased
+    assert rule("auto", F16, 32761, W, 80) == NormTile(1024, 4)  # 128 KB of slots: read shifted
+    from kernelkit.ops.reduction.norm_configs import phased_grid
+    assert phased_grid(100, 16, 1320, 8) == 7  # one wave: a CTA for every 16 rows
+    assert phased_grid(1056832, 16, 1321, 8) == 1321  # 16 rows a CTA: every stride keeps the phase
+    assert phased_grid(263689, 4, 1321, 8) == 1320  # 4 rows a CTA: an even grid
+    assert phased_grid(131200, 1, 2111, 8) == 2104 and phased_grid(131200, 1, 2111, 4) == 2108
+    assert phased_grid(131200, 1, 5, 8) == 8  # at least one stride of whole phase cycles
+    with pytest.raises(ValueError, match="phased"):
+        NormTile(128, 4, staged=True, phased=True)
 
 
 def test_cluster_row_rule():

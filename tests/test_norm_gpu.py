@@ -183,7 +183,7 @@ def _lengths(cfg, dtype, aligned: bool) -> list[int]:
 
 def _persistent(cfg) -> bool:
     if isinstance(cfg, norm.NormTile):
-        return cfg.staged
+        return cfg.staged or cfg.phased
     return isinstance(cfg, (norm.BulkRing, norm.SmemRows))
 
 

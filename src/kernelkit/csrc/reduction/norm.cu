@@ -68,6 +68,12 @@ norm_welford(const T* __restrict__ in, T* __restrict__ out, const T* __restrict_
 //                   them from L2 at every row adds two streams as large as the row). Aligned rows copy each
 //                   thread's own chunks (no barrier); rows at any alignment copy the slice's chunks together
 //                   and read them shifted.
+//   kWeightsPhased  rows at any alignment in a fixed stride that keeps each group's row phase (the host makes the
+//                   stride a multiple of the phases, 16 / sizeof(T) rows): each thread reads its vectors of weight
+//                   and bias shifted to its phase once, keeps them in its own shared-memory slots and reads them
+//                   back at every row by one 16-byte load each, no shift (it shifts them again if its phase
+//                   changes, so any grid is correct). The shifted global reads cost the window forms ~35
+//                   instructions a vector and array, one L1 round trip after another, and 16 registers.
 // Rows (kRows): a group (or cluster) a row; persistent CTAs in a fixed stride; persistent clusters taking rows
 // handed out at run time (RowHandout: the SMs under a cluster differ in load, and a fixed stride runs at the
 // pace of the slowest). The loop bound is uniform per block and per cluster, so groups sharing a warp run the
@@ -77,8 +83,10 @@ __host__ __device__ constexpr int norm_min_blocks() {
   // 4 words a 16-byte vector; 16-bit values convert a pair at a time through temporaries, the shifted weight
   // and bias reads of the window forms hold two chunks each, and staged weight and bias take their
   // shared-memory addresses
-  return row_budget_blocks(C::kBlock, 4 * C::kVecs, (sizeof(T) == 2 ? 8 : 0) + (C::kForm >= kRowWindow ? 16 : 0) +
-                                                        (C::kWeights == kWeightsStaged ? 8 : 0));
+  // (phased weights: no shifted reads past the first row, the slots' addresses as staged)
+  constexpr bool kShifted = C::kForm >= kRowWindow && C::kWeights != kWeightsPhased;
+  return row_budget_blocks(C::kBlock, 4 * C::kVecs, (sizeof(T) == 2 ? 8 : 0) + (kShifted ? 16 : 0) +
+                                                        (C::kWeights != kWeightsGlobal ? 8 : 0));
 }
 
 template <typename T, typename C>
@@ -94,12 +102,15 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   constexpr bool kVec = kForm == kRowAligned;
   constexpr bool kWindow = kForm >= kRowWindow;
   constexpr bool kStaged = C::kWeights == kWeightsStaged;
+  constexpr bool kPhased = C::kWeights == kWeightsPhased;
   constexpr bool kPersistent = C::kRows != kRowsEach;
   constexpr bool kHandout = C::kRows == kRowsHandout;
   static_assert(kForm != kRowElems, "norm rows move as 16-byte vectors (aligned or window forms)");
   static_assert(!kStaged || (kPersistent && kGroup > 32), "weight and bias are staged by persistent CTA rows");
   static_assert(kCluster == 1 || kStaged, "cluster rows stage their slices of weight and bias");
   static_assert(!kHandout || kCluster > 1, "rows are handed out to clusters");
+  static_assert(!kPhased || (C::kRows == kRowsStride && kCluster == 1),
+                "phased weights: persistent groups in a fixed stride");
   constexpr int kStagedChunks = kSlice / N + 2;  // a slice's chunks, and one more each side (window phases)
   __shared__ float smem[96];  // group reductions: 32 floats (sums) or 96 (Welford triples)
   __shared__ float2 slots[2][kCluster];
@@ -131,6 +142,11 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   const i64 first = kGroup <= 32 ? (i64)blockIdx.x * kUnits : (i64)blockIdx.x / kCluster;
   const i64 stride = !kPersistent ? rows : kGroup <= 32 ? (i64)gridDim.x * kUnits : (i64)gridDim.x / kCluster;
   const int unit = kGroup <= 32 ? threadIdx.x / kGroup : 0;
+  // kPhased: this thread's slots (vector k of the weight at k * kBlock + threadIdx.x, the bias kVecs * kBlock
+  // further: conflict-free 16-byte loads) and the row phase they were shifted for (-1: none yet)
+  uint4* const wph = reinterpret_cast<uint4*>(staged) + threadIdx.x;
+  uint4* const bph = wph + kVecs * kBlock;
+  int phased_a = -1;
   Tile t;
   for (i64 r0 = first; r0 < rows;) {
     const i64 row = r0 + unit;
@@ -175,10 +191,28 @@ norm_rows(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
     }
     // weight and bias chunks and shift of this thread's vector 0 (the window forms)
     const int wq = wg.first(col), wb = wg.shift(col), bq = bg.first(col), bb = bg.shift(col);
+    if constexpr (kPhased) {
+      if (a != phased_a) {  // the first row (and any change of phase): shift once, into this thread's slots
+        const auto put = [](uint4* slot, const V& v) {
+          uint4 u;
+          memcpy(&u, &v, 16);
+          sts_volatile(slot, u);
+        };
+#pragma unroll 1
+        for (int k = 0; k < kVecs; ++k) {
+          if (weight) put(wph + k * kBlock, wg.at(wq + k * kGroup, wb));
+          if (bias) put(bph + k * kBlock, bg.at(bq + k * kGroup, bb));
+        }
+        phased_a = a;
+      }
+    }
 #pragma unroll
     for (int k = 0; k < kVecs; ++k) {
       V wv, bv;
-      if constexpr (kVec && kStaged) {
+      if constexpr (kPhased) {
+        wv = lds_volatile_if(weight != nullptr, reinterpret_cast<const V*>(wph + k * kBlock));
+        bv = lds_volatile_if(bias != nullptr, reinterpret_cast<const V*>(bph + k * kBlock));
+      } else if constexpr (kVec && kStaged) {
         wv = lds_volatile_if(weight != nullptr, reinterpret_cast<const V*>(wst + lane + k * kGroup + 1));
         bv = lds_volatile_if(bias != nullptr, reinterpret_cast<const V*>(bst + lane + k * kGroup + 1));
       } else if constexpr (kVec) {

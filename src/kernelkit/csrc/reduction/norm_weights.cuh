@@ -154,4 +154,14 @@ __device__ __forceinline__ V lds_volatile_if(bool ok, const V* p) {
 template <typename V>
 __device__ __forceinline__ V lds_volatile(const V* p) { return lds_volatile_if(true, p); }
 
+// RowConfig's kWeights for the norms' third way (reduce.cuh names the first two): kWeightsPhased, weight and
+// bias read shifted to a row phase once and kept, per thread, in shared memory (norm_rows, the window forms).
+enum : int { kWeightsPhased = 2 };
+
+// 16 bytes into shared memory at p (the phased slots: written by one thread, read back by it alone).
+__device__ __forceinline__ void sts_volatile(void* p, uint4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(shared_addr(p)), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w) : "memory");
+}
+
 }  // namespace kk

@@ -4,19 +4,22 @@ Each configuration is a frozen dataclass that knows its kernel (norm.cu), block,
 launch: ``Welford`` (a looping block a row), ``NormPacked`` (short rows: blocks of whole rows through
 shared memory), ``NormTile`` (the row in registers: warp-packed rows, a CTA or a cluster a row;
 ``staged``: persistent CTAs with their slice of weight and bias staged in shared memory; ``handout``:
-persistent clusters taking rows from a counter), ``BulkRing`` (row slices reaching shared memory by bulk
+persistent clusters taking rows from a counter; ``phased``: persistent groups keeping weight and bias shifted
+to their rows' phase), ``BulkRing`` (row slices reaching shared memory by bulk
 copies) and ``SmemRows`` (rows kept whole in shared memory). The rules that size one for a row, and the
 rungs they make, are in norm_rules.py.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Union
 
 import torch
 
 from ...ladder import Kernel
-from ...runtime import plain_launcher
+from ...runtime import allow_shared, plain_launcher
+from ...runtime.launch import resident_blocks
 from .._shared.cxx import CXX_TYPE, cxx_bool
 from ._rows import (ALIGNED, CLUSTER_SM, WIDE_CLUSTER, WINDOW, WINDOW_IN, PackedTile, RowTile, check_config, form_bits,
                     needs_sm90, per_vec, persistent_runner, row_runner, window_len)
@@ -85,10 +88,13 @@ class NormTile(RowTile):
     """norm_rows (C++: a ``kk::RowConfig``): the row held in registers (RowTile) at any alignment.
     ``staged``: persistent CTAs (only resident ones, looping over rows) copy their slice of weight and bias
     into shared memory once; cluster rows always do. ``handout``: persistent clusters take their rows from
-    a counter at run time (RowHandout); without it they go in a fixed stride."""
+    a counter at run time (RowHandout); without it they go in a fixed stride. ``phased`` (rows at any
+    alignment, one CTA or warp slice a row): persistent groups in a fixed stride that keeps each group's row
+    phase, each thread keeping its weight and bias vectors shifted to that phase in shared memory."""
 
     staged: bool = False
     handout: bool = False
+    phased: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -98,15 +104,22 @@ class NormTile(RowTile):
             raise ValueError(f"{self}: weight and bias are staged by CTA rows (threads > 32)")
         if self.handout and self.cluster == 1:
             raise ValueError(f"{self}: rows are handed out to clusters (cluster > 1)")
+        if self.phased and (self.staged or self.cluster > 1):
+            raise ValueError(f"{self}: phased weights are a CTA's or warp slice's own (no staging, no cluster)")
 
     @property
     def rows_mode(self) -> int:
         """RowConfig's kRows: a group a row (0), persistent in a fixed stride (1), handed out (2)."""
-        return 2 if self.handout else 1 if self.staged else 0
+        return 2 if self.handout else 1 if self.staged or self.phased else 0
+
+    @property
+    def weights_mode(self) -> int:
+        """RowConfig's kWeights: from global memory (0), staged slices (1), phased per-thread slots (2)."""
+        return 2 if self.phased else int(self.staged)
 
     def name(self, dtype: torch.dtype, form: int) -> str:
         return (f"kk::norm_rows<{CXX_TYPE[dtype]}, kk::RowConfig<{self.threads}, {self.vecs}, {self.cluster}, "
-                f"{int(form)}, {self.rows_mode}, {int(self.staged)}>>")
+                f"{int(form)}, {self.rows_mode}, {self.weights_mode}>>")
 
     def kernel(self, dtype: torch.dtype, form: int) -> Kernel:
         load, store = form_bits(dtype, form)
@@ -133,16 +146,44 @@ class NormTile(RowTile):
         return self.threads * self.vecs + 2
 
     def shared_bytes(self, weight: bool, bias: bool) -> int:
-        """The staged weight chunks, then the bias chunks (placed after the weight's room)."""
+        """The staged weight chunks, then the bias chunks (placed after the weight's room); phased: a 16-byte
+        slot a thread and vector of each (the bias after the weight's)."""
+        if self.phased:
+            return self.block * self.vecs * 16 * (2 if bias else 1)
         return self.staged_chunks() * 16 * (2 if bias else 1) if self.staged else 0
 
     def runner(self, kernel, shmem: int, dev: int, len_: int, dtype: torch.dtype):
+        if self.phased:
+            return phased_runner(kernel, self, shmem, dev, per_vec(dtype))
         if not self.staged:
             return row_runner(kernel, self, dev, tail=(0,))  # no row-handout counter
         if self.handout:
             return persistent_runner(kernel, self.block, self.cluster, shmem, dev, handout=True)
         go_persistent = persistent_runner(kernel, self.block, self.cluster, shmem, dev)
         return lambda rows, args: go_persistent(rows, args + (0,))
+
+
+def phased_grid(rows: int, units: int, resident: int, phases: int) -> int:
+    """CTAs of a phased launch: a CTA for every ``units`` rows where the resident CTAs take them at once, else
+    the resident CTAs rounded down so that their row stride (CTAs x ``units``) is a multiple of ``phases``
+    (elements a vector): every group then meets rows of one phase and shifts its weight and bias once."""
+    need = -(-rows // units)
+    if need <= resident:
+        return need
+    step = phases // math.gcd(phases, units)
+    return max(step, resident // step * step)
+
+
+def phased_runner(kernel, tile: NormTile, shmem: int, dev: int, phases: int):
+    """``go(rows, args)`` of a phased tile: persistent CTAs (phased_grid) looping over rows in a fixed stride."""
+    allow_shared(kernel, shmem, dev)
+    units = 1 if tile.threads > 32 else tile.block // tile.threads
+    resident = resident_blocks(kernel, tile.block, 1, dev, shmem)
+    run = plain_launcher(kernel, dev, "phased row kernel")
+
+    def go(rows: int, args: tuple) -> None:
+        run(phased_grid(rows, units, resident, phases), tile.block, shmem, args + (0,))  # no handout counter
+    return go
 
 
 def _check_bulk_rows(cfg, op: str, dtype: torch.dtype, len_: int, form: int, sm: int) -> None:

@@ -11,8 +11,8 @@ from typing import Callable, Optional
 
 import torch
 
-from ._rows import (ALIGNED, CLUSTER_SM, cdiv, cta_tile, packed_tile, packs, per_vec, warp_tile, wide_cluster_tile,
-                    window_len)
+from ._rows import (ALIGNED, CLUSTER_SM, WINDOW, cdiv, cta_tile, packed_tile, packs, per_vec, warp_tile,
+                    wide_cluster_tile, window_len)
 from .norm_configs import WELFORD, BulkRing, NormConfig, NormPacked, NormTile, SmemRows, config_order
 
 STATIC_SHARED = 1024  # a row kernel's own shared memory (reductions, slots, mbarriers) beside the dynamic
@@ -40,6 +40,26 @@ def _vectors(dtype: torch.dtype, len_: int, form: int) -> int:
 CTA_ROW = 512
 
 
+# 16-bit rows at any alignment (the window forms) held by one group (a warp slice or a CTA) go persistent with
+# their weight and bias shifted once a thread (NormTile.phased): the shifted reads at every row (a funnel shift
+# a word for 16-bit values) cost layer_norm 8-25% at 127-10007 elements; fp32 rows (word selects only) ran
+# rms_norm 6-9% slower phased (docs/design/row-reductions.md).
+PHASED = True
+
+
+def _phased(dtype: torch.dtype, form: int) -> bool:
+    return PHASED and form >= WINDOW and dtype.itemsize == 2
+
+
+def _tile(got: tuple, dtype: torch.dtype, form: int, smem: int) -> NormTile:
+    """A group's tile, phased (_phased) where two CTAs an SM keep room for their slots (1024 threads x 4
+    vectors take 128 KB)."""
+    tile = NormTile(*got, phased=_phased(dtype, form))
+    if tile.phased and 2 * (tile.shared_bytes(True, True) + STATIC_SHARED) > smem:
+        return NormTile(*got)
+    return tile
+
+
 def packed_rows(dtype: torch.dtype, len_: int, form: int, sm: int, smem: int) -> Optional[NormPacked]:
     """The shortest rows (their window at most _rows.PACKED_VECTORS vectors): blocks of whole rows through
     shared memory as 16-byte vectors of one stream."""
@@ -49,14 +69,14 @@ def packed_rows(dtype: torch.dtype, len_: int, form: int, sm: int, smem: int) ->
 def warp_rows(dtype: torch.dtype, len_: int, form: int, sm: int, smem: int) -> Optional[NormTile]:
     """Rows of up to 128 vectors: a power-of-two slice of a warp a row, several rows a warp, shuffles only."""
     got = warp_tile(_vectors(dtype, len_, form))
-    return None if got is None else NormTile(*got)
+    return None if got is None else _tile(got, dtype, form, smem)
 
 
 def cta_row(dtype: torch.dtype, len_: int, form: int, sm: int, smem: int) -> Optional[NormTile]:
     """A CTA a row in registers: 4 vectors a thread over up to CTA_ROW threads where clusters exist (1024
     otherwise), then up to 32 values a thread."""
     got = cta_tile(_vectors(dtype, len_, form), most_vecs(dtype), max_threads=CTA_ROW if sm >= CLUSTER_SM else 1024)
-    return None if got is None else NormTile(*got)
+    return None if got is None else _tile(got, dtype, form, smem)
 
 
 def _fits(tile: NormTile, smem: int) -> bool:

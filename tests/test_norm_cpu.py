@@ -2,6 +2,8 @@
 slices, CTA rows, clusters, staged, bulk rings, rows in shared memory) and ``auto``'s order, that every
 choice holds its row and fits the device, that ``configs`` lists what the rules choose, the register budget,
 the text round trip through the custom op and the errors of a configuration that cannot run an input."""
+import dataclasses
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -113,6 +115,9 @@ def test_phased_rule_and_grid():
                     assert isinstance(got, NormTile) and got.phased and got.cluster == 1, (dtype, len_, form, sm)
                     assert 2 * (got.shared_bytes(True, True) + nr.STATIC_SHARED) <= nr.shared_per_block(sm)
                     assert got.shared_bytes(True, False) == got.block * got.vecs * 16
+                    # rms_norm keeps the shifted reads (RMS_PHASED): the same tile, not phased
+                    plain = nr.config_for("auto", dtype, len_, form=form, sm=sm, rms=True)
+                    assert plain == dataclasses.replace(got, phased=False), (dtype, len_, form, sm)
             assert not rule("auto", dtype, len_ + (8 - len_ % 8), A).phased
     assert not rule("auto", F32, 1025, W).phased and not rule("auto", F32, 127, WI).phased
     assert rule("auto", F16, 32761, W, 80) == NormTile(1024, 4)  # 128 KB of slots: read shifted

@@ -66,7 +66,7 @@ def _plan(rung: str, text: Optional[str], dtype: torch.dtype, dev: int, len_: in
     op = "rms_norm" if rms else "layer_norm"
     sm = compute_capability(dev)
     if text is None:
-        cfg = config_for(rung, dtype, len_, form=form, sm=sm, smem=_shared_per_block(dev))
+        cfg = config_for(rung, dtype, len_, form=form, sm=sm, smem=_shared_per_block(dev), rms=rms)
     else:
         cfg = parse_config(text, CONFIG_CLASSES)
         cfg.check(op, dtype, len_, form, sm)

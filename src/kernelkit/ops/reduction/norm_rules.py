@@ -6,6 +6,7 @@ cluster_row that holds the row. The numbers behind the rules are in docs/design/
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Callable, Optional
 
@@ -45,6 +46,10 @@ CTA_ROW = 512
 # a word for 16-bit values) cost layer_norm 8-25% at 127-10007 elements; fp32 rows (word selects only) ran
 # rms_norm 6-9% slower phased (docs/design/row-reductions.md).
 PHASED = True
+# rms_norm (a weight, no bias) keeps the shifted reads: phased, the H100 sweep (`python benchmarks/sweep.py
+# --ops rms_norm`) ran its 16-bit rows of 127 at 68.6% of the copy against 77.5-80.5% and of 2053-10007 at
+# 90.1-93.3% against 95.9-100.5%, where layer_norm gained 5-10 points on the same rows.
+RMS_PHASED = False
 
 
 def _phased(dtype: torch.dtype, form: int) -> bool:
@@ -162,16 +167,19 @@ RUNG_RULES: dict[str, tuple[Rule, ...]] = {
 
 
 def config_for(rung: str, dtype: torch.dtype, len_: int, *, form: int, sm: int,
-               smem: Optional[int] = None) -> NormConfig:
+               smem: Optional[int] = None, rms: bool = False) -> NormConfig:
     """The configuration a rung launches for rows of ``len_`` elements of ``dtype`` in ``form`` (_rows.row_form)
     on a device of compute capability ``sm`` with ``smem`` bytes of shared memory a block (default: that of
-    shared_per_block): the first of the rung's holders that holds the row, else welford."""
+    shared_per_block): the first of the rung's holders that holds the row, else welford. ``rms``: for
+    rms_norm, which reads no bias and keeps the shifted reads (not phased: RMS_PHASED)."""
     if rung == "welford":
         return WELFORD
     smem = shared_per_block(sm) if smem is None else smem
     for rule in RUNG_RULES[rung]:
         cfg = rule(dtype, len_, int(form), sm, smem)
         if cfg is not None:
+            if rms and not RMS_PHASED and isinstance(cfg, NormTile) and cfg.phased:
+                cfg = dataclasses.replace(cfg, phased=False)
             return cfg
     return WELFORD
 
@@ -185,5 +193,6 @@ SAMPLE_LENS = (1, 3, 7, 31, 100, 257, 1000, 4096, 8191, 16385, 32001, 65536, 151
 def configs(dtype: torch.dtype, *, form: int, rung: str = "auto") -> tuple[NormConfig, ...]:
     """The configurations ``config_for`` chooses for rows of ``dtype`` in ``form`` on sm_80 and sm_90 at
     SAMPLE_LENS."""
-    found = {config_for(rung, dtype, len_, form=form, sm=sm) for len_ in SAMPLE_LENS for sm in (80, CLUSTER_SM)}
+    found = {config_for(rung, dtype, len_, form=form, sm=sm, rms=rms) for len_ in SAMPLE_LENS
+             for sm in (80, CLUSTER_SM) for rms in (False, True)}
     return tuple(sorted(found, key=config_order))

@@ -78,7 +78,7 @@ def test_explain_matches_the_fallback(stubbed):
                  (torch.empty(256 * 512 + 3, dtype=F16)[3:].view(256, 512), torch.empty(512, 256, dtype=F16))):
         reason = hop.tma_fallback_reason(a, b)
         said = explain("matmul", 256, 256, a.shape[1], a.dtype, offset=a.storage_offset())
-        assert reason and said[1] == f"tma_wgmma, ws, persistent, cluster: cannot run it: {reason}"
+        assert reason and said[1] == f"{', '.join(hop.RUNGS)}: cannot run it: {reason}"
 
 
 def test_cli_prints_the_dispatch(capsys):

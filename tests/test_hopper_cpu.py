@@ -142,7 +142,7 @@ def test_config_types_per_rung():
 
 def test_ladder_records():
     names = [v.name for v in kernelkit.ladder("matmul")]
-    assert names[-8:] == ["mma", "dmma", "tma_wgmma", "ws", "persistent", "cluster", "cute", "best"]
+    assert names[-9:] == ["mma", "dmma", "tma_wgmma", "ws", "persistent", "cluster", "tma_store", "cute", "best"]
     for rung in hop.RUNGS:
         v = kernelkit.get_op("matmul").variant(rung)
         assert v.dtypes == (torch.float16, BF16)
@@ -251,6 +251,20 @@ def test_cluster_sass_multicasts_b():
         assert "LDL" not in sass and "STL" not in sass and "C7508" not in log
     sass, _ = _sass_of("persistent", True, True, WgmmaTile(256, 3))
     assert "MULTICAST" not in sass and "UCGABAR" not in sass and "MEMBAR.ALL.GPU" not in sass
+
+
+def test_tma_store_sass_and_c_map():
+    """The tma_store kernel: C's boxes out by UTMASTG (BN / 64 of them a tile), the threads' 16-byte stores kept
+    for a C off the 16-byte grid, no spills; the host gives no tensor map for such a C."""
+    pytest.importorskip("cuda.core")
+    for tile in (WgmmaTile(256, 3), WgmmaTile(128, 5)):
+        sass, log = _sass_of("tma_store", True, False, tile)
+        assert sass.count("UTMASTG.3D") == tile.block_n // 64 and "STG.E.128" in sass
+        assert "LDL" not in sass and "STL" not in sass and "C7508" not in log
+    assert "UTMASTG" not in _sass_of("persistent", True, False, WgmmaTile(256, 3))[0]
+    base = torch.empty(64 * 136 + 1, dtype=BF16)
+    assert hop.c_tensor_map(base[1:].view(1, 64, 136), 64, 136, 1) is None  # 2 bytes off the grid
+    assert hop.c_tensor_map(base[:64 * 131].view(1, 64, 131), 64, 131, 1) is None  # rows 262 bytes apart
 
 
 def test_cluster_grid_and_b_box():

@@ -1,4 +1,4 @@
-"""The Hopper matmul rungs (tma_wgmma, ws, persistent, cluster) on an sm_90 GPU against float64: odd M and N (K a multiple of 8,
+"""The Hopper matmul rungs (tma_wgmma, ws, persistent, cluster, tma_store) on an sm_90 GPU against float64: odd M and N (K a multiple of 8,
 so that rows are whole 16-byte steps), the four operand layouts, 16-byte offset views, poisoned and
 misaligned outputs, both tile widths with rings that wrap many times, batches with a broadcast operand,
 linear's bias, and the shapes the TMA cannot read (run on mma, with the reason). Split K: the rule's and
@@ -6,7 +6,8 @@ configured slice counts on M = 1, 17, 129 with N off the tile and long odd K, th
 the bias, and the same bits on every run. Each call checks which kernel it launched (and its K slices),
 so a silent fallback cannot pass for the rung. The persistent rung (no K split) also on many tiles a
 block, every ring depth, K shorter than the ring and batches whose tiles a block walks across; the cluster
-rung the same, with odd rows of tiles (a pair's second tile past M)."""
+rung the same, with odd rows of tiles (a pair's second tile past M); tma_store with C written by the TMA and,
+off the 16-byte grid, by the threads."""
 import pytest
 import torch
 
@@ -20,7 +21,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(
     reason="sm_90a kernels: compute capability 9.0")]
 
 RUNGS = ("tma_wgmma", "ws")  # the one-tile-a-block rungs (K split, both tile widths)
-PERSISTENT = ("persistent", "cluster")  # blocks walking tiles (no K split)
+PERSISTENT = ("persistent", "cluster", "tma_store")  # blocks walking tiles (no K split)
 ALL_RUNGS = RUNGS + PERSISTENT
 DTYPES = (torch.float16, torch.bfloat16)
 CASES = [(r, d) for r in RUNGS for d in DTYPES]
@@ -250,3 +251,16 @@ def test_short_a_boxes(rung, dtype):
             rows8 = (-(-m // 8) if m <= 120 else 0) if not ta else 0
             assert (rec[0][6][9] >> 8) & 0xFF == rows8, (m, ta, rec[0][6][9])
             check_matmul(out, a, b, False, f"{rung} {dtype} M={m} ta={ta} {config}")
+
+
+def test_tma_store_takes_the_tma_where_c_allows():
+    """tma_store writes C by TMA stores (flags bit 2) where C's base and row stride are on the 16-byte grid,
+    else by the threads (bit clear); both checked against float64, with rows and columns past the box edges."""
+    dt = torch.bfloat16
+    for m, n, oc, tma in ((1000, 1032, 0, True), (1000, 1032, 1, False), (77, 136, 0, True), (300, 264, 3, False)):
+        a, b = operand((m, 264), dt), operand((264, n), dt, True)
+        out = poisoned((m, n), dt, oc)
+        with recording() as rec:
+            kernelkit.matmul(a, b, out=out, variant="tma_store")
+        assert "mm_tma_store<" in rec[0][7] and bool(rec[0][6][10] & 4) == tma, (m, n, oc)
+        check_matmul(out, a, b, False, f"tma_store {m}x{n} off={oc}")

@@ -118,6 +118,46 @@ __device__ __forceinline__ void tma_load_multicast(void* dst, const TensorMap* m
 #endif
 }
 
+// ---- TMA stores (the tma_store rung's epilogue): a staged box of C written to global memory by the TMA.
+
+// Make this thread's generic-proxy writes to shared memory visible to the TMA (async proxy) reading them.
+__device__ __forceinline__ void fence_async_shared() {
+#if KK_SM90A
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+// The box of `map` at (c0, c1, c2) from shared memory at src to global memory; parts outside the tensor are
+// not written. Tracked in this thread's bulk groups (store_commit, store_wait_read, store_wait_all).
+__device__ __forceinline__ void tma_store(const TensorMap* map, const void* src, int c0, int c1, int c2) {
+#if KK_SM90A
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(shared_addr(src)), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+#else
+  (void)map, (void)src, (void)c0, (void)c1, (void)c2;
+  __trap();
+#endif
+}
+__device__ __forceinline__ void store_commit() {
+#if KK_SM90A
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+#endif
+}
+// Until the committed stores have read their shared memory (it may be written again).
+__device__ __forceinline__ void store_wait_read() {
+#if KK_SM90A
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+#endif
+}
+// Until the committed stores are complete.
+__device__ __forceinline__ void store_wait_all() {
+#if KK_SM90A
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+#endif
+}
+
 // The shared-memory matrix descriptor of a 128-byte-swizzled tile starting at p: leading and stride
 // byte offsets (multiples of 16), layout 1 (128-byte swizzle) in bits 62-63, base offset 0 (p lies
 // in a 1024-byte-aligned atom at a whole line).

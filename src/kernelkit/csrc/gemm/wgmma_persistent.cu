@@ -24,6 +24,9 @@
 // B comes from L2 once a pair. A stage of a CTA is refilled (by either producer) only once the consumers
 // of both CTAs left it: every consumer warp arrives on the empty mbarrier of both (16 arrivals a phase).
 // An odd last row of tiles pairs a tile past M, whose CTA loads zeros and writes nothing.
+//
+// mm_tma_store is mm_persistent with TMA stores in the plain epilogue (stage_boxes, then one thread's UTMASTG):
+// on an H100 a tie with mm_persistent (docs/design/hopper-gemm.md).
 #include "wgmma_tile.cuh"
 
 namespace kk {
@@ -63,10 +66,13 @@ __device__ __forceinline__ void release(unsigned long long* empty) {
 // one (grid y and z are 1), and ws and tickets, unused (no split of K). Grid: at most one block an SM,
 // block b walking tiles b, b + gridDim.x, ... of the batch's tiles in order (mm_cluster: cluster c
 // walking pairs c, c + gridDim.x / 2, ...). K >= 1.
-template <typename T, int BN, int STAGES, bool kAK, bool kBK, int EPI, int CLUSTER>
-__device__ __forceinline__ void persistent_body(const hop::TensorMap& ta, const hop::TensorMap& tb, T* C,
-                                                const T* bias, i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags,
-                                                const T* res, i64 ldr) {
+// kStore (mm_tma_store): the plain epilogue stages C as the boxes of tc (stage_boxes) and one thread writes
+// them with TMA stores, which run on while the consumers start the next tile; where flags bit 2 is clear (C
+// not on the 16-byte grid the TMA needs: no tc) it writes as mm_persistent.
+template <typename T, int BN, int STAGES, bool kAK, bool kBK, int EPI, int CLUSTER, bool kStore = false>
+__device__ __forceinline__ void persistent_body(const hop::TensorMap& ta, const hop::TensorMap& tb,
+                                                const hop::TensorMap& tc, T* C, const T* bias, i64 M, i64 N, i64 K,
+                                                i64 ldc, i64 bsc, i64 flags, const T* res, i64 ldr) {
   using S = hop::Stage<T, BN, kAK, kBK>;
   extern __shared__ unsigned char dyn[];
   __shared__ unsigned long long full[STAGES], empty[STAGES];
@@ -125,11 +131,21 @@ __device__ __forceinline__ void persistent_body(const hop::TensorMap& ta, const 
       hop::wg_wait<0>();
       hop::pin(d);
       release<CLUSTER>(&empty[(q - 1) % STAGES]);
+      if (kStore && ct == 0) hop::store_wait_read();  // the last tile's TMA stores have read `staged`
       hop::named_sync(1, 256);  // the last tile's copy-out has read `staged` and bias_s
       hop::load_bias<BN>(bias_s, bias, n0, Ni, ct, 256);
       hop::named_sync(1, 256);
       T* Cz = C + z * bsc;
-      if constexpr (EPI == mm::kPlain) {  // the whole tile staged in T at once, as mm_ws's
+      if (kStore && EPI == mm::kPlain && (flags & 4)) {  // boxes of C out by the TMA (one thread issues them)
+        hop::stage_boxes<T, BN>(d, staged, bias_s, wg, ct);
+        hop::fence_async_shared();
+        hop::named_sync(1, 256);
+        if (ct == 0) {
+#pragma unroll
+          for (int b = 0; b < BN / 64; ++b) hop::tma_store(&tc, staged + b * 16384, n0 + 64 * b, m0, z);
+          hop::store_commit();
+        }
+      } else if constexpr (EPI == mm::kPlain) {  // the whole tile staged in T at once, as mm_ws's
         hop::epilogue<T, BN, EPI>(d, staged, Cz, ldc, bias_s, res, ldr, m0, n0, Mi, Ni, wg, ct,
                                   [] { hop::named_sync(1, 256); });
       } else {  // act(acc + bias) (+ residual) in fp32 on the way out, one warpgroup's rows at a time
@@ -144,6 +160,7 @@ __device__ __forceinline__ void persistent_body(const hop::TensorMap& ta, const 
       }
     }
   }
+  if (kStore && tid == 128) hop::store_wait_all();  // the shared memory stays until the last stores read it
   if constexpr (CLUSTER > 1) hop::cluster_sync();  // the peer's last arrivals on this CTA's barriers are in
 }
 
@@ -153,7 +170,7 @@ mm_persistent(const __grid_constant__ hop::TensorMap ta, const __grid_constant__
               const T* bias, i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags, const T* res, i64 ldr, float* ws,
               unsigned* tickets) {
   (void)ws, (void)tickets;
-  persistent_body<T, BN, STAGES, kAK, kBK, EPI, 1>(ta, tb, C, bias, M, N, K, ldc, bsc, flags, res, ldr);
+  persistent_body<T, BN, STAGES, kAK, kBK, EPI, 1>(ta, tb, ta, C, bias, M, N, K, ldc, bsc, flags, res, ldr);
 }
 
 // Launched in clusters of two (grid: an even number of CTAs, at most the clusters that fit at once).
@@ -162,7 +179,18 @@ __global__ void __launch_bounds__(384, 1)
 mm_cluster(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::TensorMap tb, T* C, const T* bias,
            i64 M, i64 N, i64 K, i64 ldc, i64 bsc, i64 flags, const T* res, i64 ldr, float* ws, unsigned* tickets) {
   (void)ws, (void)tickets;
-  persistent_body<T, BN, STAGES, kAK, kBK, EPI, 2>(ta, tb, C, bias, M, N, K, ldc, bsc, flags, res, ldr);
+  persistent_body<T, BN, STAGES, kAK, kBK, EPI, 2>(ta, tb, ta, C, bias, M, N, K, ldc, bsc, flags, res, ldr);
+}
+
+// mm_persistent with TMA stores in the plain epilogue: tc, C's tensor map (boxes of 64 columns x 128 rows,
+// 128-byte swizzle; flags bit 2 says it is valid).
+template <typename T, int BN, int STAGES, bool kAK, bool kBK, int EPI = 0>
+__global__ void __launch_bounds__(384, 1)
+mm_tma_store(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::TensorMap tb,
+             const __grid_constant__ hop::TensorMap tc, T* C, const T* bias, i64 M, i64 N, i64 K, i64 ldc, i64 bsc,
+             i64 flags, const T* res, i64 ldr, float* ws, unsigned* tickets) {
+  (void)ws, (void)tickets;
+  persistent_body<T, BN, STAGES, kAK, kBK, EPI, 1, true>(ta, tb, tc, C, bias, M, N, K, ldc, bsc, flags, res, ldr);
 }
 
 }  // namespace kk

@@ -91,6 +91,25 @@ __device__ __forceinline__ void stage_out(const float (&d)[BN / 2], S* t, const 
   stage_acc<BN>(d, t, bs, wg, ct, [](float acc, float b) { return acc + b; });
 }
 
+// The plain epilogue of the tma_store rung: warpgroup wg's accumulators plus the bias, rounded to T, into
+// BN / 64 boxes of 128 rows x 64 columns (16 KB each, 1024-aligned at t), each the 128-byte swizzle the C
+// tensor map's TMA store reads: row r's 16-byte chunk c at chunk c ^ (r % 8). A lane's pair (row g of 8,
+// columns 2q, 2q + 1 of chunk j) then lands in chunk j ^ g: the 8 rows of a store in distinct chunks, no
+// bank conflict (the padded staging's pitch, BN + 8, is what does that for copy_staged).
+template <typename T, int BN>
+__device__ __forceinline__ void stage_boxes(const float (&d)[BN / 2], unsigned char* t, const float* bs, int wg, int ct) {
+  const int w = (ct % 128) / 32, l = ct % 32, g = l / 4, q = l % 4;
+  const int r = wg * 64 + w * 16 + g;  // and r + 8: the same r % 8
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int c = 8 * j + 2 * q;
+    const float2 b = *reinterpret_cast<const float2*>(bs + c);
+    unsigned char* box = t + (j / 8) * 16384 + (((j % 8) ^ g) << 4) + 4 * q;
+    put_pair(reinterpret_cast<T*>(box + r * 128), d[4 * j] + b.x, d[4 * j + 1] + b.y);
+    put_pair(reinterpret_cast<T*>(box + (r + 8) * 128), d[4 * j + 2] + b.x, d[4 * j + 3] + b.y);
+  }
+}
+
 // The fused epilogues: the staged fp32 tile (plus bias) through the activation, plus the residual
 // (row stride ldr; null: none), rounded once to T and written as copy_staged writes. GELU's erf form
 // without a residual takes gelu_erf_16bit (5.9e-5 relative error, a tenth of fp16's half ulp, in 12

@@ -1,5 +1,5 @@
 """The Hopper rungs of the matmul ladder (sm_90a): ``tma_wgmma`` and ``ws`` (csrc/gemm/wgmma.cu), and
-``persistent`` and ``cluster`` (csrc/gemm/wgmma_persistent.cu).
+``persistent``, ``cluster`` and ``tma_store`` (csrc/gemm/wgmma_persistent.cu).
 
 Both load the operand tiles with the TMA through tensor maps built here from the operands' strides
 (passed by value, 128 bytes each, as the kernels' ``__grid_constant__`` parameters) and multiply them
@@ -15,8 +15,8 @@ where the 128 x 256 tiles still give every SM one, else 128; as many K stages of
 memory a block may take holds (at most 8); where the tiles leave SMs idle, K split into slices that
 fill them (``split_for``; the blocks of a tile meet in a workspace, csrc/gemm/splitk.cuh).
 ``persistent``: the same tile widths, min(tiles, SMs) blocks, no K split; ``cluster``: the same in clusters
-of two CTAs sharing B by TMA multicast, as many as fit at once. ``WgmmaTile`` is the ``config=`` surface of
-these rungs.
+of two CTAs sharing B by TMA multicast, as many as fit at once; ``tma_store``: persistent with C written by TMA
+stores. ``WgmmaTile`` is the ``config=`` surface of these rungs.
 """
 from __future__ import annotations
 
@@ -37,11 +37,11 @@ from ._problem import Side, as3, side_a, side_b
 from ._replay import TmaReplay, launch_handle, offer, replays_possible
 
 SRC = {"tma_wgmma": "gemm/wgmma.cu", "ws": "gemm/wgmma.cu", "persistent": "gemm/wgmma_persistent.cu",
-       "cluster": "gemm/wgmma_persistent.cu"}
+       "cluster": "gemm/wgmma_persistent.cu", "tma_store": "gemm/wgmma_persistent.cu"}
 F16, BF16 = torch.float16, torch.bfloat16
 DTYPES = (F16, BF16)
-RUNGS = ("tma_wgmma", "ws", "persistent", "cluster")
-PERSISTENT = ("persistent", "cluster")  # the rungs whose blocks walk tiles (no K split, C staged past the ring)
+RUNGS = ("tma_wgmma", "ws", "persistent", "cluster", "tma_store")
+PERSISTENT = ("persistent", "cluster", "tma_store")  # the rungs whose blocks walk tiles (no K split, C staged past the ring)
 CLUSTER = {"cluster": 2}  # CTAs a cluster (1 where absent)
 CXX = {F16: "__half", BF16: "__nv_bfloat16"}
 BM, BK = 128, 64  # rows of C a block (two warpgroups of m64); K elements a stage (one 128-byte swizzle line)
@@ -54,7 +54,7 @@ GRID_Z = 65535
 MAX_SPLIT = 64  # K slices of a tile at most (the last block reads them all)
 MIN_SLICE_KTILES = 4  # K tiles a slice keeps at least: the pipeline's fill and drain stay a small part
 TAIL_KTILES = 16  # a slice's full (BM-row) partial costs the tile's finish about this many K tiles' time
-THREADS = {"tma_wgmma": 256, "ws": 384, "persistent": 384, "cluster": 384}
+THREADS = {"tma_wgmma": 256, "ws": 384, "persistent": 384, "cluster": 384, "tma_store": 384}
 
 TECHNIQUE = {
     "tma_wgmma": "TMA tile loads (tensor maps from the operands' strides, 128-byte swizzle) completing on "
@@ -70,6 +70,9 @@ TECHNIQUE = {
     "cluster": "persistent in clusters of two CTAs taking tiles in pairs (128 rows apart, the same columns): "
                "each CTA loads its A and half of the B tile, which the TMA multicasts into both, so B is read "
                "from L2 once a pair; a stage is refilled once the consumers of both CTAs left it",
+    "tma_store": "persistent with TMA stores in the epilogue: C staged as 128-byte-swizzled boxes of 128 x 64 "
+                 "and written by the TMA while the consumers start the next tile (C off the 16-byte grid: "
+                 "16-byte stores, as persistent)",
 }
 
 
@@ -178,6 +181,22 @@ def cluster_grid(pairs: int, resident: int) -> int:
     """CTAs of the cluster rung: two a pair of tiles, at most the clusters of two that fit at once
     (``resident`` CTAs: a cluster's CTAs share a GPC, so an odd SM of a GPC stays out), at least one pair."""
     return 2 * max(1, min(pairs, resident // 2))
+
+
+C_BOX = (64, BM)  # the tma_store rung's boxes of C: 64 columns (128 bytes, the swizzle's span) x 128 rows
+
+
+def c_tensor_map(out3: torch.Tensor, m: int, n: int, batch: int) -> Optional[bytes]:
+    """The tma_store rung's tensor map of C (batch, m, n): dims (n, m, batch) with C_BOX boxes and the 128-byte
+    swizzle, or None where the TMA cannot write it (a base or a row stride off the 16-byte grid)."""
+    es = out3.element_size()
+    ldc = out3.stride(1) if m > 1 else n
+    bsc = out3.stride(0) if batch > 1 else m * ldc
+    try:
+        return encode_tiled(out3.dtype, out3.data_ptr(), (n, m, batch), (ldc * es, bsc * es), (*C_BOX, 1),
+                            swizzle=128)
+    except TensorMapError:
+        return None
 
 
 def b_box_rows(rung: str, block_n: int) -> int:
@@ -350,6 +369,8 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
         tiles = cdiv(m, BM) * cdiv(n, tile.block_n)
         if rung == "persistent":  # one block an SM; the batch travels in flags (grid z = 1)
             grid = (persistent_grid(tiles * batch, sm_count(dev)), 1, 1)
+        elif rung == "tma_store":
+            grid = (persistent_grid(tiles * batch, sm_count(dev)), 1, 1)
         elif rung == "cluster":  # as many pairs as fit at once, each walking pairs of tiles
             pairs = cdiv(m, 2 * BM) * cdiv(n, tile.block_n) * batch
             grid = (cluster_grid(pairs, resident_blocks(kern, rec.block, 2, dev, tile.shmem_for(rung))), 1, 1)
@@ -368,14 +389,19 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
     flags = int(sa.bstride != 0) | int(sb.bstride != 0) << 1 | (a_rows // 8 if a_rows < BM else 0) << 8
     if rung in PERSISTENT:
         flags |= (batch - 1) << 16
+    maps = (ta, tb)
+    if rung == "tma_store":
+        tc = c_tensor_map(out3, m, n, batch)
+        flags |= 4 if tc is not None else 0
+        maps = (ta, tb, tc if tc is not None else ta)  # bit 2 clear: the kernel stores C itself
     ws = tickets = 0
     if tile.split > 1:
         tiles = grid[0] * grid[2]
         ws, tickets = split_workspace(dev, tiles * tile.split * BM * tile.block_n, tiles)
-    launch(kern, grid, rec.block, ta, tb, out3.data_ptr(), 0 if bias is None else bias.data_ptr(), m, n, k, ldc,
+    launch(kern, grid, rec.block, *maps, out3.data_ptr(), 0 if bias is None else bias.data_ptr(), m, n, k, ldc,
            bsc, flags, 0 if residual is None else residual.data_ptr(), ldr, ws, tickets, shmem=shmem,
            cluster=CLUSTER.get(rung, 1), name=rec.name, device_index=dev)
-    if batch == 1 and residual is None and out3.is_cuda and rung not in CLUSTER and replays_possible():
+    if batch == 1 and residual is None and out3.is_cuda and len(maps) == 2 and rung not in CLUSTER and replays_possible():
         split = (grid[0] * tile.split * BM * tile.block_n, grid[0]) if tile.split > 1 else None
         offer(TmaReplay(launch_handle(kern), grid, rec.block, shmem, dev, sa.t.dtype,
                         tensor_map_fields(sa, m, k, batch, a_rows), tensor_map_fields(sb, n, k, batch, tile.block_n),

@@ -31,3 +31,22 @@ def assert_close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, what:
             f"{relative_error(out, ref):.3g}); first at {idx}: out={[float(o[i]) for i in idx]} "
             f"ref={[float(r[i]) for i in idx]}"
         )
+
+
+GUARD = 16  # NaN elements either side of a guarded output
+
+
+def guarded_out(shape, dtype: torch.dtype, offset: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(buffer, view): a NaN buffer with GUARD elements either side of an ``offset``-element view of ``shape``."""
+    n = 1
+    for s in shape:
+        n *= s
+    buf = torch.full((n + offset + 2 * GUARD,), float("nan"), device="cuda", dtype=dtype)
+    return buf, buf[GUARD + offset:GUARD + offset + n].view(shape)
+
+
+def check_guarded(buf: torch.Tensor, out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, what: str) -> None:
+    """out within tolerance of ref, and nothing of buf outside out written (guarded_out's NaNs intact)."""
+    assert_close(out, ref, dtype, what)
+    start = out.storage_offset() - buf.storage_offset()
+    assert torch.isnan(buf[:start]).all() and torch.isnan(buf[start + out.numel():]).all(), f"{what}: wrote outside out"

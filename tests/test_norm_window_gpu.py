@@ -7,7 +7,8 @@ import torch
 import kernelkit
 from kernelkit import reference
 from gpu_helpers import assert_close, random_input
-from test_softmax_window_gpu import check, guarded_out, rows_for
+from gpu_helpers import check_guarded as check, guarded_out
+from test_softmax_window_gpu import rows_for
 
 pytestmark = pytest.mark.gpu
 

@@ -12,12 +12,11 @@ import kernelkit
 from kernelkit import reference
 from kernelkit.ops.reduction import softmax as sm
 from kernelkit.ops.reduction._rows import WIDE_CLUSTER, cdiv, handout_counters, per_vec, row_form, window_len
-from gpu_helpers import assert_close, random_input
+from gpu_helpers import assert_close, check_guarded as check, guarded_out, random_input
 
 pytestmark = pytest.mark.gpu
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-GUARD = 16
 
 
 @pytest.fixture(autouse=True)
@@ -34,18 +33,6 @@ def tile(dtype, len_, form, cluster, prefetch):
     if threads > 1024:
         return None
     return sm.SoftmaxTile(threads, cdiv(cdiv(vectors, cluster), threads), cluster, handout=True, prefetch=prefetch)
-
-
-def guarded(shape, dtype, offset):
-    n = shape[0] * shape[1]
-    buf = torch.full((n + offset + 2 * GUARD,), float("nan"), device="cuda", dtype=dtype)
-    return buf, buf[GUARD + offset:GUARD + offset + n].view(shape)
-
-
-def check(buf, out, ref, dtype, what):
-    assert_close(out, ref, dtype, what)
-    start = out.storage_offset() - buf.storage_offset()
-    assert torch.isnan(buf[:start]).all() and torch.isnan(buf[start + out.numel():]).all(), f"{what}: wrote outside out"
 
 
 def counter_is_zero():
@@ -85,7 +72,7 @@ def test_random_and_prime_lengths_every_cluster(dtype):
         if dt != dtype:
             continue
         x = random_input(rows * len_, dtype, xo).view(rows, len_)
-        buf, out = guarded(x.shape, dtype, oo)
+        buf, out = guarded_out(x.shape, dtype, oo)
         assert row_form(len_, dtype, x.data_ptr(), out.data_ptr()) == form
         kernelkit.softmax(x, -1, out=out, config=cfg)
         check(buf, out, reference.softmax(x, -1), dtype, f"{cfg} len={len_} x+{xo} out+{oo}")
@@ -98,7 +85,7 @@ def test_fewer_rows_than_clusters_and_one_row(dtype):
         len_ = 50257
         x = random_input(rows * len_, dtype, 1).view(rows, len_)
         cfg = tile(dtype, len_, row_form(len_, dtype, 2, 2), 4, True)
-        buf, out = guarded(x.shape, dtype, 1)
+        buf, out = guarded_out(x.shape, dtype, 1)
         kernelkit.softmax(x, -1, out=out, config=cfg)
         check(buf, out, reference.softmax(x, -1), dtype, f"{cfg} rows={rows}")
         assert counter_is_zero()

@@ -6,28 +6,12 @@ import torch
 
 import kernelkit
 from kernelkit import reference
-from gpu_helpers import assert_close, random_input
+from gpu_helpers import assert_close, check_guarded as check, guarded_out, random_input
 
 pytestmark = pytest.mark.gpu
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 LENS = (1, 2, 3, 7, 13, 31, 100, 257, 1021, 2053, 4099, 8191, 16411, 32001, 50257, 65537, 151937, 300001)
-GUARD = 16
-
-
-def guarded_out(shape, dtype, offset):
-    """A NaN buffer with GUARD elements either side of an ``offset``-element view of ``shape``."""
-    n = 1
-    for s in shape:
-        n *= s
-    buf = torch.full((n + offset + 2 * GUARD,), float("nan"), device="cuda", dtype=dtype)
-    return buf, buf[GUARD + offset:GUARD + offset + n].view(shape)
-
-
-def check(buf, out, ref, dtype, what):
-    assert_close(out, ref, dtype, what)
-    start = out.storage_offset() - buf.storage_offset()
-    assert torch.isnan(buf[:start]).all() and torch.isnan(buf[start + out.numel():]).all(), f"{what}: wrote outside out"
 
 
 def rows_for(len_):

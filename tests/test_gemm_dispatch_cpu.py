@@ -61,6 +61,16 @@ def test_explain_matches_the_launch(stubbed, m, n, k, kmajor):
         assert grid == (min(132, hop.cdiv(m, hop.BM) * hop.cdiv(n, pt.block_n)), 1, 1)
 
 
+def test_explain_names_the_cluster_and_tma_store_plans():
+    """The cluster rung's pairs of tiles along M, and whether tma_store can write a fresh C by the TMA (rows of
+    N 16-bit elements start on 16 bytes where N is a multiple of 8)."""
+    said = explain("matmul", 1000, 1024, 1024, BF16)
+    assert said[3].startswith("cluster: the same tiles in pairs along M (") and "(32 pairs)" in said[3]
+    assert said[4] == "tma_store: as persistent, C written by TMA stores"
+    said = explain("matmul", 1000, 1001, 1024, BF16, b_kmajor=True)
+    assert said[4].endswith("(not a fresh output of N = 1001: threads' stores)")
+
+
 def test_explain_fused_linear_keeps_tma_wgmma(stubbed):
     """linear with a fused epilogue: best keeps tma_wgmma where a plain call takes the persistent rung."""
     mm, launched = stubbed

@@ -96,12 +96,18 @@ def explain(op: str, m: int, n: int, k: int, dtype: torch.dtype, *, batch: int =
     plural = "s" if tiles != 1 else ""
     pt = hop.persistent_tile(m, n, batch, dev.sms, dev.shared)
     ptiles = hop.cdiv(m, hop.BM) * hop.cdiv(n, pt.block_n) * batch
+    pairs = hop.cdiv(m, 2 * hop.BM) * hop.cdiv(n, pt.block_n) * batch
     best = hop.best_rung(m, n, k, batch, dev.sms, dev.shared, a_rows, int(fused))
     return lines + [f"tma_wgmma, ws: run it with {tile}: {tiles} tile{plural} of {hop.BM} x {tile.block_n}"
                     f"{split}, {tile.stages} K stages of {hop.BK} in {tile.shmem} bytes of shared memory"
                     f"{f', A in boxes of {a_rows} rows' if a_rows < hop.BM else ''}",
                     f"persistent: run it with {pt}: {ptiles} tile{'s' if ptiles != 1 else ''} of {hop.BM} x "
                     f"{pt.block_n} walked by {hop.persistent_grid(ptiles, dev.sms)} blocks, {pt.stages} K stages",
+                    f"cluster: the same tiles in pairs along M ({pairs} pair{'s' if pairs != 1 else ''}) walked by "
+                    f"clusters of two CTAs, as many as fit at once, each pair's B tile multicast by the TMA",
+                    "tma_store: as persistent, C written by TMA stores" + (
+                        "" if n * a.element_size() % 16 == 0 else
+                        f" where its rows start on 16 bytes (not a fresh output of N = {n}: threads' stores)"),
                     f"best: {best}" + ((" (fused epilogue)" if fused else " (K split)") if best == "tma_wgmma" else "")]
 
 

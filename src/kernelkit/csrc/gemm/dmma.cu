@@ -89,21 +89,9 @@ mm_dmma_pipe(const double* A, const double* B, double* C, const double* bias, i6
     la.init(A + z * p.bsa, p.lda, m0, p.M);
     lb.init(B + z * p.bsb, p.ldb, n0, p.N);
     double acc[MT][NT][4];
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0;
+    mma::zero(acc);
 
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < ktiles) {
-        la.load(smem + s * STAGE, s * KE, p.K, astep);
-        lb.load(smem + s * STAGE + TA::ELEMS, s * KE, p.K, bstep);
-      }
-      mma::commit();
-    }
+    pipe::load_prologue<STAGES>(la, lb, smem, ktiles, p.K, astep, bstep);
     // Fragments double-buffered across stages: stage kt + 1's are loaded before stage kt's DMMAs are
     // issued, so that no DMMA waits on a shared load, and the copies of a stage and its barrier come while
     // the DMMA pipe still works on the previous stage's.

@@ -111,6 +111,52 @@ __device__ __forceinline__ void init_ring(const TensorMap* ta, const TensorMap* 
   mbar_init_fence();
 }
 
+// The ring of the one-tile-a-block rungs (wgmma.cu, wgmma_fp8.cu): K tile kt lies in slot kt % STAGES,
+// whose "full" mbarrier completes phase (kt / STAGES) & 1 when it lands. load(slot, kt): one thread's
+// copies of K tile kt into a slot.
+
+// One thread: the first STAGES K tiles (all of them where there are fewer).
+template <int STAGES, typename Load>
+__device__ __forceinline__ void ring_fill(int ktiles, Load load) {
+  for (int s = 0; s < STAGES && s < ktiles; ++s) load(s, s);
+}
+
+// The producer's thread with warp specialization: every K tile in turn, each once the consumers have
+// handed back (arrived on "empty") the K tile STAGES before it in the same slot.
+template <int STAGES, typename Load>
+__device__ __forceinline__ void ring_produce(int ktiles, unsigned long long* empty, Load load) {
+  for (int kt = 0; kt < ktiles; ++kt) {
+    const int slot = kt % STAGES;
+    if (kt >= STAGES) mbar_wait(&empty[slot], (kt / STAGES - 1) & 1);  // K tile kt - STAGES consumed
+    load(slot, kt);
+  }
+}
+
+// A consuming warpgroup's K loop: K tile kt's MMAs (mma(slot)) are issued once it has landed, then
+// waited for until at most INFLIGHT groups remain, and done(kt) hands back the stage those waited for
+// freed: with one group in flight across K tiles, that of kt - 1; with none, kt's own.
+template <int STAGES, int INFLIGHT = 1, typename Mma, typename Done>
+__device__ __forceinline__ void ring_consume(int ktiles, unsigned long long* full, Mma mma, Done done) {
+  for (int kt = 0; kt < ktiles; ++kt) {
+    const int slot = kt % STAGES;
+    mbar_wait(&full[slot], (kt / STAGES) & 1);
+    wg_fence();
+    mma(slot);
+    wg_commit();
+    wg_wait<INFLIGHT>();
+    done(kt);
+  }
+}
+
+// done(kt) without warp specialization: once both warpgroups are past K tile kt's wait (a block
+// barrier), thread 0 refills the stage of kt - 1 with K tile kt - 1 + STAGES.
+template <int STAGES, typename Load>
+__device__ __forceinline__ void ring_refill(int kt, int ktiles, int tid, Load load) {
+  __syncthreads();  // the other warpgroup's MMAs of kt - 1 are done too: that stage may be refilled
+  const int next = kt - 1 + STAGES;
+  if (tid == 0 && kt >= 1 && next < ktiles) load((kt - 1) % STAGES, next);
+}
+
 // Two adjacent elements of a staged C tile (16-bit or fp32) in one store.
 template <typename S>
 __device__ __forceinline__ void put_pair(S* p, float a, float b) {

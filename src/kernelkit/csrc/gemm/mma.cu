@@ -34,7 +34,7 @@ mm_mma(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* C, co
   constexpr bool kSA = kAK || !k16, kSB = kBK || !k16;  // stored k-major
   using TA = mma::StageTile<T, BM, THREADS, kSA>;
   using TB = mma::StageTile<T, BN, THREADS, kSB>;
-  constexpr int KE = TA::KE, V = TA::V, STAGE = TA::ELEMS + TB::ELEMS;
+  constexpr int KE = TA::KE, STAGE = TA::ELEMS + TB::ELEMS;
   extern __shared__ __align__(128) unsigned char dyn[];
   T* smem = reinterpret_cast<T*>(dyn);
   const mm::Problem p = mm::make_problem(M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags);
@@ -55,12 +55,7 @@ mm_mma(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* C, co
     const T* a = A + z * p.bsa;
     const T* b = B + z * p.bsb;
     Acc acc[MT][NT][4];
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0;
+    mma::zero(acc);
 
     auto load_stage = [&](int slot, int kt) {
       T* s = smem + slot * STAGE;
@@ -84,25 +79,11 @@ mm_mma(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* C, co
         unsigned fa[MT][4], fb[NT][2];
         const int j = lane >> 3, i = lane & 7;
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          const int r = wm0 + mt * 16;
-          if constexpr (kSA) {
-            mma::ldsm_x4(fa[mt], TA::chunk(sa, r + (lane & 15), ks * 2 + (lane >> 4)));
-          } else {
-            mma::ldsm_x4_trans(fa[mt], TA::chunk(sa, ks * 16 + i + (j >> 1) * 8, r / V + (j & 1)));
-          }
-          if constexpr (Tr::kTf32) mma::round_tf32(fa[mt]);
-        }
+        for (int mt = 0; mt < MT; ++mt) mma::ldsm_a<Tr, TA, kSA>(fa[mt], sa, wm0 + mt * 16, ks, lane, i, j);
 #pragma unroll
         for (int np = 0; np < NT / 2; ++np) {
-          const int r = wn0 + np * 16;
           unsigned x[4];
-          if constexpr (kSB) {
-            mma::ldsm_x4(x, TB::chunk(sb, r + i + (j >> 1) * 8, ks * 2 + (j & 1)));
-          } else {
-            mma::ldsm_x4_trans(x, TB::chunk(sb, ks * 16 + i + (j & 1) * 8, r / V + (j >> 1)));
-          }
-          if constexpr (Tr::kTf32) mma::round_tf32(x);
+          mma::ldsm_b<Tr, TB, kSB>(x, sb, wn0 + np * 16, ks, i, j);
           fb[2 * np][0] = x[0];
           fb[2 * np][1] = x[1];
           fb[2 * np + 1][0] = x[2];

@@ -118,6 +118,42 @@ __device__ __forceinline__ void round_tf32(unsigned (&x)[N]) {
   for (int i = 0; i < N; ++i) x[i] += 0x1000u;
 }
 
+// The MT x NT accumulator fragments of a warp, zeroed
+template <typename Acc, int MT, int NT>
+__device__ __forceinline__ void zero(Acc (&acc)[MT][NT][4]) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0;
+}
+
+// ldmatrix fragments of 32-byte K step ks of a stage, .trans from a tile stored [k][r] (kSA / kSB
+// false), tf32 rounded; i = lane & 7 and j = lane >> 3 (lane 8 j + i gives row i of matrix j), from the
+// caller. A's of the 16 rows r.. (tile TA at sa):
+template <typename Tr, typename TA, bool kSA>
+__device__ __forceinline__ void ldsm_a(unsigned (&fa)[4], typename Tr::T* sa, int r, int ks, int lane, int i,
+                                       int j) {
+  if constexpr (kSA) {
+    ldsm_x4(fa, TA::chunk(sa, r + (lane & 15), ks * 2 + (lane >> 4)));
+  } else {
+    ldsm_x4_trans(fa, TA::chunk(sa, ks * 16 + i + (j >> 1) * 8, r / TA::V + (j & 1)));
+  }
+  if constexpr (Tr::kTf32) round_tf32(fa);
+}
+// B's of the two n8 tiles of columns r.. (tile TB at sb): x[0..1] the first's, x[2..3] the second's. (The
+// caller splits them: split here, tf32's kernels compiled differently.)
+template <typename Tr, typename TB, bool kSB>
+__device__ __forceinline__ void ldsm_b(unsigned (&x)[4], typename Tr::T* sb, int r, int ks, int i, int j) {
+  if constexpr (kSB) {
+    ldsm_x4(x, TB::chunk(sb, r + i + (j >> 1) * 8, ks * 2 + (j & 1)));
+  } else {
+    ldsm_x4_trans(x, TB::chunk(sb, ks * 16 + i + (j & 1) * 8, r / TB::V + (j >> 1)));
+  }
+  if constexpr (Tr::kTf32) round_tf32(x);
+}
+
 // The physical chunk of logical chunk c in row `row` of a tile with C chunks a row.
 template <int C>
 __device__ __forceinline__ int swz(int row, int c) {

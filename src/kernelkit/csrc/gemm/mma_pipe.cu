@@ -135,21 +135,9 @@ mm_mma_pipe(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* 
     la.init(A + z * p.bsa, p.lda, m0, p.M);
     lb.init(B + z * p.bsb, p.ldb, n0, p.N);
     Acc acc[MT][NT][4];
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0;
+    mma::zero(acc);
 
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < ktiles) {
-        la.load(smem + s * STAGE, s * KE, p.K, astep);
-        lb.load(smem + s * STAGE + TA::ELEMS, s * KE, p.K, bstep);
-      }
-      mma::commit();
-    }
+    pipe::load_prologue<STAGES>(la, lb, smem, ktiles, p.K, astep, bstep);
     if constexpr (kPrefetch) {
       // Step ks + 1's B fragments are loaded before step ks's mmas are issued, and each row block's A right
       // after its mmas (into the registers they read), so that the shared-memory latency and tf32's rounding
@@ -203,27 +191,15 @@ mm_mma_pipe(const typename Tr::T* A, const typename Tr::T* B, typename Tr::Out* 
         T* sa = smem + slot * STAGE;
         T* sb = sa + TA::ELEMS;
 #pragma unroll 1
-        for (int ks = 0; ks < KS; ++ks) {  // 32-byte mma steps
+        for (int ks = 0; ks < KS; ++ks) {  // 32-byte mma steps (tf32 always prefetches: no rounding here)
           unsigned fa[MT][4], fb[NT][2];
           const int j = lane >> 3, i = lane & 7;
 #pragma unroll
-          for (int mt = 0; mt < MT; ++mt) {
-            const int r = wm0 + mt * 16;
-            if constexpr (kAK) {
-              mma::ldsm_x4(fa[mt], TA::chunk(sa, r + (lane & 15), ks * 2 + (lane >> 4)));
-            } else {
-              mma::ldsm_x4_trans(fa[mt], TA::chunk(sa, ks * 16 + i + (j >> 1) * 8, r / V + (j & 1)));
-            }
-          }
+          for (int mt = 0; mt < MT; ++mt) mma::ldsm_a<Tr, TA, kAK>(fa[mt], sa, wm0 + mt * 16, ks, lane, i, j);
 #pragma unroll
           for (int np = 0; np < NT / 2; ++np) {
-            const int r = wn0 + np * 16;
             unsigned x[4];
-            if constexpr (kBK) {
-              mma::ldsm_x4(x, TB::chunk(sb, r + i + (j >> 1) * 8, ks * 2 + (j & 1)));
-            } else {
-              mma::ldsm_x4_trans(x, TB::chunk(sb, ks * 16 + i + (j & 1) * 8, r / V + (j >> 1)));
-            }
+            mma::ldsm_b<Tr, TB, kBK>(x, sb, wn0 + np * 16, ks, i, j);
             fb[2 * np][0] = x[0];
             fb[2 * np][1] = x[1];
             fb[2 * np + 1][0] = x[2];

@@ -112,6 +112,22 @@ struct PipeTile {
   }
 };
 
+// The pipeline's start: stages 0 .. STAGES - 2 of both operands (A's tile, then B's, kstep as
+// PipeTile::load's) into the slots of the same numbers, a commit group each (an empty one past the
+// last K tile, so that the wait counts stay those of the main loop). The main loops' refills stay
+// written out: through a helper of this kind, ptxas scheduled those loops differently.
+template <int STAGES, typename TA, typename TB, typename T>
+__device__ __forceinline__ void load_prologue(TA& la, TB& lb, T* smem, int ktiles, int K, i64 astep, i64 bstep) {
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < ktiles) {
+      la.load(smem + s * (TA::ELEMS + TB::ELEMS), s * TA::KE, K, astep);
+      lb.load(smem + s * (TA::ELEMS + TB::ELEMS) + TA::ELEMS, s * TA::KE, K, bstep);
+    }
+    mma::commit();
+  }
+}
+
 // The epilogue through shared memory: each warp writes its accumulators to a BM x BN tile (rows of
 // BN + 8 values: the 8-byte writes of a half-warp's 4 rows fall in distinct banks), then the block
 // writes C a row at a time in 16-byte chunks, the bias (and EPI's activation and residual, the

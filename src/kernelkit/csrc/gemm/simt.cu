@@ -13,6 +13,29 @@ namespace kk {
 // The parameter list every matmul kernel shares; Problem unpacks it.
 //   (A, B, C, bias, M, N, K, lda, ldb, ldc, bsa, bsb, bsc, batch, flags)
 
+// The register-tile kernels' K tiles: both operands' tile at k0 (A's rows m0.., B's columns n0..) into
+// registers, and from there into shared memory in layouts SA and SB.
+template <typename FA, typename FB, typename T>
+__device__ __forceinline__ void fetch_ab(FA& fa, FB& fb, const T* a, const T* b, const mm::Problem& p, int m0, int n0,
+                                         int k0) {
+  fa.fetch(a, p.lda, p.a_k, p.vec_a, m0, k0, p.M - m0, p.K - k0);
+  fb.fetch(b, p.ldb, p.b_k, p.vec_b, n0, k0, p.N - n0, p.K - k0);
+}
+template <typename SA, typename SB, typename FA, typename FB, typename T>
+__device__ __forceinline__ void store_ab(const FA& fa, const FB& fb, T* as, T* bs, const mm::Problem& p) {
+  fa.template store<SA>(as, p.a_k);
+  fb.template store<SB>(bs, p.b_k);
+}
+
+// One k of a thread's TM x TN register tile: the outer product of its A and B values
+template <typename T, int TM, int TN>
+__device__ __forceinline__ void outer_fma(T (&acc)[TM][TN], const T (&av)[TM], const T (&bv)[TN]) {
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+}
+
 // One output per thread, straight from global memory: 32 columns x 8 rows a 256-thread block.
 // Cost: 2K loads a thread for 2K flops; the 32 threads of a row share A's element (a broadcast) and
 // read B's row coalesced; nothing is reused across threads.
@@ -127,10 +150,8 @@ mm_reg8x8(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 
     mm::TileFetch<T, BM, BK, kThreads> fa;
     mm::TileFetch<T, BN, BK, kThreads> fb;
     for (int k0 = 0; k0 < p.K; k0 += BK) {
-      fa.fetch(a, p.lda, p.a_k, p.vec_a, m0, k0, p.M - m0, p.K - k0);
-      fb.fetch(b, p.ldb, p.b_k, p.vec_b, n0, k0, p.N - n0, p.K - k0);
-      fa.template store<SA>(as, p.a_k);
-      fb.template store<SB>(bs, p.b_k);
+      fetch_ab(fa, fb, a, b, p, m0, n0, k0);
+      store_ab<SA, SB>(fa, fb, as, bs, p);
       __syncthreads();
 #pragma unroll
       for (int k = 0; k < BK; ++k) {
@@ -139,10 +160,7 @@ mm_reg8x8(const T* A, const T* B, T* C, const T* bias, i64 M, i64 N, i64 K, i64 
         for (int i = 0; i < 8; ++i) av[i] = as[SA::at(i * 16 + ty, k)];
 #pragma unroll
         for (int j = 0; j < 8; ++j) bv[j] = bs[SB::at(j * 16 + tx, k)];
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-#pragma unroll
-          for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+        outer_fma(acc, av, bv);
       }
       __syncthreads();
     }
@@ -177,10 +195,8 @@ mm_lds128(const float* A, const float* B, float* C, const float* bias, i64 M, i6
     mm::TileFetch<float, BM, BK, T> fa;
     mm::TileFetch<float, BN, BK, T> fb;
     const int tiles = (p.K + BK - 1) / BK;
-    fa.fetch(a, p.lda, p.a_k, p.vec_a, m0, 0, p.M - m0, p.K);
-    fb.fetch(b, p.ldb, p.b_k, p.vec_b, n0, 0, p.N - n0, p.K);
-    fa.template store<S>(as[0], p.a_k);
-    fb.template store<S>(bs[0], p.b_k);
+    fetch_ab(fa, fb, a, b, p, m0, n0, 0);
+    store_ab<S, S>(fa, fb, as[0], bs[0], p);
     __syncthreads();
     for (int kt = 0; kt < tiles; ++kt) {
       const int buf = kDouble ? kt & 1 : 0;
@@ -188,8 +204,7 @@ mm_lds128(const float* A, const float* B, float* C, const float* bias, i64 M, i6
       if constexpr (kDouble) {
         if (more) {
           const int k0 = (kt + 1) * BK;
-          fa.fetch(a, p.lda, p.a_k, p.vec_a, m0, k0, p.M - m0, p.K - k0);
-          fb.fetch(b, p.ldb, p.b_k, p.vec_b, n0, k0, p.N - n0, p.K - k0);
+          fetch_ab(fa, fb, a, b, p, m0, n0, k0);
         }
       }
 #pragma unroll
@@ -202,24 +217,18 @@ mm_lds128(const float* A, const float* B, float* C, const float* bias, i64 M, i6
           av[4 * s] = x.x; av[4 * s + 1] = x.y; av[4 * s + 2] = x.z; av[4 * s + 3] = x.w;
           bv[4 * s] = y.x; bv[4 * s + 1] = y.y; bv[4 * s + 2] = y.z; bv[4 * s + 3] = y.w;
         }
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-#pragma unroll
-          for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+        outer_fma(acc, av, bv);
       }
       if constexpr (kDouble) {
         if (more) {
-          fa.template store<S>(as[buf ^ 1], p.a_k);
-          fb.template store<S>(bs[buf ^ 1], p.b_k);
+          store_ab<S, S>(fa, fb, as[buf ^ 1], bs[buf ^ 1], p);
         }
         __syncthreads();
       } else if (more) {
         const int k0 = (kt + 1) * BK;
         __syncthreads();  // every thread is done with the single buffer
-        fa.fetch(a, p.lda, p.a_k, p.vec_a, m0, k0, p.M - m0, p.K - k0);
-        fb.fetch(b, p.ldb, p.b_k, p.vec_b, n0, k0, p.N - n0, p.K - k0);
-        fa.template store<S>(as[0], p.a_k);
-        fb.template store<S>(bs[0], p.b_k);
+        fetch_ab(fa, fb, a, b, p, m0, n0, k0);
+        store_ab<S, S>(fa, fb, as[0], bs[0], p);
         __syncthreads();
       }
     }
@@ -263,18 +272,15 @@ mm_warp(const float* A, const float* B, float* C, const float* bias, i64 M, i64 
     mm::TileFetch<float, BM, BK, T> fa;
     mm::TileFetch<float, BN, BK, T> fb;
     const int tiles = (p.K + BK - 1) / BK;
-    fa.fetch(a, p.lda, p.a_k, p.vec_a, m0, 0, p.M - m0, p.K);
-    fb.fetch(b, p.ldb, p.b_k, p.vec_b, n0, 0, p.N - n0, p.K);
-    fa.template store<SA>(as[0], p.a_k);
-    fb.template store<SB>(bs[0], p.b_k);
+    fetch_ab(fa, fb, a, b, p, m0, n0, 0);
+    store_ab<SA, SB>(fa, fb, as[0], bs[0], p);
     __syncthreads();
     for (int kt = 0; kt < tiles; ++kt) {
       const int buf = kt & 1;
       const bool more = kt + 1 < tiles;
       if (more) {
         const int k0 = (kt + 1) * BK;
-        fa.fetch(a, p.lda, p.a_k, p.vec_a, m0, k0, p.M - m0, p.K - k0);
-        fb.fetch(b, p.ldb, p.b_k, p.vec_b, n0, k0, p.N - n0, p.K - k0);
+        fetch_ab(fa, fb, a, b, p, m0, n0, k0);
       }
 #pragma unroll
       for (int k = 0; k < BK; ++k) {
@@ -289,14 +295,10 @@ mm_warp(const float* A, const float* B, float* C, const float* bias, i64 M, i64 
           const float4 y = *reinterpret_cast<const float4*>(&bs[buf][SB::at(wn0 + s * (WN / NS) + ln * 4, k)]);
           bv[4 * s] = y.x; bv[4 * s + 1] = y.y; bv[4 * s + 2] = y.z; bv[4 * s + 3] = y.w;
         }
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-          for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+        outer_fma(acc, av, bv);
       }
       if (more) {
-        fa.template store<SA>(as[buf ^ 1], p.a_k);
-        fb.template store<SB>(bs[buf ^ 1], p.b_k);
+        store_ab<SA, SB>(fa, fb, as[buf ^ 1], bs[buf ^ 1], p);
       }
       __syncthreads();
     }

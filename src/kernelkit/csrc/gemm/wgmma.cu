@@ -53,31 +53,19 @@ mm_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
   const int z = blockIdx.z;
   const int za = (flags & 1) ? z : 0, zb = (flags & 2) ? z : 0;
   const int a_bytes = hop::a_box_bytes(flags);
+  auto load = [&](int s, int kt) {
+    S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, (kt0 + kt) * hop::BK, za, zb, &full[s], a_bytes);
+  };
   if (tid == 0) hop::init_ring<STAGES>(&ta, &tb, full);
   __syncthreads();
-  if (tid == 0) {
-    for (int s = 0; s < STAGES && s < ktiles; ++s)
-      S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, (kt0 + s) * hop::BK, za, zb, &full[s], a_bytes);
-  }
+  if (tid == 0) hop::ring_fill<STAGES>(ktiles, load);
   hop::load_bias<BN>(bias_s, bias, n0, Ni, tid, 256);  // seen after the main loop's block barriers
   float d[BN / 2];
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
   hop::pin(d);
-  for (int kt = 0; kt < ktiles; ++kt) {
-    const int slot = kt % STAGES;
-    mbar_wait(&full[slot], (kt / STAGES) & 1);
-    hop::wg_fence();
-    S::mma(d, smem + slot * S::BYTES, wg);
-    hop::wg_commit();
-    hop::wg_wait<1>();  // this warpgroup's MMAs of K tile kt - 1 are done
-    __syncthreads();    // and the other's: the stage of kt - 1 may be refilled
-    const int next = kt - 1 + STAGES;
-    if (tid == 0 && kt >= 1 && next < ktiles) {
-      const int s = (kt - 1) % STAGES;
-      S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, (kt0 + next) * hop::BK, za, zb, &full[s], a_bytes);
-    }
-  }
+  hop::ring_consume<STAGES>(ktiles, full, [&](int slot) { S::mma(d, smem + slot * S::BYTES, wg); },
+                            [&](int kt) { hop::ring_refill<STAGES>(kt, ktiles, tid, load); });
   hop::wg_wait<0>();
   hop::pin(d);
   if (slices > 1 && !hop::split_meet<hop::BM, BN>(d, ws, tickets, z * gridDim.x + blockIdx.x, blockIdx.y, slices,
@@ -116,11 +104,9 @@ mm_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
   if (tid < 128) {
     hop::regs_release<40>();
     if (tid == 0) {
-      for (int kt = 0; kt < ktiles; ++kt) {
-        const int slot = kt % STAGES;
-        if (kt >= STAGES) mbar_wait(&empty[slot], (kt / STAGES - 1) & 1);  // K tile kt - STAGES consumed
-        S::load(smem + slot * S::BYTES, &ta, &tb, m0, n0, (kt0 + kt) * hop::BK, za, zb, &full[slot], a_bytes);
-      }
+      hop::ring_produce<STAGES>(ktiles, empty, [&](int s, int kt) {
+        S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, (kt0 + kt) * hop::BK, za, zb, &full[s], a_bytes);
+      });
     }
   } else {
     hop::regs_claim<232>();
@@ -130,15 +116,9 @@ mm_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
     hop::pin(d);
-    for (int kt = 0; kt < ktiles; ++kt) {
-      const int slot = kt % STAGES;
-      mbar_wait(&full[slot], (kt / STAGES) & 1);
-      hop::wg_fence();
-      S::mma(d, smem + slot * S::BYTES, wg);
-      hop::wg_commit();
-      hop::wg_wait<1>();  // the MMAs of K tile kt - 1 are done: its stage goes back to the producer
-      if (kt > 0) hop::bar_arrive(&empty[(kt - 1) % STAGES]);
-    }
+    // once the MMAs of K tile kt - 1 are done, its stage goes back to the producer
+    hop::ring_consume<STAGES>(ktiles, full, [&](int slot) { S::mma(d, smem + slot * S::BYTES, wg); },
+                              [&](int kt) { if (kt > 0) hop::bar_arrive(&empty[(kt - 1) % STAGES]); });
     hop::wg_wait<0>();
     hop::pin(d);
     if (slices > 1 && !hop::split_meet<hop::BM, BN>(d, ws, tickets, z * gridDim.x + blockIdx.x, blockIdx.y,

@@ -85,6 +85,8 @@ f8_tma_wgmma(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ 
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) acc[i] = part[i] = 0.0f;
   hop::pin(acc);
+  // The ring written out, not through hop::ring_fill / ring_consume as mm_tma_wgmma: with them ptxas
+  // scheduled this kernel differently (its SASS changed), where that of f8_ws and mm_tma_wgmma did not.
   for (int kt = 0; kt < ktiles; ++kt) {
     const int slot = kt % STAGES;
     mbar_wait(&full[slot], (kt / STAGES) & 1);
@@ -142,11 +144,9 @@ f8_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
   if (tid < 128) {
     hop::regs_release<40>();
     if (tid == 0) {
-      for (int kt = 0; kt < ktiles; ++kt) {
-        const int slot = kt % STAGES;
-        if (kt >= STAGES) mbar_wait(&empty[slot], (kt / STAGES - 1) & 1);  // K tile kt - STAGES consumed
-        S::load(smem + slot * S::BYTES, &ta, &tb, m0, n0, kt * f8::BK, &full[slot]);
-      }
+      hop::ring_produce<STAGES>(ktiles, empty, [&](int s, int kt) {
+        S::load(smem + s * S::BYTES, &ta, &tb, m0, n0, kt * f8::BK, &full[s]);
+      });
     }
   } else {
     hop::regs_claim<232>();
@@ -156,24 +156,17 @@ f8_ws(const __grid_constant__ hop::TensorMap ta, const __grid_constant__ hop::Te
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[i] = part[i] = 0.0f;
     hop::pin(acc);
-    for (int kt = 0; kt < ktiles; ++kt) {
-      const int slot = kt % STAGES;
-      mbar_wait(&full[slot], (kt / STAGES) & 1);
-      hop::wg_fence();
-      if constexpr (kPromote) {
-        S::mma(part, smem + slot * S::BYTES, wg, false);
-        hop::wg_commit();
-        hop::wg_wait<0>();
+    if constexpr (kPromote) {
+      auto mma = [&](int slot) { S::mma(part, smem + slot * S::BYTES, wg, false); };
+      hop::ring_consume<STAGES, 0>(ktiles, full, mma, [&](int kt) {
         hop::pin(part);
-        hop::bar_arrive(&empty[slot]);  // the stage goes back while the partial sum is added
+        hop::bar_arrive(&empty[kt % STAGES]);  // the stage goes back while the partial sum is added
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) acc[i] += part[i];
-      } else {
-        S::mma(acc, smem + slot * S::BYTES, wg, true);
-        hop::wg_commit();
-        hop::wg_wait<1>();  // the MMAs of K tile kt - 1 are done: its stage goes back to the producer
-        if (kt > 0) hop::bar_arrive(&empty[(kt - 1) % STAGES]);
-      }
+      });
+    } else {  // once the MMAs of K tile kt - 1 are done, its stage goes back to the producer
+      hop::ring_consume<STAGES>(ktiles, full, [&](int slot) { S::mma(acc, smem + slot * S::BYTES, wg, true); },
+                                [&](int kt) { if (kt > 0) hop::bar_arrive(&empty[(kt - 1) % STAGES]); });
     }
     hop::wg_wait<0>();
     hop::pin(acc);

@@ -11,194 +11,86 @@
 
 namespace kk {
 
-struct WmmaF16 {
-  using Out = __half;
-  using T = __half;
-  using Acc = float;
-  static constexpr int FM = 16, FN = 16, FK = 16, NA = 8, NB = 8, NC = 8;
-  using RegA = unsigned;
-  static constexpr bool kTf32 = false;
-  __device__ __forceinline__ static void load_a_row(RegA (&x)[8], const T* p, int ld) {
-    asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;"
-                 : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3]), "=r"(x[4]), "=r"(x[5]), "=r"(x[6]), "=r"(x[7])
-                 : "l"(p), "r"(ld) : "memory");
+// The wmma instructions of a traits struct differ only in the shape, the type names and how many
+// registers each fragment takes (N for A and B, NC for C): one macro writes the six wrappers. Their
+// operand lists, by register count: a load's N destinations then address and stride; an MMA's NC
+// accumulators (read and written), N of A, N of B; a store's address, NC values and stride. R / F:
+// the constraint letter of the A/B registers and of the accumulators.
+#define KK_WM_REGS1(C, x) C(x[0])
+#define KK_WM_REGS2(C, x) C(x[0]), C(x[1])
+#define KK_WM_REGS4(C, x) KK_WM_REGS2(C, x), C(x[2]), C(x[3])
+#define KK_WM_REGS8(C, x) KK_WM_REGS4(C, x), C(x[4]), C(x[5]), C(x[6]), C(x[7])
+#define KK_WM_LOAD_OPS1 "{%0}, [%1], %2;"
+#define KK_WM_LOAD_OPS2 "{%0, %1}, [%2], %3;"
+#define KK_WM_LOAD_OPS4 "{%0, %1, %2, %3}, [%4], %5;"
+#define KK_WM_LOAD_OPS8 "{%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;"
+#define KK_WM_ACC2 "{%0, %1}"
+#define KK_WM_ACC8 "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define KK_WM_MMA_OPS2_1 KK_WM_ACC2 ", {%2}, {%3}, " KK_WM_ACC2 ";"
+#define KK_WM_MMA_OPS8_2 KK_WM_ACC8 ", {%8, %9}, {%10, %11}, " KK_WM_ACC8 ";"
+#define KK_WM_MMA_OPS8_4 KK_WM_ACC8 ", {%8, %9, %10, %11}, {%12, %13, %14, %15}, " KK_WM_ACC8 ";"
+#define KK_WM_MMA_OPS8_8                                                                                      \
+  KK_WM_ACC8 ", {%8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19, %20, %21, %22, %23}, "           \
+  KK_WM_ACC8 ";"
+#define KK_WM_STORE_OPS2 "[%0], {%1, %2}, %3;"
+#define KK_WM_STORE_OPS8 "[%0], {%1, %2, %3, %4, %5, %6, %7, %8}, %9;"
+
+#define KK_WM_LOAD(NAME, WHICH, LAYOUT, SHAPE, TY, N, R)                                                      \
+  __device__ __forceinline__ static void NAME(RegA (&x)[N], const T* p, int ld) {                             \
+    asm volatile("wmma.load." WHICH ".sync.aligned." LAYOUT "." SHAPE "." TY " " KK_WM_LOAD_OPS##N            \
+                 : KK_WM_REGS##N("=" R, x)                                                                    \
+                 : "l"(p), "r"(ld) : "memory");                                                               \
   }
-  __device__ __forceinline__ static void load_b_row(RegA (&x)[8], const T* p, int ld) {
-    asm volatile("wmma.load.b.sync.aligned.row.m16n16k16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;"
-                 : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3]), "=r"(x[4]), "=r"(x[5]), "=r"(x[6]), "=r"(x[7])
-                 : "l"(p), "r"(ld) : "memory");
+#define KK_WM_MMA(NAME, LAYOUT, SHAPE, TYS, N, NC, R, F)                                                      \
+  __device__ __forceinline__ static void NAME(Acc (&acc)[NC], const RegA (&a)[N], const RegA (&b)[N]) {       \
+    asm volatile("wmma.mma.sync.aligned." LAYOUT "." SHAPE "." TYS " " KK_WM_MMA_OPS##NC##_##N                \
+                 : KK_WM_REGS##NC("+" F, acc)                                                                 \
+                 : KK_WM_REGS##N(R, a), KK_WM_REGS##N(R, b));                                                 \
   }
-  __device__ __forceinline__ static void load_b_col(RegA (&x)[8], const T* p, int ld) {
-    asm volatile("wmma.load.b.sync.aligned.col.m16n16k16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;"
-                 : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3]), "=r"(x[4]), "=r"(x[5]), "=r"(x[6]), "=r"(x[7])
-                 : "l"(p), "r"(ld) : "memory");
+// SHAPE "m16n16k16"; TY the A/B type of the loads; TYS the MMA's D.A.B.C types; STY the store's type
+#define KK_WMMA_ASM(SHAPE, TY, TYS, STY, N, NC, R, F)                                                         \
+  KK_WM_LOAD(load_a_row, "a", "row", SHAPE, TY, N, R)                                                         \
+  KK_WM_LOAD(load_b_row, "b", "row", SHAPE, TY, N, R)                                                         \
+  KK_WM_LOAD(load_b_col, "b", "col", SHAPE, TY, N, R)                                                         \
+  KK_WM_MMA(mma_row, "row.row", SHAPE, TYS, N, NC, R, F)                                                      \
+  KK_WM_MMA(mma_col, "row.col", SHAPE, TYS, N, NC, R, F)                                                      \
+  __device__ __forceinline__ static void store(Acc* p, const Acc (&acc)[NC], int ld) {                        \
+    asm volatile("wmma.store.d.sync.aligned.row." SHAPE "." STY " " KK_WM_STORE_OPS##NC                       \
+                 :: "l"(p), KK_WM_REGS##NC(F, acc), "r"(ld) : "memory");                                      \
   }
-  __device__ __forceinline__ static void mma_row(Acc (&acc)[8], const RegA (&a)[8], const RegA (&b)[8]) {
-    asm volatile("wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19, %20, %21, %22, %23}, {%0, %1, %2, %3, %4, %5, %6, %7};"
-                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
-  }
-  __device__ __forceinline__ static void mma_col(Acc (&acc)[8], const RegA (&a)[8], const RegA (&b)[8]) {
-    asm volatile("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19, %20, %21, %22, %23}, {%0, %1, %2, %3, %4, %5, %6, %7};"
-                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
-  }
-  __device__ __forceinline__ static void store(Acc* p, const Acc (&acc)[8], int ld) {
-    asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.f32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8}, %9;"
-                 :: "l"(p), "f"(acc[0]), "f"(acc[1]), "f"(acc[2]), "f"(acc[3]), "f"(acc[4]), "f"(acc[5]), "f"(acc[6]), "f"(acc[7]), "r"(ld) : "memory");
-  }
+
+// A traits struct's types and shape: Out the output's element, T the operands', Acc the accumulator's,
+// RegA a register of an A or B fragment; FM x FN x FK the fragment shape, N registers an A or B
+// fragment, NC a C fragment; kTf32: fp32 operands rounded to tf32 after the load.
+template <typename Out_, typename T_, typename Acc_, typename RegA_, int FM_, int FN_, int FK_, int N_, int NC_,
+          bool kTf32_>
+struct WmmaTypes {
+  using Out = Out_;
+  using T = T_;
+  using Acc = Acc_;
+  using RegA = RegA_;
+  static constexpr int FM = FM_, FN = FN_, FK = FK_, NA = N_, NB = N_, NC = NC_;
+  static constexpr bool kTf32 = kTf32_;
 };
 
-struct WmmaBF16 {
-  using Out = __nv_bfloat16;
-  using T = __nv_bfloat16;
-  using Acc = float;
-  static constexpr int FM = 16, FN = 16, FK = 16, NA = 4, NB = 4, NC = 8;
-  using RegA = unsigned;
-  static constexpr bool kTf32 = false;
-  __device__ __forceinline__ static void load_a_row(RegA (&x)[4], const T* p, int ld) {
-    asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.bf16 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3])
-                 : "l"(p), "r"(ld) : "memory");
-  }
-  __device__ __forceinline__ static void load_b_row(RegA (&x)[4], const T* p, int ld) {
-    asm volatile("wmma.load.b.sync.aligned.row.m16n16k16.bf16 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3])
-                 : "l"(p), "r"(ld) : "memory");
-  }
-  __device__ __forceinline__ static void load_b_col(RegA (&x)[4], const T* p, int ld) {
-    asm volatile("wmma.load.b.sync.aligned.col.m16n16k16.bf16 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3])
-                 : "l"(p), "r"(ld) : "memory");
-  }
-  __device__ __forceinline__ static void mma_row(Acc (&acc)[8], const RegA (&a)[4], const RegA (&b)[4]) {
-    asm volatile("wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, {%12, %13, %14, %15}, {%0, %1, %2, %3, %4, %5, %6, %7};"
-                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]));
-  }
-  __device__ __forceinline__ static void mma_col(Acc (&acc)[8], const RegA (&a)[4], const RegA (&b)[4]) {
-    asm volatile("wmma.mma.sync.aligned.row.col.m16n16k16.f32.bf16.bf16.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, {%12, %13, %14, %15}, {%0, %1, %2, %3, %4, %5, %6, %7};"
-                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]));
-  }
-  __device__ __forceinline__ static void store(Acc* p, const Acc (&acc)[8], int ld) {
-    asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.f32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8}, %9;"
-                 :: "l"(p), "f"(acc[0]), "f"(acc[1]), "f"(acc[2]), "f"(acc[3]), "f"(acc[4]), "f"(acc[5]), "f"(acc[6]), "f"(acc[7]), "r"(ld) : "memory");
-  }
+struct WmmaF16 : WmmaTypes<__half, __half, float, unsigned, 16, 16, 16, 8, 8, false> {
+  KK_WMMA_ASM("m16n16k16", "f16", "f32.f32", "f32", 8, 8, "r", "f")
 };
 
-struct WmmaTF32 {
-  using Out = float;
-  using T = float;
-  using Acc = float;
-  static constexpr int FM = 16, FN = 16, FK = 8, NA = 4, NB = 4, NC = 8;
-  using RegA = unsigned;
-  static constexpr bool kTf32 = true;
-  __device__ __forceinline__ static void load_a_row(RegA (&x)[4], const T* p, int ld) {
-    asm volatile("wmma.load.a.sync.aligned.row.m16n16k8.tf32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3])
-                 : "l"(p), "r"(ld) : "memory");
-  }
-  __device__ __forceinline__ static void load_b_row(RegA (&x)[4], const T* p, int ld) {
-    asm volatile("wmma.load.b.sync.aligned.row.m16n16k8.tf32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3])
-                 : "l"(p), "r"(ld) : "memory");
-  }
-  __device__ __forceinline__ static void load_b_col(RegA (&x)[4], const T* p, int ld) {
-    asm volatile("wmma.load.b.sync.aligned.col.m16n16k8.tf32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3])
-                 : "l"(p), "r"(ld) : "memory");
-  }
-  __device__ __forceinline__ static void mma_row(Acc (&acc)[8], const RegA (&a)[4], const RegA (&b)[4]) {
-    asm volatile("wmma.mma.sync.aligned.row.row.m16n16k8.f32.tf32.tf32.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, {%12, %13, %14, %15}, {%0, %1, %2, %3, %4, %5, %6, %7};"
-                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]));
-  }
-  __device__ __forceinline__ static void mma_col(Acc (&acc)[8], const RegA (&a)[4], const RegA (&b)[4]) {
-    asm volatile("wmma.mma.sync.aligned.row.col.m16n16k8.f32.tf32.tf32.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, {%12, %13, %14, %15}, {%0, %1, %2, %3, %4, %5, %6, %7};"
-                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]));
-  }
-  __device__ __forceinline__ static void store(Acc* p, const Acc (&acc)[8], int ld) {
-    asm volatile("wmma.store.d.sync.aligned.row.m16n16k8.f32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8}, %9;"
-                 :: "l"(p), "f"(acc[0]), "f"(acc[1]), "f"(acc[2]), "f"(acc[3]), "f"(acc[4]), "f"(acc[5]), "f"(acc[6]), "f"(acc[7]), "r"(ld) : "memory");
-  }
+struct WmmaBF16 : WmmaTypes<__nv_bfloat16, __nv_bfloat16, float, unsigned, 16, 16, 16, 4, 8, false> {
+  KK_WMMA_ASM("m16n16k16", "bf16", "f32.bf16.bf16.f32", "f32", 4, 8, "r", "f")
 };
 
-struct WmmaS8 {
-  using Out = int;
-  using T = signed char;
-  using Acc = int;
-  static constexpr int FM = 16, FN = 16, FK = 16, NA = 2, NB = 2, NC = 8;
-  using RegA = unsigned;
-  static constexpr bool kTf32 = false;
-  __device__ __forceinline__ static void load_a_row(RegA (&x)[2], const T* p, int ld) {
-    asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.s8 {%0, %1}, [%2], %3;"
-                 : "=r"(x[0]), "=r"(x[1])
-                 : "l"(p), "r"(ld) : "memory");
-  }
-  __device__ __forceinline__ static void load_b_row(RegA (&x)[2], const T* p, int ld) {
-    asm volatile("wmma.load.b.sync.aligned.row.m16n16k16.s8 {%0, %1}, [%2], %3;"
-                 : "=r"(x[0]), "=r"(x[1])
-                 : "l"(p), "r"(ld) : "memory");
-  }
-  __device__ __forceinline__ static void load_b_col(RegA (&x)[2], const T* p, int ld) {
-    asm volatile("wmma.load.b.sync.aligned.col.m16n16k16.s8 {%0, %1}, [%2], %3;"
-                 : "=r"(x[0]), "=r"(x[1])
-                 : "l"(p), "r"(ld) : "memory");
-  }
-  __device__ __forceinline__ static void mma_row(Acc (&acc)[8], const RegA (&a)[2], const RegA (&b)[2]) {
-    asm volatile("wmma.mma.sync.aligned.row.row.m16n16k16.s32.s8.s8.s32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9}, {%10, %11}, {%0, %1, %2, %3, %4, %5, %6, %7};"
-                 : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4]), "+r"(acc[5]), "+r"(acc[6]), "+r"(acc[7])
-                 : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]));
-  }
-  __device__ __forceinline__ static void mma_col(Acc (&acc)[8], const RegA (&a)[2], const RegA (&b)[2]) {
-    asm volatile("wmma.mma.sync.aligned.row.col.m16n16k16.s32.s8.s8.s32 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9}, {%10, %11}, {%0, %1, %2, %3, %4, %5, %6, %7};"
-                 : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4]), "+r"(acc[5]), "+r"(acc[6]), "+r"(acc[7])
-                 : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(b[1]));
-  }
-  __device__ __forceinline__ static void store(Acc* p, const Acc (&acc)[8], int ld) {
-    asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.s32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8}, %9;"
-                 :: "l"(p), "r"(acc[0]), "r"(acc[1]), "r"(acc[2]), "r"(acc[3]), "r"(acc[4]), "r"(acc[5]), "r"(acc[6]), "r"(acc[7]), "r"(ld) : "memory");
-  }
+struct WmmaTF32 : WmmaTypes<float, float, float, unsigned, 16, 16, 8, 4, 8, true> {
+  KK_WMMA_ASM("m16n16k8", "tf32", "f32.tf32.tf32.f32", "f32", 4, 8, "r", "f")
 };
 
-struct WmmaF64 {
-  using Out = double;
-  using T = double;
-  using Acc = double;
-  static constexpr int FM = 8, FN = 8, FK = 4, NA = 1, NB = 1, NC = 2;
-  using RegA = double;
-  static constexpr bool kTf32 = false;
-  __device__ __forceinline__ static void load_a_row(RegA (&x)[1], const T* p, int ld) {
-    asm volatile("wmma.load.a.sync.aligned.row.m8n8k4.f64 {%0}, [%1], %2;"
-                 : "=d"(x[0])
-                 : "l"(p), "r"(ld) : "memory");
-  }
-  __device__ __forceinline__ static void load_b_row(RegA (&x)[1], const T* p, int ld) {
-    asm volatile("wmma.load.b.sync.aligned.row.m8n8k4.f64 {%0}, [%1], %2;"
-                 : "=d"(x[0])
-                 : "l"(p), "r"(ld) : "memory");
-  }
-  __device__ __forceinline__ static void load_b_col(RegA (&x)[1], const T* p, int ld) {
-    asm volatile("wmma.load.b.sync.aligned.col.m8n8k4.f64 {%0}, [%1], %2;"
-                 : "=d"(x[0])
-                 : "l"(p), "r"(ld) : "memory");
-  }
-  __device__ __forceinline__ static void mma_row(Acc (&acc)[2], const RegA (&a)[1], const RegA (&b)[1]) {
-    asm volatile("wmma.mma.sync.aligned.row.row.m8n8k4.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
-                 : "+d"(acc[0]), "+d"(acc[1])
-                 : "d"(a[0]), "d"(b[0]));
-  }
-  __device__ __forceinline__ static void mma_col(Acc (&acc)[2], const RegA (&a)[1], const RegA (&b)[1]) {
-    asm volatile("wmma.mma.sync.aligned.row.col.m8n8k4.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
-                 : "+d"(acc[0]), "+d"(acc[1])
-                 : "d"(a[0]), "d"(b[0]));
-  }
-  __device__ __forceinline__ static void store(Acc* p, const Acc (&acc)[2], int ld) {
-    asm volatile("wmma.store.d.sync.aligned.row.m8n8k4.f64 [%0], {%1, %2}, %3;"
-                 :: "l"(p), "d"(acc[0]), "d"(acc[1]), "r"(ld) : "memory");
-  }
+struct WmmaS8 : WmmaTypes<int, signed char, int, unsigned, 16, 16, 16, 2, 8, false> {
+  KK_WMMA_ASM("m16n16k16", "s8", "s32.s8.s8.s32", "s32", 2, 8, "r", "r")
+};
+
+struct WmmaF64 : WmmaTypes<double, double, double, double, 8, 8, 4, 1, 2, false> {
+  KK_WMMA_ASM("m8n8k4", "f64", "f64.f64.f64.f64", "f64", 1, 2, "d", "d")
 };
 
 // tf32 operands: the nearest tf32 value of each fp32 register (round to nearest, ties away from zero)

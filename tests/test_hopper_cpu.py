@@ -263,8 +263,8 @@ def test_tma_store_sass_and_c_map():
         assert "LDL" not in sass and "STL" not in sass and "C7508" not in log
     assert "UTMASTG" not in _sass_of("persistent", True, False, WgmmaTile(256, 3))[0]
     base = torch.empty(64 * 136 + 1, dtype=BF16)
-    assert hop.c_tensor_map(base[1:].view(1, 64, 136), 64, 136, 1) is None  # 2 bytes off the grid
-    assert hop.c_tensor_map(base[:64 * 131].view(1, 64, 131), 64, 131, 1) is None  # rows 262 bytes apart
+    assert hop.c_tensor_map(base[1:].view(1, 64, 136), 64, 136, 1, 136) is None  # 2 bytes off the grid
+    assert hop.c_tensor_map(base[:64 * 131].view(1, 64, 131), 64, 131, 1, 131) is None  # rows 262 bytes apart
 
 
 def test_cluster_grid_and_b_box():

@@ -115,7 +115,7 @@ def test_phased_rule_and_grid():
                     assert isinstance(got, NormTile) and got.phased and got.cluster == 1, (dtype, len_, form, sm)
                     assert 2 * (got.shared_bytes(True, True) + nr.STATIC_SHARED) <= nr.shared_per_block(sm)
                     assert got.shared_bytes(True, False) == got.block * got.vecs * 16
-                    # rms_norm keeps the shifted reads (RMS_PHASED): the same tile, not phased
+                    # rms_norm keeps the shifted reads (config_for's rms): the same tile, not phased
                     plain = nr.config_for("auto", dtype, len_, form=form, sm=sm, rms=True)
                     assert plain == dataclasses.replace(got, phased=False), (dtype, len_, form, sm)
             assert not rule("auto", dtype, len_ + (8 - len_ % 8), A).phased

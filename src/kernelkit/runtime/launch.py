@@ -145,19 +145,18 @@ def launch(kernel, grid, block, *args, shmem: int = 0, cluster: int = 1, coopera
                                     f"cuda:{device_index} failed: {_error_string(err)}")
     else:
         allow_wide_clusters(kernel, cluster, device_index)
-        key = (grid, block, shmem, cluster, cooperative)
-        cfg = _configs.get(key)
-        if cfg is None:
-            cfg = _make_config(grid, block, shmem, cluster, cooperative)
         stream = _streams.get((device_index, _raw_stream(device_index)))
         if stream is None:
             stream = current_stream(device_index)
         # cuda.core takes no struct parameters: tensor maps (128-byte buffers) go through cuLaunchKernelEx
-        if any(type(a) is bytes for a in args):
-            def go():
+        packed = any(type(a) is bytes for a in args)
+        cfg = None if packed else (_configs.get((grid, block, shmem, cluster, cooperative))
+                                   or _make_config(grid, block, shmem, cluster, cooperative))
+
+        def go():
+            if packed:
                 _launch_packed(stream, kernel, grid, block, shmem, cluster, cooperative, args)
-        else:
-            def go():
+            else:
                 _cc_launch(stream, cfg, kernel, *args)
         try:
             if _get_device() == device_index:

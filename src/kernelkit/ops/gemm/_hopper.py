@@ -43,6 +43,9 @@ DTYPES = (F16, BF16)
 RUNGS = ("tma_wgmma", "ws", "persistent", "cluster", "tma_store")
 PERSISTENT = ("persistent", "cluster", "tma_store")  # the rungs whose blocks walk tiles (no K split, C staged past the ring)
 CLUSTER = {"cluster": 2}  # CTAs a cluster (1 where absent)
+# rungs whose launch the replay path cannot repeat: a cluster launch (not the C shim's plain launch) and a
+# third tensor map (C's), which TmaReplay does not rebuild
+NO_REPLAY = ("cluster", "tma_store")
 CXX = {F16: "__half", BF16: "__nv_bfloat16"}
 BM, BK = 128, 64  # rows of C a block (two warpgroups of m64); K elements a stage (one 128-byte swizzle line)
 WIDTHS = (128, 256)  # wgmma's N: 256 is its widest, and its 128 accumulators a thread the most registers hold
@@ -186,11 +189,11 @@ def cluster_grid(pairs: int, resident: int) -> int:
 C_BOX = (64, BM)  # the tma_store rung's boxes of C: 64 columns (128 bytes, the swizzle's span) x 128 rows
 
 
-def c_tensor_map(out3: torch.Tensor, m: int, n: int, batch: int) -> Optional[bytes]:
-    """The tma_store rung's tensor map of C (batch, m, n): dims (n, m, batch) with C_BOX boxes and the 128-byte
-    swizzle, or None where the TMA cannot write it (a base or a row stride off the 16-byte grid)."""
+def c_tensor_map(out3: torch.Tensor, m: int, n: int, batch: int, ldc: int) -> Optional[bytes]:
+    """The tma_store rung's tensor map of C (batch, m, n; rows ``ldc`` elements apart): dims (n, m, batch) with
+    C_BOX boxes and the 128-byte swizzle, or None where the TMA cannot write it (a base or a row stride off the
+    16-byte grid)."""
     es = out3.element_size()
-    ldc = out3.stride(1) if m > 1 else n
     bsc = out3.stride(0) if batch > 1 else m * ldc
     try:
         return encode_tiled(out3.dtype, out3.data_ptr(), (n, m, batch), (ldc * es, bsc * es), (*C_BOX, 1),
@@ -367,9 +370,7 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
         kern = get_kernel(rec.source, rec.name, device_index=dev, arch_suffix=rec.arch_suffix)
         allow_shared(kern, tile.shmem_for(rung), dev)
         tiles = cdiv(m, BM) * cdiv(n, tile.block_n)
-        if rung == "persistent":  # one block an SM; the batch travels in flags (grid z = 1)
-            grid = (persistent_grid(tiles * batch, sm_count(dev)), 1, 1)
-        elif rung == "tma_store":
+        if rung in ("persistent", "tma_store"):  # one block an SM; the batch travels in flags (grid z = 1)
             grid = (persistent_grid(tiles * batch, sm_count(dev)), 1, 1)
         elif rung == "cluster":  # as many pairs as fit at once, each walking pairs of tiles
             pairs = cdiv(m, 2 * BM) * cdiv(n, tile.block_n) * batch
@@ -391,7 +392,7 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
         flags |= (batch - 1) << 16
     maps = (ta, tb)
     if rung == "tma_store":
-        tc = c_tensor_map(out3, m, n, batch)
+        tc = c_tensor_map(out3, m, n, batch, ldc)
         flags |= 4 if tc is not None else 0
         maps = (ta, tb, tc if tc is not None else ta)  # bit 2 clear: the kernel stores C itself
     ws = tickets = 0
@@ -401,7 +402,7 @@ def launch_tma(rung: str, sa: Side, sb: Side, out3: torch.Tensor, bias: Optional
     launch(kern, grid, rec.block, *maps, out3.data_ptr(), 0 if bias is None else bias.data_ptr(), m, n, k, ldc,
            bsc, flags, 0 if residual is None else residual.data_ptr(), ldr, ws, tickets, shmem=shmem,
            cluster=CLUSTER.get(rung, 1), name=rec.name, device_index=dev)
-    if batch == 1 and residual is None and out3.is_cuda and len(maps) == 2 and rung not in CLUSTER and replays_possible():
+    if batch == 1 and residual is None and out3.is_cuda and rung not in NO_REPLAY and replays_possible():
         split = (grid[0] * tile.split * BM * tile.block_n, grid[0]) if tile.split > 1 else None
         offer(TmaReplay(launch_handle(kern), grid, rec.block, shmem, dev, sa.t.dtype,
                         tensor_map_fields(sa, m, k, batch, a_rows), tensor_map_fields(sb, n, k, batch, tile.block_n),

@@ -44,16 +44,9 @@ CTA_ROW = 512
 # 16-bit rows at any alignment (the window forms) held by one group (a warp slice or a CTA) go persistent with
 # their weight and bias shifted once a thread (NormTile.phased): the shifted reads at every row (a funnel shift
 # a word for 16-bit values) cost layer_norm 8-25% at 127-10007 elements; fp32 rows (word selects only) ran
-# rms_norm 6-9% slower phased (docs/design/row-reductions.md).
-PHASED = True
-# rms_norm (a weight, no bias) keeps the shifted reads: phased, the H100 sweep (`python benchmarks/sweep.py
-# --ops rms_norm`) ran its 16-bit rows of 127 at 68.6% of the copy against 77.5-80.5% and of 2053-10007 at
-# 90.1-93.3% against 95.9-100.5%, where layer_norm gained 5-10 points on the same rows.
-RMS_PHASED = False
-
-
+# rms_norm 6-9% slower phased (docs/design/row-reductions.md). rms_norm keeps the shifted reads (config_for).
 def _phased(dtype: torch.dtype, form: int) -> bool:
-    return PHASED and form >= WINDOW and dtype.itemsize == 2
+    return form >= WINDOW and dtype.itemsize == 2
 
 
 def _tile(got: tuple, dtype: torch.dtype, form: int, smem: int) -> NormTile:
@@ -171,14 +164,16 @@ def config_for(rung: str, dtype: torch.dtype, len_: int, *, form: int, sm: int,
     """The configuration a rung launches for rows of ``len_`` elements of ``dtype`` in ``form`` (_rows.row_form)
     on a device of compute capability ``sm`` with ``smem`` bytes of shared memory a block (default: that of
     shared_per_block): the first of the rung's holders that holds the row, else welford. ``rms``: for
-    rms_norm, which reads no bias and keeps the shifted reads (not phased: RMS_PHASED)."""
+    rms_norm, which reads no bias and keeps the shifted reads: phased, the H100 sweep (`python
+    benchmarks/sweep.py --ops rms_norm`) ran its 16-bit rows of 127 at 68.6% of the copy against 77.5-80.5% and
+    of 2053-10007 at 90.1-93.3% against 95.9-100.5%, where layer_norm gained 5-10 points on the same rows."""
     if rung == "welford":
         return WELFORD
     smem = shared_per_block(sm) if smem is None else smem
     for rule in RUNG_RULES[rung]:
         cfg = rule(dtype, len_, int(form), sm, smem)
         if cfg is not None:
-            if rms and not RMS_PHASED and isinstance(cfg, NormTile) and cfg.phased:
+            if rms and isinstance(cfg, NormTile) and cfg.phased:
                 cfg = dataclasses.replace(cfg, phased=False)
             return cfg
     return WELFORD

@@ -97,7 +97,7 @@ def torch_supports(a, b) -> bool:
 def rungs_for(dname: str, wanted: list[str] | None) -> list[str]:
     op = kernelkit.get_op("matmul")
     dtype = torch.float32 if dname == "tf32" else getattr(torch, dname)
-    names = [v.name for v in op.variants if v.supports(dtype)]
+    names = [v.name for v in op.variants if v.supports(dtype) and not v.unavailable()]  # CuTe needs its headers
     if dname == "float32":
         names = [r for r in names if r not in TENSOR_CORE_ONLY]
     elif dname == "tf32":

@@ -97,7 +97,7 @@ def torch_supports(a, b) -> bool:
 def rungs_for(dname: str, wanted: list[str] | None) -> list[str]:
     op = kernelkit.get_op("matmul")
     dtype = torch.float32 if dname == "tf32" else getattr(torch, dname)
-    names = [v.name for v in op.variants if v.supports(dtype) and not v.unavailable()]  # CuTe needs its headers
+    names = [v.name for v in op.variants if v.supports(dtype) and not v.unavailable()]  # main() says why
     if dname == "float32":
         names = [r for r in names if r not in TENSOR_CORE_ONLY]
     elif dname == "tf32":
@@ -230,6 +230,9 @@ def main() -> None:
 
     log("FLOP budgets (a rung runs the cases of at most this many FLOPs): "
         + ", ".join(f"{r} 2^{int(math.log2(b))}" for r, b in FLOP_BUDGET.items()))
+    for v in kernelkit.get_op("matmul").variants:
+        if v.unavailable():  # left out by rungs_for: say so once, as the budgets are
+            log(f"{v.name} not run: {v.unavailable()}")
     records, notes = [], []
     env = environment() if args.out else None
     peaks = ceilings(log) if args.ceilings else None

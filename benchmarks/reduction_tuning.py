@@ -3,7 +3,7 @@ rms_norm on the five benchmark shapes, torch and the device copy beside each, an
 alternative configurations passed through config=).
 
     python benchmarks/reduction_tuning.py --warm            # build the family's kernels (parallel; KK_ARCH=sm_90)
-    python benchmarks/reduction_tuning.py --out FILE [--sections full,sweep,dims,rows,alts]
+    python benchmarks/reduction_tuning.py --out FILE [--sections full,sweep,dims,rows,alts,clusters]
         [--shapes 1024x65536,...] [--ops layer_norm,...] [--dtypes float16,...]   (the rows section only)
     python benchmarks/reduction_tuning.py --summary FILE    # print a recorded FILE's figures
 
@@ -154,6 +154,44 @@ def sec_dims(res):
         del x
 
 
+# column reductions whose splits meet in a cluster on sm_90 (short splits), and ones that keep the ticket
+CLUSTER_CASES = (((130, 1000), 0), ((300, 4097), 0), ((5, 256, 2053), 1), ((16, 197, 768), 1), ((7, 130, 999), 1),
+                 ((64, 197, 768), 1), ((300, 50257), 0), ((8192, 8192), 0), ((12345, 6789), 0), ((4097, 4095), 0),
+                 ((50257, 768), 0), ((31, 4099, 1021), 1), ((4096, 4096), 0), ((16, 2048, 4096), 1))
+
+
+def sec_clusters(res):
+    """sum over a leading or middle dim: the default plan against reduce_cols' ticket plan (the plan of a
+    device without clusters, built by patching the compute capability), torch and a same-bytes copy,
+    interleaved (kernelkit.bench.time_interleaved, medians)."""
+    from unittest import mock
+
+    from kernelkit.bench.timing import time_interleaved
+    from kernelkit.ops.reduction import _reduce_plans as plans
+
+    for dt in (torch.bfloat16, torch.float32):
+        for shape, dim in CLUSTER_CASES:
+            x = torch.randn(shape, device="cuda").to(dt)
+            kept = shape[:dim] + shape[dim + 1:]
+            default = plans._make_plan("sum", x, (dim,), None, None, 0, dt)
+            with mock.patch.object(plans, "compute_capability", lambda dev: 80):
+                ticket = plans._make_plan("sum", x, (dim,), None, None, 0, dt)
+            a, b = torch.empty(kept, device="cuda", dtype=dt), torch.empty(kept, device="cuda", dtype=dt)
+            half = torch.empty(x.numel() * x.element_size() // 2, dtype=torch.uint8, device="cuda")
+            dst = torch.empty_like(half)
+            t = time_interleaved([lambda: default(x, a), lambda: ticket(x, b), lambda: torch.sum(x, dim),
+                                  lambda: dst.copy_(half)], max_seconds=1.0, shuffle=True)
+            us = [tt.median_us for tt in t]
+            ok = torch.equal(a, b) and close(a, torch.sum(x.double(), dim))  # one order of additions: same bits
+            res.append(dict(section="clusters", op="sum", dtype=str(dt)[6:], shape=list(shape), dim=dim,
+                            us=us[0], ticket_us=us[1], torch_us=us[2], copy_us=us[3],
+                            pct_copy=100 * us[3] / us[0], ticket_pct_copy=100 * us[3] / us[1], ok=bool(ok)))
+            print(f"clusters sum {str(dt)[6:]:9s} {'x'.join(map(str, shape)):>14s} dim={dim}: {us[0]:7.2f} us "
+                  f"(ticket {us[1]:7.2f}, torch {us[2]:7.2f}, copy {us[3]:7.2f}) {100 * us[3] / us[0]:5.1f}% of copy",
+                  flush=True)
+            del x
+
+
 def close(a, b) -> bool:
     """Every element within 2% of torch's, or within 0.1% of the mean magnitude (tiny outputs), or a
     16-bit subnormal step (softmax of long rows lands there)."""
@@ -281,7 +319,8 @@ def main(argv=None) -> int:
     global SAVE
     SAVE = save
     steps = [("full", lambda: sec_full(res, copy_large)), ("rows", lambda: sec_rows(res, "alts" in sections, a)),
-             ("sweep", lambda: sec_sweep(res, copy_large)), ("dims", lambda: sec_dims(res))]
+             ("sweep", lambda: sec_sweep(res, copy_large)), ("dims", lambda: sec_dims(res)),
+             ("clusters", lambda: sec_clusters(res))]
     for name, step in steps:
         if name in sections:
             step()

@@ -301,15 +301,18 @@ def test_grouped_column_plan_emulation_takes_every_row_once():
 @pytest.fixture
 def stub_reduce_plans(monkeypatch):
     """The column plans built and run on CPU tensors for a device of 660 resident reduce_cols blocks (an
-    H100 at five an SM): kernels are their names, launches recorded as (name, grid, arguments)."""
+    H100 at five an SM), without clusters (compute capability 8.0; test_column_plans_meet_in_clusters
+    sets 9.0): kernels are their names, launches recorded as (name, grid, arguments, cluster)."""
     from kernelkit.ops.reduction import _reduce_plans as rp
     import kernelkit.ops.reduction.reduce  # noqa: F401  (registers the ops the plans read their rungs from)
 
     launched = []
     monkeypatch.setattr(rp, "get_kernel", lambda src, name, **kw: name)
     monkeypatch.setattr(rp, "resident_blocks", lambda kernel, block, cluster, dev, shmem=0: 660)
-    monkeypatch.setattr(rp, "launch", lambda k, grid, block, *args, **kw: launched.append((k, grid, args)))
+    monkeypatch.setattr(rp, "launch", lambda k, grid, block, *args, cluster=1, **kw: launched.append(
+        (k, grid, args) if cluster == 1 else (k, grid, args, cluster)))
     monkeypatch.setattr(rp, "_workspace", lambda dev, floats, counters: (1 << 40, 1 << 41))
+    monkeypatch.setattr(rp, "compute_capability", lambda dev: 80)
     return rp, launched
 
 
@@ -329,3 +332,56 @@ def test_column_plans_route_long_finishes_to_the_fold(stub_reduce_plans):
     rp._make_plan("sum", x, (0,), None, None, 0, bf16)(x, torch.empty(8192, dtype=bf16))
     (only, grid, args), = launched
     assert "reduce_cols<__nv_bfloat16, __nv_bfloat16," in only and grid == 32 * 20 and args[3] == 1 << 41
+
+
+def test_meet_in_clusters_rule(monkeypatch):
+    """Splits meet in a cluster only on sm_90, only as one portable cluster (2 to 8 CTAs), and only where
+    a split's main pass is short (at most COL_CLUSTER_ROWS rows), each condition on its own."""
+    from kernelkit.ops.reduction import _reduce_plans as rp
+    from kernelkit.ops.reduction._reduce_kernels import COL_CLUSTER_MAX, COL_CLUSTER_ROWS
+
+    assert (COL_CLUSTER_MAX, COL_CLUSTER_ROWS) == (8, 512)
+    monkeypatch.setattr(rp, "compute_capability", lambda dev: 90)
+    assert rp.meet_in_clusters(2, 99, 0) and rp.meet_in_clusters(8, 512, 0)
+    assert not rp.meet_in_clusters(1, 99, 0)  # nothing to meet
+    assert not rp.meet_in_clusters(9, 99, 0)  # more than a portable cluster
+    assert not rp.meet_in_clusters(3, 513, 0)  # a long main pass: the ticket's finish weighs little
+    monkeypatch.setattr(rp, "compute_capability", lambda dev: 80)
+    assert not rp.meet_in_clusters(2, 99, 0)  # no clusters before sm_90
+
+
+def test_column_plans_meet_in_clusters(stub_reduce_plans, monkeypatch):
+    """On sm_90 the splits of short columns meet in one cluster (reduce_cols_cluster, no workspace);
+    long splits, more splits than a cluster holds, and grids that clusters cannot hold at once keep
+    reduce_cols' ticket; unsplit columns keep reduce_cols."""
+    rp, launched = stub_reduce_plans
+    monkeypatch.setattr(rp, "compute_capability", lambda dev: 90)
+    resident = {"cluster": 660}
+    monkeypatch.setattr(rp, "resident_blocks", lambda kernel, block, cluster, dev, shmem=0:
+                        resident["cluster"] if "cluster" in kernel else 660)
+    bf16 = torch.bfloat16
+    x = torch.empty(64, 197, 768, dtype=bf16)  # 64 x 3 tiles, 3 splits of 66 rows: a cluster of 3
+    rp._make_plan("amax", x, (1,), None, None, 0, bf16)(x, torch.empty(64, 768, dtype=bf16))
+    (name, grid, args, cluster), = launched
+    assert name.startswith("kk::reduce_cols_cluster<__nv_bfloat16, __nv_bfloat16, kk::MaxOp,")
+    assert (grid, cluster) == (64 * 3 * 3, 3) and args[2:6] == (197, 768, 3, 66)
+    launched.clear()
+    resident["cluster"] = 560  # 576 CTAs in clusters of 3 do not fit at once: the ticket
+    rp._make_plan("sum", x, (1,), None, None, 0, bf16)(x, torch.empty(64, 768, dtype=bf16))
+    (name, grid, args), = launched
+    assert name.startswith("kk::reduce_cols<") and grid == 64 * 3 * 3
+    launched.clear()
+    x = torch.empty(31, 4099, 1021, dtype=bf16)  # 4 splits of 1025 rows: the ticket
+    rp._make_plan("sum", x, (1,), None, None, 0, bf16)(x, torch.empty(31, 1021, dtype=bf16))
+    (name, grid, args), = launched
+    assert name.startswith("kk::reduce_cols<") and args[7] == 4
+    launched.clear()
+    x = torch.empty(8192, 8192, dtype=bf16)  # 20 splits: the ticket
+    rp._make_plan("sum", x, (0,), None, None, 0, bf16)(x, torch.empty(8192, dtype=bf16))
+    (name, grid, args), = launched
+    assert name.startswith("kk::reduce_cols<") and grid == 32 * 20
+    launched.clear()
+    x = torch.empty(700, 131072, dtype=bf16)  # 512 column blocks fill the wave: no split
+    rp._make_plan("sum", x, (0,), None, None, 0, bf16)(x, torch.empty(131072, dtype=bf16))
+    (name, grid, args), = launched
+    assert name.startswith("kk::reduce_cols<") and grid == 512

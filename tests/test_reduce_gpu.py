@@ -83,6 +83,28 @@ def test_column_splits_finish_in_one_launch(op, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", OPS)
+def test_short_column_splits_meet_in_clusters(op, dtype):
+    """Short splits of a column block meet in a cluster on sm_90 (reduce_cols_cluster: clusters of 2 to 8,
+    every phase of the window form, several outer slabs), each result repeatable and against float64;
+    elsewhere the same shapes take reduce_cols' ticket."""
+    from kernelkit.runtime.launch import recording
+
+    sm90 = torch.cuda.get_device_capability()[0] >= 9
+    cases = [((16, 197, 768), 1), ((130, 1000), 0), ((300, 4097), 0), ((5, 256, 2053), 1), ((7, 130, 999), 1)]
+    for shape, dim in cases:
+        n = torch.Size(shape).numel()
+        for offset in (0, 1, 5):
+            x = random_input(n + offset, dtype, offset)[:n].view(shape)
+            with recording() as rec:
+                first = run(op, x, dim)
+            names = [r[7] for r in rec]
+            assert ("reduce_cols_cluster" in names) == sm90, (shape, names)
+            check(op, x, first, dim, False, f"{shape} dim={dim} offset={offset}")
+            assert torch.equal(run(op, x, dim), first), (shape, dim, offset)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", OPS)
 def test_narrow_columns_read_in_groups_of_rows(op, dtype):
     """Leading and middle dims of narrow, odd widths read as groups of rows (reduce_cols into fp32
     partials, then their fold with the rows past the last group): prime and odd row counts and widths,

@@ -276,22 +276,36 @@ reduce_warp_rows(const T* __restrict__ in, Tout* __restrict__ out, i64 rows, i64
 constexpr int kColRows = 8;
 template <typename Tin>
 __host__ __device__ constexpr int kColMinBlocks() { return 5; }
+// The block's meeting place: the rows' sums, column i of the block at v[row][V + i], and the ticket's
+// answer (declared beside them: a __shared__ of its own inside col_finish cost sm_80 a spill).
+template <int V>
+struct ColSlots {
+  float v[kColRows][33 * V];
+  bool last;
+};
 
-template <typename Tin, typename Tout, typename Op, int V, bool kWindow>
-__global__ void __launch_bounds__(32 * kColRows, kColMinBlocks<Tin>())
-reduce_cols(const Tin* __restrict__ in, Tout* __restrict__ out, float* __restrict__ partials,
-            unsigned* __restrict__ counters, i64 R, i64 inner, i64 col_blocks, i64 rsplit, i64 rps, float scale) {
-  constexpr int W = kWindow ? 31 * V : 32 * V;  // columns a block
-  __shared__ float s[kColRows][33 * V];          // column i of the block at slot V + i
-  __shared__ bool last;
+// acc[v] <- the 8 rows of slots of column threadIdx.x * V + v, combined in row order.
+template <typename Op, int V>
+__device__ __forceinline__ void col_slot_sums(const ColSlots<V>& s, float (&acc)[V]) {
+  const int tx = threadIdx.x;
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    float r = s.v[0][V + tx * V + v];
+#pragma unroll
+    for (int y = 1; y < kColRows; ++y) r = Op::combine(r, s.v[y][V + tx * V + v]);
+    acc[v] = r;
+  }
+}
+
+// The main pass of a column block: this thread's rows of split `split` (rps rows a split), then the
+// block's 8 rows of threads meet by column. On return the threads of row 0 (ty == 0) hold the sums
+// of the block's columns tx * V + v in acc; every thread has passed a barrier after the meeting.
+template <typename Tin, typename Op, int V, bool kWindow>
+__device__ __forceinline__ void col_block_sums(const Tin* __restrict__ in, i64 R, i64 inner, i64 c0, unsigned o,
+                                               unsigned split, i64 rps, ColSlots<V>& s, float (&acc)[V]) {
   const int tx = threadIdx.x, ty = threadIdx.y;
-  // block -> (column block, split, outer index): 32-bit divides (a grid has fewer than 2^31 blocks)
-  const unsigned ncb = (unsigned)col_blocks, nsp = (unsigned)rsplit, rest = blockIdx.x / ncb;
-  const unsigned cb = blockIdx.x - rest * ncb, o = rest / nsp, split = rest - o * nsp;
-  const i64 c0 = (i64)cb * W;
   const i64 r0 = (i64)split * rps + ty;  // this thread's first row
   const int rows = r0 < R ? (int)((min(R, (i64)(split + 1) * rps) - r0 + kColRows - 1) / kColRows) : 0;
-  float acc[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) acc[v] = Op::identity();
   const Tin* first = in + ((i64)o * R + r0) * inner + c0;  // the thread's first row, at the block's column 0
@@ -309,23 +323,26 @@ reduce_cols(const Tin* __restrict__ in, Tout* __restrict__ out, float* __restric
   }
   // the rows' sums by column, then row 0 of the block combines the 8 in row order
 #pragma unroll
-  for (int v = 0; v < V; ++v) s[ty][V + tx * V + v - p] = acc[v];
+  for (int v = 0; v < V; ++v) s.v[ty][V + tx * V + v - p] = acc[v];
   __syncthreads();
-  auto column_sums = [&]() {
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      float r = s[0][V + tx * V + v];
-#pragma unroll
-      for (int y = 1; y < kColRows; ++y) r = Op::combine(r, s[y][V + tx * V + v]);
-      acc[v] = r;
-    }
-  };
-  if (ty == 0) column_sums();  // columns tx * V + v of the block
+  if (ty == 0) col_slot_sums<Op, V>(s, acc);  // columns tx * V + v of the block
+}
+
+// The end of a column block whose sums are in row 0's acc (col_block_sums): with rsplit == 1 the
+// result; else the fp32 partial of split `split` of rsplit and the ticket of the column block, the
+// last block to finish reducing the rsplit partials in split order (counters == nullptr: partials
+// only, for reduce_cols_fold). Every thread of the block calls it.
+template <typename Tout, typename Op, int V, bool kWindow>
+__device__ __forceinline__ void col_finish(float (&acc)[V], ColSlots<V>& s, Tout* __restrict__ out,
+                                           float* __restrict__ partials, unsigned* __restrict__ counters,
+                                           i64 inner, i64 c0, unsigned o, unsigned cb, i64 col_blocks, i64 rsplit,
+                                           unsigned split, float scale) {
+  const int tx = threadIdx.x, ty = threadIdx.y;
   // how many of columns tx * V + v are the block's and the tensor's (lane 31 of a window block: none)
   const int nv = !kWindow || tx < 31 ? (int)max((i64)0, min((i64)V, inner - (c0 + tx * V))) : 0;
   if (rsplit > 1) {
     if (ty == 0) {
-      float* dst = partials + (o * rsplit + split) * inner + c0 + tx * V;
+      float* dst = partials + ((i64)o * rsplit + split) * inner + c0 + tx * V;
 #pragma unroll
       for (int v = 0; v < V; ++v)
         if (v < nv) dst[v] = acc[v];
@@ -334,13 +351,13 @@ reduce_cols(const Tin* __restrict__ in, Tout* __restrict__ out, float* __restric
     if (counters == nullptr) return;  // the two-pass form: reduce_cols_fold reduces the partials
     __syncthreads();
     if (tx == 0 && ty == 0)
-      last = atomicInc(counters + o * col_blocks + cb, (unsigned)(rsplit - 1)) == (unsigned)(rsplit - 1);
+      s.last = atomicInc(counters + (i64)o * col_blocks + cb, (unsigned)(rsplit - 1)) == (unsigned)(rsplit - 1);
     __syncthreads();
-    if (!last) return;
+    if (!s.last) return;
     __threadfence();  // and the last block sees every other block's partials
 #pragma unroll
     for (int v = 0; v < V; ++v) acc[v] = Op::identity();
-    const float* src = partials + (o * rsplit + ty) * inner + c0 + tx * V;
+    const float* src = partials + ((i64)o * rsplit + ty) * inner + c0 + tx * V;
 #pragma unroll 1
     for (i64 k = ty; k < rsplit; k += kColRows, src += kColRows * inner) {  // V loads in flight a round
 #pragma unroll
@@ -348,16 +365,112 @@ reduce_cols(const Tin* __restrict__ in, Tout* __restrict__ out, float* __restric
         if (v < nv) acc[v] = Op::combine(acc[v], __ldcg(src + v));
     }
 #pragma unroll
-    for (int v = 0; v < V; ++v) s[ty][V + tx * V + v] = acc[v];
+    for (int v = 0; v < V; ++v) s.v[ty][V + tx * V + v] = acc[v];
     __syncthreads();
-    if (ty == 0) column_sums();
+    if (ty == 0) col_slot_sums<Op, V>(s, acc);
   }
   if (ty == 0) {
-    Tout* dst = out + o * inner;
+    Tout* dst = out + (i64)o * inner;
 #pragma unroll
     for (int v = 0; v < V; ++v)
       if (v < nv) dst[c0 + tx * V + v] = from_float<Tout>(acc[v] * scale);
   }
+}
+
+// Block b of a column launch as (column block, split, outer index): 32-bit divides (a grid has fewer than
+// 2^31 blocks).
+struct ColBlock {
+  unsigned cb, split, o;
+  __device__ __forceinline__ ColBlock(unsigned b, i64 col_blocks, i64 splits) {
+    const unsigned ncb = (unsigned)col_blocks, nsp = (unsigned)splits, rest = b / ncb;
+    cb = b - rest * ncb;
+    o = rest / nsp;
+    split = rest - o * nsp;
+  }
+};
+
+template <typename Tin, typename Tout, typename Op, int V, bool kWindow>
+__global__ void __launch_bounds__(32 * kColRows, kColMinBlocks<Tin>())
+reduce_cols(const Tin* __restrict__ in, Tout* __restrict__ out, float* __restrict__ partials,
+            unsigned* __restrict__ counters, i64 R, i64 inner, i64 col_blocks, i64 rsplit, i64 rps, float scale) {
+  constexpr int W = kWindow ? 31 * V : 32 * V;  // columns a block
+  __shared__ ColSlots<V> s;
+  const ColBlock b(blockIdx.x, col_blocks, rsplit);
+  float acc[V];
+  col_block_sums<Tin, Op, V, kWindow>(in, R, inner, (i64)b.cb * W, b.o, b.split, rps, s, acc);
+  col_finish<Tout, Op, V, kWindow>(acc, s, out, partials, counters, inner, (i64)b.cb * W, b.o, b.cb, col_blocks,
+                                   rsplit, b.split, scale);
+}
+
+// reduce_cols with the C splits of a column block met in a thread-block cluster of C CTAs (sm_90; C the
+// launch's cluster size): cluster (cb, o) takes splits 0..C-1 of column block cb, split = rank. Each
+// CTA's column sums go by st.async into the shared memory of rank 0, which waits on an mbarrier for them,
+// combines them in rank order and writes the result. The meeting costs a shared-memory round trip inside
+// the GPC, where reduce_cols' ticket costs a fence, an atomic and the partials' L2 round trips after the
+// main pass (H200, 64 x 197 x 768 bf16 over dim 1, 3 splits of 66 rows: 10.3 us against 12.6;
+// docs/design/reductions.md).
+constexpr int kColClusterMax = 8;
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_size() {
+  unsigned n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  return n;
+}
+template <typename Tin, typename Tout, typename Op, int V, bool kWindow>
+__global__ void __launch_bounds__(32 * kColRows, kColMinBlocks<Tin>())
+reduce_cols_cluster(const Tin* __restrict__ in, Tout* __restrict__ out, i64 R, i64 inner, i64 col_blocks, i64 rps,
+                    float scale) {
+#if KK_SM90
+  constexpr int W = kWindow ? 31 * V : 32 * V;  // columns a block
+  __shared__ ColSlots<V> s;
+  __shared__ alignas(16) float inbox[kColClusterMax][32 * V];  // rank 0: rank r's sums of column i at [r][i]
+  __shared__ unsigned long long arrived;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  if (cluster_rank() == 0 && tx == 0 && ty == 0) {
+    mbar_init(&arrived);
+    mbar_init_fence();
+  }
+  cluster_arrive_relaxed();  // rank 0's barrier exists before any peer pushes (the wait below)
+  float acc[V];
+  {
+    const ColBlock b(blockIdx.x / cluster_size(), col_blocks, 1);
+    col_block_sums<Tin, Op, V, kWindow>(in, R, inner, (i64)b.cb * W, b.o, cluster_rank(), rps, s, acc);
+  }
+  cluster_wait();
+  // the cluster's shape is read again here rather than held across the main loop (held, it spilled)
+  const unsigned C = cluster_size(), rank = cluster_rank();
+  if (rank != 0) {
+    if (ty == 0) {
+      unsigned dst, bar;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(dst) : "r"(shared_addr(&inbox[rank][tx * V])));
+      asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(bar) : "r"(shared_addr(&arrived)));
+#pragma unroll
+      for (int v = 0; v < V; v += 4)
+        asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];"
+                     ::"r"(dst + 4 * v), "f"(acc[v]), "f"(acc[v + 1]), "f"(acc[v + 2]), "f"(acc[v + 3]), "r"(bar)
+                     : "memory");
+    }
+    return;  // the pushed values travel from registers: this CTA's shared memory is no longer read
+  }
+  if (ty == 0) {
+    if (tx == 0) mbar_expect_bytes(&arrived, (C - 1) * 32 * V * sizeof(float));
+    mbar_wait(&arrived, 0);
+#pragma unroll 1
+    for (unsigned r = 1; r < C; ++r) {
+#pragma unroll
+      for (int v = 0; v < V; ++v) acc[v] = Op::combine(acc[v], inbox[r][tx * V + v]);
+    }
+  }
+  const ColBlock b(blockIdx.x / C, col_blocks, 1);
+  col_finish<Tout, Op, V, kWindow>(acc, s, out, nullptr, nullptr, inner, (i64)b.cb * W, b.o, b.cb, col_blocks, 1, 0,
+                                   scale);
+#else
+  __trap();
+#endif
 }
 
 // The second pass of a column reduction read as grouped rows. Where inner * sizeof(Tin) is no multiple

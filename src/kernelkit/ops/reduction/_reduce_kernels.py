@@ -28,6 +28,10 @@ FOLD_ROWS = 32  # reduce_cols_fold's threadIdx.y extent (kFoldRows in reduce.cu)
 # (a second launch, about 2 round trips) finish sooner (H100: 38 splits 23.6 us walked, 20.9 folded; 19
 # splits 29.2 walked, 30.9 folded; 20-23 the same either way: docs/design/reductions.md).
 TICKET_SPLITS_MAX = 24
+# Column splits met in a cluster on sm_90 (reduce_cols_cluster, kColClusterMax in reduce.cu): at most 8
+# CTAs (the portable size), each split at most COL_CLUSTER_ROWS rows (``meet_in_clusters``).
+COL_CLUSTER_MAX = 8
+COL_CLUSTER_ROWS = 512
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,11 @@ def _cols_name(fn: str, tin, tout, window: bool) -> str:
     return f"kk::reduce_cols<{CXX_TYPE[tin]}, {CXX_TYPE[tout]}, {fn}, {_per_vec(tin)}, {str(window).lower()}>"
 
 
+def _cols_cluster_name(fn: str, tin, tout, window: bool) -> str:
+    return (f"kk::reduce_cols_cluster<{CXX_TYPE[tin]}, {CXX_TYPE[tout]}, {fn}, {_per_vec(tin)}, "
+            f"{str(window).lower()}>")
+
+
 def _fold_name(fn: str, tin, tout) -> str:
     return f"kk::reduce_cols_fold<{CXX_TYPE[tin]}, {CXX_TYPE[tout]}, {fn}>"
 
@@ -137,6 +146,11 @@ def _kernels(op: str, kind: str, dtype) -> tuple[Kernel, ...]:
         for window in (False, True):
             ks.append(Kernel(SRC, _cols_name(fn, dtype, t, window), 128, 32,  # 32: the fp32 partials
                              block=32 * COL_BLOCK_ROWS))
+    # sm_90: short splits of a column block met in a cluster (st.async into rank 0's shared memory)
+    for t in touts:
+        for window in (False, True):
+            ks.append(Kernel(SRC, _cols_cluster_name(fn, dtype, t, window), 128, _bits(t), block=32 * COL_BLOCK_ROWS,
+                             min_sm=90, sass=("SYNCS",)))  # writes only the result (no partials)
     # narrow rows read in groups: reduce_cols into fp32 partials, then their fold (scalar fp32 loads)
     for window in (False, True):
         ks.append(Kernel(SRC, _cols_name(fn, dtype, F32, window), 128, 32, block=32 * COL_BLOCK_ROWS))

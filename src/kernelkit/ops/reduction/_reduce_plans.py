@@ -14,11 +14,11 @@ from ...ladder import Op
 from ...runtime import get_kernel, launch, plain_launcher, resident_blocks, stream_handle
 from .._shared.checks import pick_variant
 from .._shared.cxx import CXX_TYPE
-from .._shared.launch_rules import cdiv, f32, i32, sm_count
+from .._shared.launch_rules import cdiv, compute_capability, f32, i32, sm_count
 from .._shared.plans import plan_cache, remember
 from ._reduce_kernels import (
-    COL_BLOCK_ROWS, COL_MIN_ROWS, F32, FOLD_ROWS, FULL, FUNCTOR, SRC, TICKET_SPLITS_MAX, TREE_BLOCK, TREE_RUNGS,
-    VEC_BLOCK, VEC_BLOCKS_PER_SM, VEC_UNROLL, WARP_ROWS_BLOCK, WARP_ROWS_MAX, _cols_name, _fast_name, _finish_name,
+    COL_BLOCK_ROWS, COL_CLUSTER_MAX, COL_CLUSTER_ROWS, COL_MIN_ROWS, F32, FOLD_ROWS, FULL, FUNCTOR, SRC, TICKET_SPLITS_MAX, TREE_BLOCK, TREE_RUNGS,
+    VEC_BLOCK, VEC_BLOCKS_PER_SM, VEC_UNROLL, WARP_ROWS_BLOCK, WARP_ROWS_MAX, _cols_cluster_name, _cols_name, _fast_name, _finish_name,
     _fold_name, _per_vec, _tree_name, _warp_rows_name, ReduceConfig, rows_config)
 
 OPS: dict[str, Op] = {}  # the four ops, registered by reduce.py; a plan reads its rung from them
@@ -183,12 +183,38 @@ def ticket_finish(rsplit: int, outer: int) -> bool:
     return rsplit <= TICKET_SPLITS_MAX or outer > 65535
 
 
+def meet_in_clusters(rsplit: int, rps: int, dev: int) -> bool:
+    """Whether the ``rsplit`` splits of ``rps`` rows of each column block meet in a cluster
+    (reduce_cols_cluster, sm_90) rather than by reduce_cols' ticket. The cluster saves the ticket's chain
+    of L2 round trips after the main pass (2.3 us at 64 x 197 x 768 bf16 over dim 1 on an H200), but its
+    CTAs are placed by the GPC, less evenly than plain blocks: the main pass of 31 x 4099 x 1021 bf16 in
+    clusters of 3 (1366 rows a split) ran 8% slower, clusters of 10 over 8192 x 8192 fp32 (819 rows) 12%.
+    So: one portable cluster of at most COL_CLUSTER_MAX CTAs, where a split's main pass is short
+    (at most COL_CLUSTER_ROWS rows) and the finish weighs most (docs/design/reductions.md)."""
+    return 1 < rsplit <= COL_CLUSTER_MAX and rps <= COL_CLUSTER_ROWS and compute_capability(dev) >= 90
+
+
+def _cluster_cols_plan(kernel, dev: int, outer: int, R: int, inner: int, col_blocks: int, rsplit: int,
+                       rps: int, scale: float):
+    """reduce_cols_cluster: the ``rsplit`` splits of each column block as one cluster of that many CTAs,
+    met in rank 0's shared memory; one launch, no workspace."""
+    block = (32, COL_BLOCK_ROWS)
+    grid = col_blocks * outer * rsplit
+    args = (R, inner, col_blocks, rps, f32(scale))
+
+    def run(x, out):
+        launch(kernel, grid, block, x.data_ptr(), out.data_ptr(), *args, cluster=rsplit, name="reduce_cols_cluster",
+               device_index=dev)
+    return run
+
+
 def _cols_plan(fn: str, dtype, dev: int, outer: int, R: int, inner: int, scale: float, window: bool, tout):
     """The plan of out[o, c] = reduce(x[o, :, c]) for a contiguous (outer, R, inner) input into out of
     dtype ``tout``: one launch of reduce_cols (``window``: its form for rows at any 16-byte phase, 31
     vectors of columns a block; else 32), its rows split by ``col_split``; the blocks of a split column
-    block meet in the workspace and the last one writes the result (where ``ticket_finish`` says; else
-    the grouped plan's two launches with groups of one row).
+    block meet in a cluster where ``meet_in_clusters`` says (sm_90), else in the workspace, where the last
+    one writes the result (where ``ticket_finish`` says; else the grouped plan's two launches with groups
+    of one row).
     """
     block = (32, COL_BLOCK_ROWS)
     col_blocks = cdiv(inner, (31 if window else 32) * _per_vec(dtype))
@@ -197,6 +223,10 @@ def _cols_plan(fn: str, dtype, dev: int, outer: int, R: int, inner: int, scale: 
     rsplit = col_split(R, tiles, resident_blocks(kernel, 32 * COL_BLOCK_ROWS, 1, dev))
     rps = cdiv(R, rsplit)
     rsplit = cdiv(R, rps)
+    if meet_in_clusters(rsplit, rps, dev):
+        ck = _load(_cols_cluster_name(fn, dtype, tout, window), dev)
+        if tiles * rsplit <= resident_blocks(ck, 32 * COL_BLOCK_ROWS, rsplit, dev):  # clusters fit fewer CTAs
+            return _cluster_cols_plan(ck, dev, outer, R, inner, col_blocks, rsplit, rps, scale)
     if not ticket_finish(rsplit, outer):
         return _grouped_cols_plan(fn, dtype, dev, outer, R, inner, 1, scale, window, tout)
     args = (R, inner, col_blocks, rsplit, rps, f32(scale))

@@ -125,13 +125,13 @@ def test_depthwise_register_columns(dtype):
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_depthwise_planar_bands(dtype):
     """The planar band kernels (NCHW) under bands of one strip to the whole plane, one plane or several a
-    block (a last group past the planes), on odd and H = 1 planes, offset views, strides 1 and 2, every
-    padding from none to past the window."""
+    block (a last group past the planes), segments of 32 and 64 columns (a last one partial), on odd and
+    H = 1 planes, offset views, strides 1 and 2, every padding from none to past the window."""
     from kernelkit.ops.window.conv2d import DwPlanes
 
     torch.manual_seed(10)
     for (n, c, h, w), offset in (((2, 5, 19, 45), 0), ((1, 7, 40, 17), 3), ((3, 3, 1, 67), 1), ((2, 9, 7, 7), 0),
-                                 ((1, 2, 33, 1), 5)):
+                                 ((1, 2, 33, 1), 5), ((1, 3, 6, 203), 1)):
         x = _input((n, c, h, w), dtype, offset)
         for k, s, p in ((3, 1, 1), (7, 1, 3), (3, 2, 1), (5, 2, 0), (5, 1, 2), (3, 1, 0), (3, 2, 2), (7, 1, 4)):
             oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
@@ -140,19 +140,40 @@ def test_depthwise_planar_bands(dtype):
             for ry in (4, 8):
                 every = -(-oh // ry)
                 for cfg in (DwPlanes(ry, 1, 1), DwPlanes(ry, 1, 2), DwPlanes(ry, 1, every), DwPlanes(ry, 4, every),
-                            DwPlanes(ry, 2, every)):
+                            DwPlanes(ry, 2, every), DwPlanes(ry, 1, 1, 32), DwPlanes(ry, 1, 2, 64)):  # segments
                     if cfg.fits(oh, ow, k, s):
                         _dw_check(x, c, k, s, p, 1, (ry + cfg.planes) % 2 == 0, None, cfg)
 
 
 def test_depthwise_planar_rule_on_the_gpu():
-    """The rule's bands on planes of many rows (several bands), many small planes (a group a block) and
-    few channels at stride 2 (the planar kernels, not the direct ones)."""
+    """The rule's bands on planes of many rows (several bands), many small planes (a group a block), few
+    channels at stride 2 (the planar kernels, not the direct ones) and rows too wide for one strip (segments
+    of the row)."""
     torch.manual_seed(11)
     for (n, c, h, w), k, s, p in (((1, 16, 300, 257), 3, 1, 1), ((2, 40, 127, 129), 5, 2, 2), ((4, 300, 7, 7), 7, 1, 3),
-                                  ((2, 3, 55, 55), 3, 2, 1), ((1, 4, 1, 4099), 3, 1, 1)):
+                                  ((2, 3, 55, 55), 3, 2, 1), ((1, 4, 1, 4099), 3, 1, 1), ((2, 40, 1, 4099), 7, 1, 3),
+                                  ((1, 16, 3, 8191), 5, 1, 2), ((1, 16, 5, 4099), 5, 2, 2)):  # the last three: segments
         for dtype in FLOATS:
             _dw_check(_input((n, c, h, w), dtype, 1), c, k, s, p, 1, True, None)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_depthwise_wide_short_planes(dtype):
+    """Rows too wide for one strip run on segments of the band (planar kernels), a single output row on the
+    direct kernels in either layout (3 x 3 keeps its register kernels): which kernel runs, and the result."""
+    from kernelkit.runtime.launch import recording
+
+    torch.manual_seed(12)
+    for (n, c, h, w), k, s, p, cl, kernel in (
+            ((2, 40, 3, 8191), 5, 1, 2, False, "dw_planes"), ((1, 24, 5, 4099), 7, 1, 3, False, "dw_planes"),
+            ((2, 40, 1, 4099), 7, 1, 3, False, "dw_direct"), ((2, 40, 1, 4099), 5, 1, 2, True, "dw_direct"),
+            ((1, 16, 2, 3001), 5, 2, 2, False, "dw_direct"), ((2, 40, 1, 4099), 3, 1, 1, False, "dw_columns")):
+        x = _input((n, c, h, w), dtype, 1)
+        if cl:
+            x = x.contiguous(memory_format=torch.channels_last)
+        with recording() as rec:
+            _dw_check(x, c, k, s, p, 1, True, None)
+        assert kernel in [r[7] for r in rec], ((n, c, h, w), k, s, [r[7] for r in rec])
 
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16), ids=str)

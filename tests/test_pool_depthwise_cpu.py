@@ -138,22 +138,30 @@ def test_depthwise_planes_rule():
     assert dw.planes_rule(256, 17, 31, 3, 1, 132).planes == 1  # 256 planes: one a block, two blocks an SM
     t = dw.planes_rule(256, 127, 129, 3, 1, 132)
     assert t.planes == 1 and t.strips == 6 and t.rows(3, 1) == 50 and t.smem(129, 3, 1) <= dw.PLANES_SMEM
-    assert dw.planes_rule(80, 1, 4099, 7, 1, 132) is None  # 14 rows of 4105 floats: past the bound
+    # one strip of a whole row does not fit (10 rows of 4105 floats): segments of 704 columns, 6 to the row
+    # (the widest multiple of 32 that fits is 800, evened out over the 4099 columns)
+    assert dw.planes_rule(80, 1, 4099, 7, 1, 132) == dw.DwPlanes(4, 1, 1, 704)
+    assert dw.planes_rule(80, 3, 8191, 5, 1, 132) == dw.DwPlanes(4, 1, 1, 928)
     for planes in (1, 7, 300, 70000):
         for oh in (1, 2, 7, 13, 28, 56, 127, 300):
-            for ow in (1, 7, 28, 55, 129, 999):
+            for ow in (1, 7, 28, 55, 129, 999, 4099, 30011):
                 for k, s in dw.TILE_KS:
                     t = dw.planes_rule(planes, oh, ow, k, s, 132)
-                    if t is None:
-                        assert ((8 - 1) * s + k) * dw.planes_pitch(ow, k, s) * 4 > dw.PLANES_SMEM
-                        continue
-                    assert t.fits(oh, ow, k, s) and t.smem(ow, k, s) <= dw.PLANES_SMEM
+                    assert t is not None and t.fits(oh, ow, k, s) and t.smem(ow, k, s) <= dw.PLANES_SMEM
                     assert t.planes == 1 or t.strips == -(-oh // t.ry)
                     bands = -(-(-(-oh // t.ry)) // t.strips)
                     assert (bands - 1) * t.strips * t.ry < oh  # no band wholly outside the plane
+                    one = ((t.ry - 1) * s + k) * dw.planes_pitch(ow, k, s) * 4  # one strip of the whole row
+                    assert (t.cols == 0) == (one <= dw.PLANES_SMEM), (planes, oh, ow, k, s, t)
+                    if t.cols:  # segments of whole warps, evened out: less than 32 columns of waste a segment
+                        segs = -(-ow // t.cols)
+                        assert t.cols % 32 == 0 and t.cols * segs - ow < 32 * segs
     p = dw.DwPlanes(4, 3, 2)
     assert p.rows(3, 1) == 10 and p.rows(5, 2) == 19 and p.smem(10, 3, 1) == 3 * 10 * 12 * 4
     assert not p.fits(9, 10, 3, 1) and p.fits(8, 10, 3, 1) and not dw.DwPlanes(6, 1, 1).fits(9, 9, 3, 1)
+    seg = dw.DwPlanes(4, 1, 2, 64)  # segments of 64 columns: 66 inputs a staged row at 3 x 3
+    assert seg.width(1000) == 64 and seg.width(50) == 50 and seg.smem(1000, 3, 1) == 10 * 66 * 4
+    assert seg.fits(9, 1000, 3, 1) and not dw.DwPlanes(4, 2, 3, 64).fits(9, 1000, 3, 1)  # planes only whole rows
 
 
 def test_register_tiles_count_their_own_threads():

@@ -272,7 +272,9 @@ dw_tile(const T* __restrict__ in, T* __restrict__ out, const float* __restrict__
 
 // ------------------------------------------------------------------------------------ planar bands
 // NCHW: a block stages a band of P whole-width planes (P > 1 only when the band is the whole plane) in
-// shared memory as float32, the zero padding included: IH rows of IW inputs a plane, gathered by a flat
+// shared memory as float32, the zero padding included, or, where a whole-width row does not fit, a
+// segment of SW output columns of one band (segs segments a row; SW = OW where segs == 1): IH rows of IW
+// inputs a plane (the segment's (SW - 1) S + K columns and their halo), gathered by a flat
 // index over (plane, row, column) so that a warp's loads run along contiguous rows whatever the width,
 // 32 bytes of loads in flight a thread (8 floats, 16 halves). At stride 2 a row is stored deinterleaved (even columns, then odd)
 // so that lanes on consecutive outputs read consecutive floats. A thread computes a column strip of RY
@@ -290,17 +292,21 @@ template <typename T, int K, int S, int RY>
 __global__ void __launch_bounds__(256, 3)
 dw_planes(const T* __restrict__ in, T* __restrict__ out, const float* __restrict__ w, const float* __restrict__ bias,
           int NC, int C, int H, int W, int OH, int OW, int p_h, int p_w, int P, int NS, int bands, int IH, int IW,
-          int pitch) {
+          int pitch, int SW, int segs) {
   extern __shared__ float4 smem4[];
   float* tile = reinterpret_cast<float*>(smem4);
   constexpr int NR = (RY - 1) * S + K;
   constexpr int kDwBatch2 = 32 / (int)sizeof(T);
   const int tid = threadIdx.x, nthr = blockDim.x;
   const int half = pitch >> 1;
-  const int g = blockIdx.x / bands, band = blockIdx.x - g * bands;
+  const int g = blockIdx.x / (bands * segs), rest = blockIdx.x - g * bands * segs;
+  const int band = rest / segs, seg = rest - band * segs;
   const int plane0 = g * P;
   const int srow0 = band * NS * RY;      // first output row of the band
   const int iy0 = srow0 * S - p_h;       // input row of staged row 0
+  const int ox0 = seg * SW;              // first output column of the segment
+  const int ix0 = ox0 * S - p_w;         // input column of staged column 0
+  const int ow = min(SW, OW - ox0);      // output columns of the segment
   const unsigned mw = dw_magic(IW), mh = dw_magic(IH);
   const int total = P * IH * IW;
   for (int base = tid; base < total; base += nthr * kDwBatch2) {
@@ -311,7 +317,7 @@ dw_planes(const T* __restrict__ in, T* __restrict__ out, const float* __restrict
       const int q = base + b * nthr;
       const int rr = dw_div(q, mw), cc = q - rr * IW;
       const int pl = dw_div(rr, mh), r = rr - pl * IH;
-      const int y = iy0 + r, x = cc - p_w, gp = plane0 + pl;
+      const int y = iy0 + r, x = ix0 + cc, gp = plane0 + pl;
       const bool ok = q < total && gp < NC && (unsigned)y < (unsigned)H && (unsigned)x < (unsigned)W;
       v[b] = ok ? wload(in[((i64)gp * H + y) * W + x]) : 0.0f;
       at[b] = q < total ? rr * pitch + dw_col<S>(cc, half) : -1;
@@ -321,10 +327,10 @@ dw_planes(const T* __restrict__ in, T* __restrict__ out, const float* __restrict
       if (at[b] >= 0) tile[at[b]] = v[b];
   }
   __syncthreads();
-  const unsigned mo = dw_magic(OW), ms = dw_magic(NS);
-  const int items = P * NS * OW;
+  const unsigned mo = dw_magic(ow), ms = dw_magic(NS);
+  const int items = P * NS * ow;
   for (int t = tid; t < items; t += nthr) {
-    const int q = OW > 1 ? dw_div(t, mo) : t, ox = t - q * OW;
+    const int q = ow > 1 ? dw_div(t, mo) : t, ox = t - q * ow;  // ox: the column within the segment
     const int pl = NS > 1 ? dw_div(q, ms) : q, st = q - pl * NS;
     const int gp = plane0 + pl, oy0 = srow0 + st * RY;
     if (gp >= NC || oy0 >= OH) continue;
@@ -350,7 +356,7 @@ dw_planes(const T* __restrict__ in, T* __restrict__ out, const float* __restrict
         for (int dx = 0; dx < K; ++dx) acc[j] = fmaf(wr[dy * K + dx], win[dx], acc[j]);
       }
     }
-    const i64 o = ((i64)gp * OH + oy0) * OW + ox;
+    const i64 o = ((i64)gp * OH + oy0) * OW + ox0 + ox;
 #pragma unroll
     for (int j = 0; j < RY; ++j)
       if (oy0 + j < OH) dw_store(out, o + (i64)j * OW, acc[j]);

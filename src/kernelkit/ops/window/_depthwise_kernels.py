@@ -129,12 +129,14 @@ def run_planes(x: torch.Tensor, w: torch.Tensor, b: Optional[torch.Tensor], out:
     kern = _kernel(SRC, planes_name(dtype, k, s, t.ry), dev)
     shmem = t.smem(OW, k, s)
     bands = cdiv(cdiv(OH, t.ry), t.strips)
+    sw = t.width(OW)  # output columns a segment
+    segs = cdiv(OW, sw)
     NC = N * C
     i32 = np.int32
-    launch(kern, cdiv(NC, t.planes) * bands, PLANES_THREADS, x.data_ptr(), out.data_ptr(), w.data_ptr(),
+    launch(kern, cdiv(NC, t.planes) * bands * segs, PLANES_THREADS, x.data_ptr(), out.data_ptr(), w.data_ptr(),
            0 if b is None else b.data_ptr(), i32(NC), i32(C), i32(H), i32(W), i32(OH), i32(OW), i32(padding[0]),
-           i32(padding[1]), i32(t.planes), i32(t.strips), i32(bands), i32(t.rows(k, s)), i32((OW - 1) * s + k),
-           i32(planes_pitch(OW, k, s)), shmem=shmem, name="dw_planes", device_index=dev)
+           i32(padding[1]), i32(t.planes), i32(t.strips), i32(bands), i32(t.rows(k, s)), i32((sw - 1) * s + k),
+           i32(planes_pitch(sw, k, s)), i32(sw), i32(segs), shmem=shmem, name="dw_planes", device_index=dev)
 
 
 def regs_fit(x: torch.Tensor, ks: Optional[tuple[int, int]]) -> bool:

@@ -100,25 +100,31 @@ PLANES_ITEMS = 2 * PLANES_THREADS  # strips a block aims at when planes are smal
 @dataclass(frozen=True)
 class DwPlanes:
     """The planar band kernels' block (NCHW): ``planes`` whole planes, or one plane's band of ``strips``
-    strips of ``ry`` output rows (``ry`` in PLANES_RY), staged in shared memory at full width; a thread
-    computes one column of a strip."""
+    strips of ``ry`` output rows (``ry`` in PLANES_RY), staged in shared memory at full width, or, with
+    ``cols`` > 0, in segments of ``cols`` output columns (rows too wide for one strip at full width); a
+    thread computes one column of a strip."""
 
     ry: int
     planes: int
     strips: int
+    cols: int = 0  # output columns a segment; 0: the whole width
 
     def rows(self, k: int, s: int) -> int:
         """Input rows a plane's band stages (its halo and padding included)."""
         return (self.strips * self.ry - 1) * s + k
 
+    def width(self, ow: int) -> int:
+        """Output columns a block stages: a segment's, or the whole row's."""
+        return min(self.cols, ow) if self.cols else ow
+
     def smem(self, ow: int, k: int, s: int) -> int:
-        return self.planes * self.rows(k, s) * planes_pitch(ow, k, s) * 4
+        return self.planes * self.rows(k, s) * planes_pitch(self.width(ow), k, s) * 4
 
     def fits(self, oh: int, ow: int, k: int, s: int) -> bool:
-        """Whether the kernels run this band: a compiled ry, several planes only as whole planes, and
-        PLANES_MAX_SMEM."""
-        return (self.ry in PLANES_RY and self.planes >= 1 and self.strips >= 1
-                and (self.planes == 1 or self.strips >= cdiv(oh, self.ry))
+        """Whether the kernels run this band: a compiled ry, several planes only as whole planes (and whole
+        rows), and PLANES_MAX_SMEM."""
+        return (self.ry in PLANES_RY and self.planes >= 1 and self.strips >= 1 and self.cols >= 0
+                and (self.planes == 1 or self.strips >= cdiv(oh, self.ry) and self.width(ow) == ow)
                 and self.smem(ow, k, s) <= PLANES_MAX_SMEM)
 
 
@@ -128,13 +134,19 @@ def planes_pitch(ow: int, k: int, s: int) -> int:
     return iw if s == 1 else 2 * cdiv(iw, 2)
 
 
+PLANES_SEGMENT_ALIGN = 32  # a segment's output columns: whole warps of a strip row
+
+
 @functools.lru_cache(maxsize=4096)
 def planes_rule(planes: int, oh: int, ow: int, k: int, s: int, sms: int) -> Optional[DwPlanes]:
-    """The band for ``planes`` NCHW planes of OH x OW outputs, or None when one strip of the row does not
-    fit PLANES_SMEM. ``ry``: the fewest staged rows read per column, (OH / ry rounded up) ((ry - 1) S + K)
-    (ties: 8); the whole plane when it fits, with the planes a block (up to PLANES_ITEMS strips, no fewer
-    than two blocks an SM) whose strips fill the threads' rounds best; else the most strips that fit,
-    split evenly over the bands."""
+    """The band for ``planes`` NCHW planes of OH x OW outputs, or None when not even one strip of
+    PLANES_SEGMENT_ALIGN columns fits PLANES_SMEM. ``ry``: the fewest staged rows read per column, (OH / ry
+    rounded up) ((ry - 1) S + K) (ties: 8); the whole plane when it fits, with the planes a block (up to
+    PLANES_ITEMS strips, no fewer than two blocks an SM) whose strips fill the threads' rounds best; else
+    the most strips that fit, split evenly over the bands; where one strip of the whole row does not fit
+    (wide rows: 1 x 4099 at 7 x 7 is 10 rows of 4105 floats), segments of the row, as wide as one strip
+    allows in multiples of PLANES_SEGMENT_ALIGN columns, evened out over the row, with the strips that fit
+    that width."""
     ry = min(PLANES_RY, key=lambda r: (cdiv(oh, r) * ((r - 1) * s + k), -r))
     budget = PLANES_SMEM // 4
     pitch = planes_pitch(ow, k, s)
@@ -148,9 +160,17 @@ def planes_rule(planes: int, oh: int, ow: int, k: int, s: int, sms: int) -> Opti
                                                                      * PLANES_THREADS), q))
         return DwPlanes(ry, p, every)
     ns = ((budget // pitch - k) // s + 1) // ry
-    if ns < 1:
+    if ns >= 1:
+        return DwPlanes(ry, 1, cdiv(every, cdiv(every, ns)))
+    one = (ry - 1) * s + k  # the rows of one strip
+    widest = ((budget // one - k) // s + 1) // PLANES_SEGMENT_ALIGN * PLANES_SEGMENT_ALIGN
+    while widest >= PLANES_SEGMENT_ALIGN and one * planes_pitch(widest, k, s) > budget:
+        widest -= PLANES_SEGMENT_ALIGN  # stride 2 rounds a row's pitch up to even
+    if widest < PLANES_SEGMENT_ALIGN:
         return None
-    return DwPlanes(ry, 1, cdiv(every, cdiv(every, ns)))
+    cols = min(widest, cdiv(cdiv(ow, cdiv(ow, widest)), PLANES_SEGMENT_ALIGN) * PLANES_SEGMENT_ALIGN)
+    ns = max(1, ((budget // planes_pitch(cols, k, s) - k) // s + 1) // ry)
+    return DwPlanes(ry, 1, cdiv(every, cdiv(every, ns)), cols)
 
 
 # The register rung (dw_registers): channels_last, 4 channels a thread with their K*K weights in registers,

@@ -77,11 +77,19 @@ def _conv2d_into(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
             t = DwColumns(*config[1:]) if kind == CONFIG_COLUMNS else columns_rule(N * C, OH, OW, *ks, sm_count(dev))
             if run_columns(x.contiguous(), float_weights(weight, False), b, out, ks, padding, t):
                 return
-        if kind == CONFIG_PLANES or (kind is None and best and many_planes):
+        if kind == CONFIG_PLANES or (kind is None and best and many_planes and OH > 1):
             t = DwPlanes(*config[1:]) if kind == CONFIG_PLANES else planes_rule(N * C, OH, OW, *ks, sm_count(dev))
             if t is not None:
                 run_planes(x.contiguous(), float_weights(weight, False), b, out, ks, padding, t)
                 return
+    # one output row (H = 1, or H below the window at stride > 1): the bands and tiles would compute and
+    # stage rows of padding (3 of a strip's 4 output rows; 9 of 10 staged rows at 1 x 4099, 7 x 7) where the
+    # direct kernels read only the taps inside the image (H200, 2 x 40 x 1 x 4099 fp32 7 x 7: 11.4 us against
+    # 19.3 for the bands and 25.6 for the tiles; torch 9.7; docs/design/window.md)
+    if best and kind is None and OH == 1:
+        run_direct(x if cl else x.contiguous(), float_weights(weight, cl), b, out, (KH, KW), stride, padding,
+                   dilation, cl)
+        return
     if ks is not None and (variant in ("tiled", "registers") or (best and C >= TILE_MIN_CHANNELS)):
         t = DwTile(*config[1:]) if kind == CONFIG_TILE else tile_rule(OH, OW, ks[0], ks[1], cl)
         run_tiled(x if cl else x.contiguous(), float_weights(weight, True), b, out, ks, padding, cl, t)
@@ -128,8 +136,8 @@ def conv2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     (variant None, "best" or "registers"), a ``DwTile`` (outputs a thread along W, warps across and
     down) for the tiled kernels (variant None, "best" or "tiled"), or, for an NCHW input, a ``DwColumns``
     (output rows a thread) for the planar register kernels (variant None, "best" or "registers") or a
-    ``DwPlanes`` (output rows a thread, planes a block, strips a band) for the planar band kernels
-    (variant None or "best"); without one ``regs_rule`` and ``tile_rule`` (channels_last),
+    ``DwPlanes`` (output rows a thread, planes a block, strips a band, columns a segment) for the planar
+    band kernels (variant None or "best"); without one ``regs_rule`` and ``tile_rule`` (channels_last),
     ``columns_rule`` and ``planes_rule`` (NCHW) pick from the problem's sizes, kernel, stride and SM count.
 
     Raises TypeError for a non-tensor input, a depthwise input of another dtype, sizes that are not
@@ -206,9 +214,9 @@ def _check_config(config, x: torch.Tensor, KH: int, KW: int, s: list[int], d: li
     if planar:
         if channels_last or not config.fits(OH, OW, *ks):
             raise ValueError(f"conv2d: {config} is not a band the planar kernels run: NCHW input, ry in "
-                             f"{PLANES_RY}, several planes only whole, at most {PLANES_MAX_SMEM} bytes of shared "
-                             f"memory")
-        return [CONFIG_PLANES, config.ry, config.planes, config.strips]
+                             f"{PLANES_RY}, several planes only whole (and whole rows), at most {PLANES_MAX_SMEM} "
+                             f"bytes of shared memory")
+        return [CONFIG_PLANES, config.ry, config.planes, config.strips, config.cols]
     if config.rx not in TILE_RX[ks[1]] or not config.fits(*ks, channels_last):
         raise ValueError(f"conv2d: {config} is not a tile the kernels run: rx in {TILE_RX[ks[1]]}, 1 to 8 warps, "
                          f"at most {TILE_SMEM} bytes of shared memory, planar rows of at most "

@@ -3,7 +3,7 @@ rms_norm on the five benchmark shapes, torch and the device copy beside each, an
 alternative configurations passed through config=).
 
     python benchmarks/reduction_tuning.py --warm            # build the family's kernels (parallel; KK_ARCH=sm_90)
-    python benchmarks/reduction_tuning.py --out FILE [--sections full,sweep,dims,rows,alts,clusters]
+    python benchmarks/reduction_tuning.py --out FILE [--sections full,sweep,dims,rows,alts,clusters,packed]
         [--shapes 1024x65536,...] [--ops layer_norm,...] [--dtypes float16,...]   (the rows section only)
     python benchmarks/reduction_tuning.py --summary FILE    # print a recorded FILE's figures
 
@@ -192,6 +192,36 @@ def sec_clusters(res):
             del x
 
 
+PACKED_LENGTHS = (3, 7, 16, 31, 64, 100, 121)  # rows the packed kernels take (16-bit: up to 121 elements)
+
+
+def sec_packed(res):
+    """layer_norm and rms_norm (weight, and bias for layer_norm) of short rows, about 2^27 elements, against
+    torch and a same-bytes copy, interleaved (kernelkit.bench.time_interleaved, medians)."""
+    import torch.nn.functional as F
+
+    import kernelkit
+    from kernelkit.bench.timing import time_interleaved
+
+    for dt in DTYPES:
+        for n in PACKED_LENGTHS:
+            x = torch.randn((1 << 27) // n, n, device="cuda").to(dt)
+            w, b = torch.randn(n, device="cuda").to(dt), torch.randn(n, device="cuda").to(dt)
+            half = torch.empty(x.numel() * x.element_size(), dtype=torch.uint8, device="cuda")
+            dst = torch.empty_like(half)
+            fns = [lambda: kernelkit.layer_norm(x, (n,), w, b), lambda: F.layer_norm(x, (n,), w, b),
+                   lambda: kernelkit.rms_norm(x, (n,), w, eps=1e-5), lambda: F.rms_norm(x, (n,), w, eps=1e-5),
+                   lambda: dst.copy_(half)]
+            us = [tt.median_us for tt in time_interleaved(fns, max_seconds=1.0, shuffle=True)]
+            for k, op in enumerate(("layer_norm", "rms_norm")):
+                res.append(dict(section="packed", op=op, dtype=str(dt)[6:], shape=list(x.shape), us=us[2 * k],
+                                torch_us=us[2 * k + 1], copy_us=us[4], pct_copy=100 * us[4] / us[2 * k],
+                                vs_torch=us[2 * k + 1] / us[2 * k]))
+                print(f"packed {op:10s} {str(dt)[6:]:9s} rows of {n:3d}: {us[2 * k]:7.2f} us, {100 * us[4] / us[2 * k]:5.1f}% "
+                      f"of copy, {us[2 * k + 1] / us[2 * k]:6.1f}x torch", flush=True)
+            del x
+
+
 def close(a, b) -> bool:
     """Every element within 2% of torch's, or within 0.1% of the mean magnitude (tiny outputs), or a
     16-bit subnormal step (softmax of long rows lands there)."""
@@ -320,7 +350,7 @@ def main(argv=None) -> int:
     SAVE = save
     steps = [("full", lambda: sec_full(res, copy_large)), ("rows", lambda: sec_rows(res, "alts" in sections, a)),
              ("sweep", lambda: sec_sweep(res, copy_large)), ("dims", lambda: sec_dims(res)),
-             ("clusters", lambda: sec_clusters(res))]
+             ("clusters", lambda: sec_clusters(res)), ("packed", lambda: sec_packed(res))]
     for name, step in steps:
         if name in sections:
             step()

@@ -251,67 +251,86 @@ norm_smem(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w
   smem_rows<T, kBlock, kPer, kChunks, kStages, kCluster>(in, out, rows, len, op);
 }
 
-// Short rows, a block of them at a time through shared memory (rows_packed.cuh): each CTA stages the
-// row's weight and bias (kG kE elements at most) in shared memory once; the statistics are two passes (the
-// mean, then the squared deviations from it) over kE values a lane and shuffles within kG lanes.
-template <typename T, typename C>
-__global__ void __launch_bounds__(C::kBlock, C::kMinBlocks)
-norm_packed(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight, const T* __restrict__ bias,
-            i64 rows, i64 len, float eps, int rms, i64 per_block) {
+// Short rows, a block of them at a time through shared memory (rows_packed.cuh). A lane takes the same
+// columns g + e kG of every row, so which of them lie in the row is known once, and their weight and bias
+// (kE of each) are read into registers once. The statistics are two passes (the mean, then the squared
+// deviations from it) over kE values a lane and shuffles within kG lanes; `rms` is branched on once a
+// launch (two copies of the row loop), not once a row.
+// Why this shape: the kernel is bound by instruction issue (Nsight Compute, 16-bit rows of 100: 0.95 warps
+// issued a cycle a scheduler), and a row loop that read weight and bias from shared memory, compared 64-bit
+// column indices against the length at every use, found each element's shared addresses again and
+// branched on `rms` and divided by the length every row ran 223 warp instructions a row where
+// softmax_packed runs 147 (docs/design/row-reductions.md).
+template <bool kRms, typename T, typename C>
+__device__ __forceinline__ void norm_packed_rows(const T* __restrict__ in, T* __restrict__ out,
+                                                 const T* __restrict__ weight, const T* __restrict__ bias, i64 rows,
+                                                 i64 len64, float eps, i64 per_block, const PackedRows<T, C>& pr) {
   constexpr int kG = C::kG, kE = C::kE;
-  __shared__ __align__(16) T buf[PackedRows<T, C>::kElems];
-  __shared__ float wb[2][kG * kE];
-  const PackedRows<T, C> pr{buf};
-  for (int j = threadIdx.x; j < len; j += C::kBlock) {  // read before the first block's barrier
-    wb[0][j] = weight ? to_float(weight[j]) : 1.0f;
-    wb[1][j] = bias ? to_float(bias[j]) : 0.0f;
-  }
+  const int len = (int)len64;  // a packed row holds at most kG kE <= 256 elements
   const int g = (int)threadIdx.x % kG;
-  const float inv_len = 1.0f / (float)len;
-  packed_blocks<T, C>(in, out, rows, len, per_block, pr, [&](int nr, int a) {
+  bool in_row[kE];
+  float wt[kE], bs[kE];
+#pragma unroll
+  for (int e = 0; e < kE; ++e) {
+    const int j = g + e * kG;
+    in_row[e] = j < len;
+    wt[e] = weight && in_row[e] ? to_float(weight[j]) : 1.0f;
+    bs[e] = bias && in_row[e] ? to_float(bias[j]) : 0.0f;
+  }
+  const float flen = (float)len, inv_len = 1.0f / flen;
+  packed_blocks<T, C>(in, out, rows, len64, per_block, pr, [&](int nr, int a) {
     for (int i0 = 0; i0 < nr; i0 += C::kBlock / kG) {  // every thread runs every pass (whole-warp shuffles)
       const int i = i0 + (int)threadIdx.x / kG;
-      T* const row = buf + a + (i < nr ? i : 0) * (int)len;
+      T* const row = pr.buf + a + (i < nr ? i : 0) * len + g;  // rows past the block reduce row 0, unstored
       float x[kE];
 #pragma unroll
-      for (int e = 0; e < kE; ++e) {
-        const int j = g + e * kG;
-        x[e] = i < nr && j < len ? to_float(row[j]) : 0.0f;
-      }
-      // layer_norm: the deviations from the row's first element (exact where the values are close), then from
-      // their mean: rows of a few nearly equal values (their variance below eps, where rstd multiplies every
-      // rounding up to 1 / sqrt(eps)) keep the float64 result to ~3e-6 of the sweep's measure, where deviations
-      // from an fp32 mean lose it to 4e-4 (docs/design/row-reductions.md)
-      const float x0 = rms ? 0.0f : __shfl_sync(0xffffffffu, x[0], 0, kG);
-      float sum = 0.0f;
-#pragma unroll
-      for (int e = 0; e < kE; ++e) {
-        if (g + e * kG < len) x[e] -= x0;
-        sum += rms ? x[e] * x[e] : x[e];
-      }
-      sum = warp_allreduce<SumOp, kG>(sum);
+      for (int e = 0; e < kE; ++e) x[e] = in_row[e] ? to_float(row[e * kG]) : 0.0f;
       float rstd;
-      if (rms) {
-        rstd = rms_rstd(sum, len, eps);
+      if constexpr (kRms) {
+        float ss = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kE; ++e) ss += x[e] * x[e];
+        rstd = rsqrtf(warp_allreduce<SumOp, kG>(ss) / flen + eps);  // rms_rstd's formula
       } else {
-        const float c = sum * inv_len;
+        // the deviations from the row's first element (exact where the values are close), then from their
+        // mean: rows of a few nearly equal values (their variance below eps, where rstd multiplies every
+        // rounding up to 1 / sqrt(eps)) keep the float64 result to ~3e-6 of the sweep's measure, where
+        // deviations from an fp32 mean lose it to 4e-4 (docs/design/row-reductions.md)
+        const float x0 = __shfl_sync(0xffffffffu, x[0], 0, kG);
+        float sum = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kE; ++e) {
+          if (in_row[e]) x[e] -= x0;
+          sum += x[e];
+        }
+        const float c = warp_allreduce<SumOp, kG>(sum) * inv_len;
         float m2 = 0.0f;
 #pragma unroll
         for (int e = 0; e < kE; ++e) {
           x[e] -= c;
-          if (g + e * kG < len) m2 += x[e] * x[e];
+          if (in_row[e]) m2 += x[e] * x[e];
         }
         rstd = rsqrtf(warp_allreduce<SumOp, kG>(m2) * inv_len + eps);
       }
       if (i < nr) {
 #pragma unroll
-        for (int e = 0; e < kE; ++e) {
-          const int j = g + e * kG;
-          if (j < len) row[j] = from_float<T>(fmaf(x[e] * rstd, wb[0][j], wb[1][j]));
-        }
+        for (int e = 0; e < kE; ++e)
+          if (in_row[e]) row[e * kG] = from_float<T>(fmaf(x[e] * rstd, wt[e], bs[e]));
       }
     }
   });
+}
+
+template <typename T, typename C>
+__global__ void __launch_bounds__(C::kBlock, C::kMinBlocks)
+norm_packed(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ weight, const T* __restrict__ bias,
+            i64 rows, i64 len, float eps, int rms, i64 per_block) {
+  __shared__ __align__(16) T buf[PackedRows<T, C>::kElems];
+  const PackedRows<T, C> pr{buf};
+  if (rms)
+    norm_packed_rows<true, T, C>(in, out, weight, bias, rows, len, eps, per_block, pr);
+  else
+    norm_packed_rows<false, T, C>(in, out, weight, bias, rows, len, eps, per_block, pr);
 }
 
 }  // namespace kk

@@ -85,8 +85,9 @@ struct PackedRows {
         }
         asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(base + v * N), "r"(r.x), "r"(r.y), "r"(r.z),
                      "r"(r.w));
-      } else {
-#pragma unroll
+      } else {  // a block's first and last vectors only: a loop, not N unrolled stores whose offsets the
+                // compiler would hold in registers across the block loop (norm_packed spilled)
+#pragma unroll 1
         for (int j = 0; j < N; ++j)
           if (lo + j >= 0 && lo + j < count) base[v * N + j] = buf[a + lo + j];
       }
@@ -99,9 +100,7 @@ struct PackedRows {
 template <typename T, typename C, typename Rows>
 __device__ __forceinline__ void packed_blocks(const T* __restrict__ in, T* __restrict__ out, i64 rows, i64 len,
                                               i64 per_block, const PackedRows<T, C>& pr, Rows&& fn) {
-  const i64 blocks = (rows + per_block - 1) / per_block;
-  for (i64 blk = blockIdx.x; blk < blocks; blk += gridDim.x) {
-    const i64 r0 = blk * per_block;
+  for (i64 r0 = (i64)blockIdx.x * per_block; r0 < rows; r0 += (i64)gridDim.x * per_block) {  // no 64-bit divide
     const int nr = (int)min(per_block, rows - r0);
     const int count = nr * (int)len;
     const int a = pr.load(in, r0 * len, count);

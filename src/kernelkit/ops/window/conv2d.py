@@ -43,11 +43,12 @@ VARIANTS = (
             "the first use (any width and alignment); others: the tiled kernels", FLOATS,
             lambda dtype, **_: (*_registers_dw(dtype), *_tiled(dtype), *_direct(dtype))),
     Variant("best", "3x3 on the register kernels (NCHW columns; channels_last tiles where C is a multiple of 4); "
-            "other compiled windows: NCHW on planar bands (whole-width rows of one plane, or several whole small "
-            "planes, staged in shared memory by coalesced row loads; a thread a column strip of 4 or 8 outputs), "
-            "channels_last on the tiled kernels (16 channels or more); planar inputs of fewer channels at "
-            "stride 1 with the size-keeping padding on filter2d's tiles (a weight set per channel); the direct "
-            "kernels otherwise", FLOATS,
+            "other compiled windows: NCHW on planar bands (whole-width rows of one plane, several whole small "
+            "planes, or segments of rows too wide for one strip, staged in shared memory by coalesced row loads; "
+            "a thread a column strip of 4 or 8 outputs), channels_last on the tiled kernels (16 channels or "
+            "more); a single output row on the direct kernels; planar inputs of fewer channels at stride 1 with "
+            "the size-keeping padding on filter2d's tiles (a weight set per channel); the direct kernels "
+            "otherwise", FLOATS,
             lambda dtype, **_: (*_planar(dtype), *_registers_dw(dtype), *_tiled(dtype), *_registers(dtype),
                                 *_vector(dtype), *_direct(dtype)), default=True),
 )

@@ -58,14 +58,7 @@ __device__ __forceinline__ void tma_load(void* dst, const TensorMap* map, int c0
 
 // ---- 2-CTA clusters (the cluster rung): a box multicast into both CTAs, barriers across them.
 
-// This CTA's rank in its cluster.
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned r = 0;
-#if KK_SM90A
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-#endif
-  return r;
-}
+using kk::cluster_rank;  // this CTA's rank in its cluster (mbarrier.cuh)
 
 // Every thread of every CTA of the cluster: its shared-memory work released, everyone's acquired. At a
 // kernel's start (the peers' mbarriers exist before any copy or arrival reaches them) and end (no CTA

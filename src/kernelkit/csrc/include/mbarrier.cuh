@@ -62,6 +62,23 @@ __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned pari
 #endif
 }
 
+// This CTA's rank in its cluster, and the cluster's CTAs (0 and 1 before sm_90). Volatile: a kernel may read
+// them again after a long loop rather than hold them in registers across it.
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r = 0;
+#if KK_SM90
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_size() {
+  unsigned n = 1;
+#if KK_SM90
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+#endif
+  return n;
+}
+
 // Store v into the shared memory of CTA `rank` of this cluster at the address that `local` has in
 // this CTA, counting its 8 bytes on that CTA's mbarrier at the address `bar` has here.
 __device__ __forceinline__ void st_async_peer(const float2* local, float2 v, const unsigned long long* bar,

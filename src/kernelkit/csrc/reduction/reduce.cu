@@ -410,16 +410,6 @@ reduce_cols(const Tin* __restrict__ in, Tout* __restrict__ out, float* __restric
 // main pass (H200, 64 x 197 x 768 bf16 over dim 1, 3 splits of 66 rows: 10.3 us against 12.6;
 // docs/design/reductions.md).
 constexpr int kColClusterMax = 8;
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ unsigned cluster_size() {
-  unsigned n;
-  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-  return n;
-}
 template <typename Tin, typename Tout, typename Op, int V, bool kWindow>
 __global__ void __launch_bounds__(32 * kColRows, kColMinBlocks<Tin>())
 reduce_cols_cluster(const Tin* __restrict__ in, Tout* __restrict__ out, i64 R, i64 inner, i64 col_blocks, i64 rps,
@@ -445,14 +435,9 @@ reduce_cols_cluster(const Tin* __restrict__ in, Tout* __restrict__ out, i64 R, i
   const unsigned C = cluster_size(), rank = cluster_rank();
   if (rank != 0) {
     if (ty == 0) {
-      unsigned dst, bar;
-      asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(dst) : "r"(shared_addr(&inbox[rank][tx * V])));
-      asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(bar) : "r"(shared_addr(&arrived)));
+      const float2* mine = reinterpret_cast<const float2*>(&inbox[rank][tx * V]);
 #pragma unroll
-      for (int v = 0; v < V; v += 4)
-        asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];"
-                     ::"r"(dst + 4 * v), "f"(acc[v]), "f"(acc[v + 1]), "f"(acc[v + 2]), "f"(acc[v + 3]), "r"(bar)
-                     : "memory");
+      for (int v = 0; v < V; v += 2) st_async_peer(mine + v / 2, make_float2(acc[v], acc[v + 1]), &arrived, 0);
     }
     return;  // the pushed values travel from registers: this CTA's shared memory is no longer read
   }

@@ -55,7 +55,8 @@ def main(argv=None) -> int:
                  "us": {name: round(tt.median_us, 2) for name, tt in zip(fns, t)}}
             records.append(r)
             print(json.dumps(r), flush=True)
-    out = Path(a.out or Path(__file__).parent / "results" / f"depthwise-wide-{device_tag(torch.cuda.get_device_name(0))}.json")
+    tag = device_tag(torch.cuda.get_device_name(0))
+    out = Path(a.out or Path(__file__).parent / "results" / f"depthwise-wide-{tag}.json")
     out.write_text(json.dumps({"environment": environment(), "records": records}, indent=1))
     print(f"wrote {out}")
     return 0

@@ -290,7 +290,7 @@ __device__ __forceinline__ void norm_packed_rows(const T* __restrict__ in, T* __
         float ss = 0.0f;
 #pragma unroll
         for (int e = 0; e < kE; ++e) ss += x[e] * x[e];
-        rstd = rsqrtf(warp_allreduce<SumOp, kG>(ss) / flen + eps);  // rms_rstd's formula
+        rstd = rms_rstd(warp_allreduce<SumOp, kG>(ss), flen, eps);  // the length converted once, not every row
       } else {
         // the deviations from the row's first element (exact where the values are close), then from their
         // mean: rows of a few nearly equal values (their variance below eps, where rstd multiplies every

@@ -86,7 +86,8 @@ __device__ __forceinline__ T norm_out(float x, float mean, float rstd, const T* 
 // 1 / sqrt(mean(x^2) + eps). A row holding inf gets rstd 0: its finite elements give 0 and the inf
 // NaN, torch's formula and what torch's rms_norm gives for rows of 1000 elements (for 7 it gives a
 // NaN row: torch itself differs by row length, so kernelkit keeps the formula).
-__device__ __forceinline__ float rms_rstd(float ss, i64 len, float eps) { return rsqrtf(ss / (float)len + eps); }
+__device__ __forceinline__ float rms_rstd(float ss, float len, float eps) { return rsqrtf(ss / len + eps); }
+__device__ __forceinline__ float rms_rstd(float ss, i64 len, float eps) { return rms_rstd(ss, (float)len, eps); }
 
 // Elements of slice r (of `slice`) of a row of len whose window starts `a` elements before it (the window
 // forms; 0 otherwise): what slice r's mean was taken over.

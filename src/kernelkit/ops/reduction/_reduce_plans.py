@@ -17,9 +17,10 @@ from .._shared.cxx import CXX_TYPE
 from .._shared.launch_rules import cdiv, compute_capability, f32, i32, sm_count
 from .._shared.plans import plan_cache, remember
 from ._reduce_kernels import (
-    COL_BLOCK_ROWS, COL_CLUSTER_MAX, COL_CLUSTER_ROWS, COL_MIN_ROWS, F32, FOLD_ROWS, FULL, FUNCTOR, SRC, TICKET_SPLITS_MAX, TREE_BLOCK, TREE_RUNGS,
-    VEC_BLOCK, VEC_BLOCKS_PER_SM, VEC_UNROLL, WARP_ROWS_BLOCK, WARP_ROWS_MAX, _cols_cluster_name, _cols_name, _fast_name, _finish_name,
-    _fold_name, _per_vec, _tree_name, _warp_rows_name, ReduceConfig, rows_config)
+    COL_BLOCK_ROWS, COL_CLUSTER_MAX, COL_CLUSTER_ROWS, COL_MIN_ROWS, F32, FOLD_ROWS, FULL, FUNCTOR, SRC,
+    TICKET_SPLITS_MAX, TREE_BLOCK, TREE_RUNGS, VEC_BLOCK, VEC_BLOCKS_PER_SM, VEC_UNROLL, WARP_ROWS_BLOCK,
+    WARP_ROWS_MAX, _cols_cluster_name, _cols_name, _fast_name, _finish_name, _fold_name, _per_vec, _tree_name,
+    _warp_rows_name, ReduceConfig, rows_config)
 
 OPS: dict[str, Op] = {}  # the four ops, registered by reduce.py; a plan reads its rung from them
 

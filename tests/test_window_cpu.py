@@ -198,8 +198,10 @@ def test_tiles_use_shared_memory_and_vector_loads(sm90):
 
 
 def _conversions(r) -> set:
-    """I2F/F2I opcodes other than those of integer division (I2F.RP, F2I.FTZ.U32.TRUNC: the reciprocal)."""
-    return {op for op in r.opcodes if op.startswith(("I2F", "F2I")) and op not in ("I2F.RP", "F2I.FTZ.U32.TRUNC.NTZ")}
+    """I2F/F2I opcodes other than those of integer division (I2F.RP or I2F.U32.RP and F2I.FTZ.U32.TRUNC: the
+    reciprocal)."""
+    division = ("I2F.RP", "I2F.U32.RP", "F2I.FTZ.U32.TRUNC.NTZ")
+    return {op for op in r.opcodes if op.startswith(("I2F", "F2I")) and op not in division}
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

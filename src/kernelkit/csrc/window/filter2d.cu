@@ -214,11 +214,10 @@ __global__ void __launch_bounds__(256, 2) f2d_pipelined(const T* __restrict__ in
           for (int i = 0; i < V; ++i) acc[j][i] = fmaf(wr[dy * K + dx], win[i + dx * C], acc[j][i]);
       }
     }
+    unsigned o[RY][4];
 #pragma unroll
-    for (int j = 0; j < RY; ++j) {
-      const int y = tp.y0 + threadIdx.y * RY + j;
-      if (y < H) store_outputs<T, V>(out + ((i64)tp.p * H + y) * WC, tp.x0 + threadIdx.x * V, WC, acc[j]);
-    }
+    for (int j = 0; j < RY; ++j) pack_bits<T, V, 0>(acc[j], o[j]);
+    store_rows<T, RY>(out, tp.p, tp.y0 + threadIdx.y * RY, H, tp.x0 + threadIdx.x * V, WC, o);
   });
 }
 

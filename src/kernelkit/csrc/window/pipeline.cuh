@@ -9,9 +9,10 @@
 // elements x TH = 256 / BX x RY rows, V = one 16-byte vector of outputs a thread a row. Its tile row starts
 // HP elements (a whole number of vectors, at least the horizontal reach) left of the outputs, so a 16-byte
 // chunk of the tile is a 16-byte chunk of the image row. A row whose address is not 16-byte aligned (offset
-// views, odd row strides) is stored m elements to the right (m its misalignment, kept per row): its chunks
-// still copy as aligned vectors and the window reader shifts by m. Kernels compiled "aligned" (every row
-// 16-byte aligned, the host checks) skip the shift.
+// views, odd row strides) copies each chunk in 8- or 4-byte pieces (copy_chunk); a 16-bit or uint8 row not
+// even on 4 bytes is stored m elements to the right (m its misalignment within a word, kept per row) and the
+// window reader shifts it back. Kernels compiled "aligned" (every row 16-byte aligned, the host checks) skip
+// the test.
 #pragma once
 #include "window.cuh"
 
@@ -29,6 +30,39 @@ __device__ __forceinline__ void tile_copy16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(smem)),
                "l"(gmem) : "memory");
 }
+__device__ __forceinline__ void tile_copy8(void* smem, const void* gmem) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"((unsigned)__cvta_generic_to_shared(smem)),
+               "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void tile_copy4(void* smem, const void* gmem) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(smem)),
+               "l"(gmem) : "memory");
+}
+
+// The 16-byte tile chunk `dst` from the image elements at `src` (the chunk's first element), in the widest
+// copies the address allows: one of 16 bytes, two of 8 or four of 4. A source below a 4-byte boundary
+// (16-bit and uint8 rows only) is copied from the boundary before it, so its elements land m to the
+// right: the returned m, which the window reader shifts out. So a float row at any offset is stored as an
+// aligned one, and a narrower row needs at most a shift within a 32-bit word.
+template <typename R>
+__device__ __forceinline__ int copy_chunk(R* dst, const R* src) {
+  const unsigned a = (unsigned)(unsigned long long)src;
+  const int m = sizeof(R) == 4 ? 0 : (int)((a & 3u) / sizeof(R));
+  const char* from = reinterpret_cast<const char*>(src - m);
+  char* to = reinterpret_cast<char*>(dst);
+  const unsigned mis = (a - m * (unsigned)sizeof(R)) & 15u;
+  if (mis == 0) {
+    tile_copy16(to, from);
+  } else if ((mis & 7u) == 0) {
+    tile_copy8(to, from);
+    tile_copy8(to + 8, from + 8);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 16; k += 4) tile_copy4(to + k, from + k);
+  }
+  return m;
+}
+
 __device__ __forceinline__ void tile_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void tile_wait_previous() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 
@@ -61,42 +95,46 @@ struct TileWalk {
     total = per_plane * planes;
   }
 
+  // Unsigned divisions (tile numbers are not negative): about half the instructions of signed ones.
   __device__ __forceinline__ TilePos at(int t) const {
-    const int p = t / per_plane;
-    const int rem = t - p * per_plane;
-    const int ty = rem / ntx;
-    return TilePos{p, ty * TH, (rem - ty * ntx) * TW};
+    const unsigned u = (unsigned)t, pp = (unsigned)per_plane, nx = (unsigned)ntx;
+    const unsigned p = u / pp, rem = u - p * pp, ty = rem / nx;
+    return TilePos{(int)p, (int)ty * TH, (int)(rem - ty * nx) * TW};
   }
 
-  // Start the copies of tile t into `buf` (nothing past the last tile); `shift` gets each
+  // Start the copies of the tile at tp into `buf`; `shift` gets each
   // row's m. A tile whose rows and chunks all lie inside the image (nearly every tile of a large plane)
   // copies each chunk by cp.async with no border test. Elsewhere: rows outside the image under the zero
   // border are zero-filled; chunks wholly inside the image row go by cp.async; chunks that reach past
   // a row's ends take the border rule element by element (all loads issued before the one 16-byte
   // shared store); chunks that start past every input a stored output reads (HP past the row's end) are
   // not filled, since only outputs that are not stored read them.
-  __device__ __forceinline__ void issue(int t, R* buf, int* shift) const {
-    if (t >= total) return;
-    const TilePos tp = at(t);
+  __device__ __forceinline__ void issue(const TilePos& tp, R* buf, int* shift) const {
     const R* plane = in + (i64)tp.p * in_plane;
     const int y0 = tp.y0 - top, g0 = tp.x0 - HP;
     const int s = threadIdx.y * (TW / V) + threadIdx.x;  // blocks of TW / V x 256 V / TW threads
     int r = s / NCH, c = s - r * NCH;
     if (y0 >= 0 && y0 + rows <= H && g0 >= (kAligned ? 0 : V) && g0 + LD <= WC) {
-      const R* base = plane + (i64)y0 * in_row + g0;
-      for (; r < rows; r += DR, c += DC) {
-        if (c >= NCH) {
+      // chunk (r, c) is element r LD + c V = 16 s bytes of the buffer (LD = NCH V), and the source steps by
+      // whole rows and vectors: the addresses advance by adds, with no multiply a chunk. A chunk's
+      // misalignment is its row's (g0 and c V are whole vectors).
+      const R* src = plane + (i64)(y0 + r) * in_row + g0 + c * V;
+      const i64 step = (i64)DR * in_row + DC * V, wrap = in_row - NCH * V;
+      R* dst = buf + s * V;
+#pragma unroll 1
+      for (; r < rows; r += DR, c += DC, src += step, dst += 256 * V) {
+        if (DC != 0 && c >= NCH) {
           c -= NCH;
           ++r;
+          src += wrap;
           if (r >= rows) break;
         }
-        const R* row = base + (i64)r * in_row;
-        int m = 0;
-        if constexpr (!kAligned) {
-          m = (int)(((unsigned long long)row & 15) / sizeof(R));
+        if constexpr (kAligned) {
+          tile_copy16(dst, src);
+        } else {
+          const int m = copy_chunk(dst, src);
           if (c == 0) shift[r] = m;
         }
-        tile_copy16(buf + r * LD + c * V, row + c * V - m);
       }
       return;
     }
@@ -114,11 +152,14 @@ struct TileWalk {
         continue;
       }
       const R* row = plane + (i64)y * in_row;
-      const int m = kAligned ? 0 : (int)(((unsigned long long)row & 15) / sizeof(R));
+      const int m = kAligned || sizeof(R) == 4 ? 0 : (int)(((unsigned long long)row & 3) / sizeof(R));
       if (!kAligned && c == 0) shift[r] = m;
       const int e = g0 + c * V - m;
       if (e >= 0 && e + V <= WC) {
-        tile_copy16(dst, row + e);
+        if constexpr (kAligned)
+          tile_copy16(dst, row + e);
+        else
+          copy_chunk(dst, row + e + m);
       } else if (e < WC + HP) {
         constexpr int EPW = 4 / (int)sizeof(R), B = 8 * (int)sizeof(R);
         unsigned wd[4];
@@ -142,15 +183,20 @@ struct TileWalk {
   template <typename F>
   __device__ __forceinline__ void each(R* buf, int* shift, F&& body) const {
     int t = blockIdx.x;
-    issue(t, buf, shift);
+    TilePos cur = at(t);
+    if (t < total) issue(cur, buf, shift);
     tile_commit();
-    for (int s = 0; t < total; t += (int)gridDim.x, s ^= 1) {
-      issue(t + (int)gridDim.x, buf + (s ^ 1) * rows * LD, shift + (s ^ 1) * rows);
+    for (int s = 0; t < total; s ^= 1) {
+      const int tn = t + (int)gridDim.x;
+      const TilePos next = at(tn);  // found once: the copies now, the body on the next turn
+      if (tn < total) issue(next, buf + (s ^ 1) * rows * LD, shift + (s ^ 1) * rows);
       tile_commit();
       tile_wait_previous();
       __syncthreads();
-      body(at(t), buf + s * rows * LD, shift + s * rows);
+      body(cur, buf + s * rows * LD, shift + s * rows);
       __syncthreads();
+      cur = next;
+      t = tn;
     }
   }
 };
@@ -181,13 +227,14 @@ template <> struct WordElem<u8> {
 };
 
 // The WL elements of a tile row at positions V tx + S + m ... as floats: V tx is the thread's chunk, S a
-// compile-time offset, m the row's shift (0 in aligned kernels). The covering chunks are read by
-// 128-bit shared loads (consecutive lanes, consecutive chunks: no bank conflict); a shifted row moves
-// the words left by m elements (whole words by selects on m's bits, then a funnel shift).
+// compile-time offset, m the row's shift (below one 32-bit word: copy_chunk; 0 in aligned kernels and for
+// floats). The covering chunks are read by 128-bit shared loads (consecutive lanes, consecutive chunks: no
+// bank conflict); a shifted row moves its words down by m elements, one funnel shift a word.
 template <typename T, int S, int WL, bool kAligned>
 __device__ __forceinline__ void read_window(const raw_t<T>* trow, int m, float (&win)[WL]) {
   constexpr int V = vec16<T>(), EPW = 4 / (int)sizeof(T);
-  constexpr int NC = (S + WL + (kAligned ? 0 : V - 1) + V - 1) / V, NW = 4 * NC + 1;
+  constexpr bool kShift = !kAligned && EPW > 1;
+  constexpr int NC = (S + WL + (kShift ? EPW - 1 : 0) + V - 1) / V, NW = 4 * NC + 1;
   unsigned w[NW];
   const uint4* src = reinterpret_cast<const uint4*>(trow) + threadIdx.x;
 #pragma unroll
@@ -199,19 +246,10 @@ __device__ __forceinline__ void read_window(const raw_t<T>* trow, int m, float (
     w[4 * k + 3] = c.w;
   }
   w[NW - 1] = 0u;
-  if constexpr (!kAligned) {
-    const int words = m / EPW, bits = (m % EPW) * 8 * (int)sizeof(T);
+  if constexpr (kShift) {
+    const int bits = m * 8 * (int)sizeof(T);
 #pragma unroll
-    for (int b = 1; b <= 2; b *= 2) {
-      if (words & b) {
-#pragma unroll
-        for (int k = 0; k < NW; ++k) w[k] = k + b < NW ? w[k + b] : 0u;
-      }
-    }
-    if constexpr (sizeof(T) < 4) {
-#pragma unroll
-      for (int k = 0; k + 1 < NW; ++k) w[k] = __funnelshift_r(w[k], w[k + 1], bits);
-    }
+    for (int k = 0; k + 1 < NW; ++k) w[k] = __funnelshift_r(w[k], w[k + 1], bits);
   }
 #pragma unroll
   for (int j = 0; j < WL; ++j) win[j] = WordElem<T>::at(w, S + j);
@@ -274,6 +312,16 @@ __device__ __forceinline__ void store_outputs(T* row, int x, int WC, const float
   unsigned o[4];
   pack_bits<T, V, 0, kLow, kHigh>(acc, o);
   store_bits<T>(row, x, WC, o);
+}
+
+// A thread's RY packed output rows, from row y of plane p at element column x (rows past H skipped): the
+// first row's address is found once and stepped by WC, not multiplied out a row.
+template <typename T, int RY>
+__device__ __forceinline__ void store_rows(T* out, int p, int y, int H, int x, int WC, const unsigned (&o)[RY][4]) {
+  T* row = out + ((i64)p * H + y) * WC;
+#pragma unroll
+  for (int j = 0; j < RY; ++j, row += WC)
+    if (y + j < H) store_bits<T>(row, x, WC, o[j]);
 }
 
 // Where chunk j (of V / 4) of thread tx's V floats sits in a row of float results (offset in floats): the

@@ -158,14 +158,15 @@ __device__ __forceinline__ void h_groups(const raw_t<T>* trow, int m, const Wx& 
 }
 
 // Columns [HH VH, HH VH + VH) of a thread's RY output rows from the horizontal results (`col`: the first of
-// its rows), packed into words of o: taps past KH skipped, the first tap (dy = 0) a multiply.
-template <typename T, int KMAX, int RY, int V, int VH, int HH, typename Wts>
+// its rows), packed into words of o: taps past KH skipped (kFull: KH is KMAX, no test), the first tap (dy = 0)
+// a multiply.
+template <typename T, int KMAX, int RY, int V, int VH, int HH, bool kFull, typename Wts>
 __device__ __forceinline__ void v_half(const float* col, const Wts& wts, int KH, int bounded, unsigned (&o)[RY][4]) {
   constexpr int TW = 32 * V;
   float acc[RY][VH];
 #pragma unroll
   for (int r = 0; r < RY + KMAX - 1; ++r) {
-    if (r >= RY + KH - 1) break;
+    if (!kFull && r >= RY + KH - 1) break;
     float hv[VH];
 #pragma unroll
     for (int j = 0; j < VH / 4; ++j) {
@@ -182,7 +183,7 @@ __device__ __forceinline__ void v_half(const float* col, const Wts& wts, int KH,
       if (dy == 0) {
 #pragma unroll
         for (int i = 0; i < VH; ++i) acc[j][i] = wts.wy(0) * hv[i];
-      } else if (dy < KH) {
+      } else if (kFull || dy < KH) {
 #pragma unroll
         for (int i = 0; i < VH; ++i) acc[j][i] = fmaf(wts.wy(dy), hv[i], acc[j][i]);
       }
@@ -226,14 +227,16 @@ sep_pipelined(const T* __restrict__ in, T* __restrict__ out, const float* __rest
   const TileWalk<T, kAligned, TW, TH, LD, HP> walk(in, in_plane, in_row, planes, H, WC, C, mode, rows, KH / 2);
   // TileWalk::each's loop written out: through each() the sm_80 uint8 31-tap kernel spilled (2 STL, 2 LDL)
   int t = blockIdx.x;
-  walk.issue(t, buf, shift);
+  TilePos tp = walk.at(t);
+  if (t < walk.total) walk.issue(tp, buf, shift);
   tile_commit();
-  for (int s = 0; t < walk.total; t += (int)gridDim.x, s ^= 1) {
-    walk.issue(t + (int)gridDim.x, buf + (s ^ 1) * rows * LD, shift + (s ^ 1) * rows);
+  for (int s = 0; t < walk.total; s ^= 1) {
+    const int tn = t + (int)gridDim.x;
+    const TilePos next = walk.at(tn);
+    if (tn < walk.total) walk.issue(next, buf + (s ^ 1) * rows * LD, shift + (s ^ 1) * rows);
     tile_commit();
     tile_wait_previous();
     __syncthreads();
-    const TilePos tp = walk.at(t);
     const R* tile = buf + s * rows * LD;
     const int* sh = shift + s * rows;
     for (int r = threadIdx.y; r < rows; r += 8) {
@@ -249,14 +252,17 @@ sep_pipelined(const T* __restrict__ in, T* __restrict__ out, const float* __rest
     __syncthreads();
     const float* col = hbuf + threadIdx.y * RY * TW;
     unsigned o[RY][4];
-    v_half<T, KMAX, RY, V, VH, 0>(col, wts, KH, bounded, o);
-    if constexpr (V > VH) v_half<T, KMAX, RY, V, VH, 1>(col, wts, KH, bounded, o);
-#pragma unroll
-    for (int j = 0; j < RY; ++j) {
-      const int y = tp.y0 + threadIdx.y * RY + j;
-      if (y < H) store_bits<T>(out + ((i64)tp.p * H + y) * WC, tp.x0 + threadIdx.x * V, WC, o[j]);
+    if (KH == KMAX) {  // the common case, without a test a tap: the taps and rows are compile-time
+      v_half<T, KMAX, RY, V, VH, 0, true>(col, wts, KMAX, bounded, o);
+      if constexpr (V > VH) v_half<T, KMAX, RY, V, VH, 1, true>(col, wts, KMAX, bounded, o);
+    } else {
+      v_half<T, KMAX, RY, V, VH, 0, false>(col, wts, KH, bounded, o);
+      if constexpr (V > VH) v_half<T, KMAX, RY, V, VH, 1, false>(col, wts, KH, bounded, o);
     }
+    store_rows<T, RY>(out, tp.p, tp.y0 + threadIdx.y * RY, H, tp.x0 + threadIdx.x * V, WC, o);
     __syncthreads();  // hbuf and this buffer are rewritten in the next iteration
+    tp = next;
+    t = tn;
   }
 }
 

@@ -73,6 +73,7 @@ sobel_pipelined(const T* __restrict__ in, T* __restrict__ out, const float* __re
     const R* tile = tbuf + threadIdx.y * RY * LD;
     const int* sh = tshift + threadIdx.y * RY;
     float gx[RY][V], gy[RY][V];
+    unsigned o[RY][4];
 #pragma unroll
     for (int r = 0; r < RY + 2; ++r) {
       float win[WL];
@@ -104,9 +105,9 @@ sobel_pipelined(const T* __restrict__ in, T* __restrict__ out, const float* __re
     for (int j = 0; j < RY; ++j) {
 #pragma unroll
       for (int i = 0; i < V; ++i) gx[j][i] = sqrt_approx(fmaf(gx[j][i], gx[j][i], gy[j][i] * gy[j][i]));
-      const int y = tp.y0 + threadIdx.y * RY + j;
-      if (y < H) store_outputs<T, V, false, true>(out + ((i64)tp.p * H + y) * WC, tp.x0 + threadIdx.x * V, WC, gx[j]);
+      pack_bits<T, V, 0, false, true>(gx[j], o[j]);
     }
+    store_rows<T, RY>(out, tp.p, tp.y0 + threadIdx.y * RY, H, tp.x0 + threadIdx.x * V, WC, o);
   });
 }
 

@@ -3,7 +3,7 @@ shim, so that their index arithmetic, border rules, row shifts, register windows
 can be checked against the float64 references on a machine without a GPU.
 
 The shim: a block is 256 std::threads (threadIdx thread-local), __syncthreads a std::barrier, blocks run
-one after another; shared memory one static array; cp.async an immediate 16-byte copy (its wait a no-op:
+one after another; shared memory one static array; cp.async an immediate copy of 16, 8 or 4 bytes (its wait a no-op:
 the copies land before the barrier that the kernels place after the wait anyway); the intrinsics written
 out (__byte_perm, __funnelshift_r, bit casts); sqrt.approx the library sqrtf. Every 16-byte access
 (copies, 128-bit shared loads, float4 results, 16-byte stores) asserts its alignment, every shared access
@@ -70,6 +70,10 @@ def _rewrite(path: Path) -> str:
     if path.name == "pipeline.cuh":
         sub('''  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(smem)),
                "l"(gmem) : "memory");''', "  A16(smem); A16(gmem); SMEM_IN(smem, 16); memcpy(smem, gmem, 16);")
+        sub('''  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"((unsigned)__cvta_generic_to_shared(smem)),
+               "l"(gmem) : "memory");''', "  A8(smem); A8(gmem); SMEM_IN(smem, 8); memcpy(smem, gmem, 8);")
+        sub('''  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(smem)),
+               "l"(gmem) : "memory");''', "  A4(smem); A4(gmem); SMEM_IN(smem, 4); memcpy(smem, gmem, 4);")
         sub('asm volatile("cp.async.commit_group;" ::: "memory");', "")
         sub('asm volatile("cp.async.wait_group 1;" ::: "memory");', "")
         sub("  const uint4* src = reinterpret_cast<const uint4*>(trow) + threadIdx.x;",
@@ -130,6 +134,8 @@ template <class P> inline int4 __ldcs(const P* p) { return *p; }
 template <class P, class V> inline void __stcs(P* p, V v) { *p = v; }
 inline int __float2int_rn(float f) { return (int)nearbyintf(f); }
 #define A16(p) do { if (((uintptr_t)(p)) & 15) { fprintf(stderr, "misaligned 16-byte access, line %d\n", __LINE__); abort(); } } while (0)
+#define A8(p) do { if (((uintptr_t)(p)) & 7) { fprintf(stderr, "misaligned 8-byte copy, line %d\n", __LINE__); abort(); } } while (0)
+#define A4(p) do { if (((uintptr_t)(p)) & 3) { fprintf(stderr, "misaligned 4-byte copy, line %d\n", __LINE__); abort(); } } while (0)
 #define SMEM_IN(p, n) do { const char* q_ = (const char*)(p); const char* b_ = (const char*)kk::smem4; \
   if (q_ < b_ || q_ + (n) > b_ + g_shmem) { fprintf(stderr, "shared access [%ld, +%ld) outside %zu bytes, line %d\n", \
   (long)(q_ - b_), (long)(n), g_shmem, __LINE__); abort(); } } while (0)

@@ -72,22 +72,24 @@ def _conv2d_into(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
     # NCHW: 3x3 on register columns, other compiled windows on planar bands; few channels with the
     # size-keeping padding go to filter2d's tiles below (large planes, where they are faster)
     many_planes = C >= TILE_MIN_CHANNELS or stride != [1, 1] or padding != [KH // 2, KW // 2]
+    # one output row (H = 1, or H below the window at stride > 1) goes to the direct kernels, not the bands
+    # or tiles: those would compute and stage rows of padding (3 of a strip's 4 output rows; 9 of 10 staged
+    # rows at 1 x 4099, 7 x 7) where the direct kernels read only the taps inside the image (H200, 2 x 40 x 1
+    # x 4099 fp32 7 x 7: 11.4 us against 19.3 for the bands and 25.6 for the tiles; torch 9.7;
+    # docs/design/window.md)
+    one_row = OH == 1
     if not cl and ks is not None:
         columns = ks in REGS_KS and (variant == "registers" or best and many_planes)
         if kind == CONFIG_COLUMNS or kind is None and columns:
             t = DwColumns(*config[1:]) if kind == CONFIG_COLUMNS else columns_rule(N * C, OH, OW, *ks, sm_count(dev))
             if run_columns(x.contiguous(), float_weights(weight, False), b, out, ks, padding, t):
                 return
-        if kind == CONFIG_PLANES or (kind is None and best and many_planes and OH > 1):
+        if kind == CONFIG_PLANES or (kind is None and best and many_planes and not one_row):
             t = DwPlanes(*config[1:]) if kind == CONFIG_PLANES else planes_rule(N * C, OH, OW, *ks, sm_count(dev))
             if t is not None:
                 run_planes(x.contiguous(), float_weights(weight, False), b, out, ks, padding, t)
                 return
-    # one output row (H = 1, or H below the window at stride > 1): the bands and tiles would compute and
-    # stage rows of padding (3 of a strip's 4 output rows; 9 of 10 staged rows at 1 x 4099, 7 x 7) where the
-    # direct kernels read only the taps inside the image (H200, 2 x 40 x 1 x 4099 fp32 7 x 7: 11.4 us against
-    # 19.3 for the bands and 25.6 for the tiles; torch 9.7; docs/design/window.md)
-    if best and kind is None and OH == 1:
+    if best and kind is None and one_row:
         run_direct(x if cl else x.contiguous(), float_weights(weight, cl), b, out, (KH, KW), stride, padding,
                    dilation, cl)
         return

@@ -108,7 +108,7 @@ def test_depthwise_regs_rule():
 def test_depthwise_columns_rule():
     """The planar register strip: the least staged rows (with a strip's fixed cost) among strips whose
     threads fill COLUMNS_ROUNDS rounds of resident threads; the shortest strip where none does. The
-    network layers get the strips measured best on an H100 (docs/design/window.md)."""
+    network layers get the strips measured best on an H100 (docs/design/depthwise.md)."""
     from kernelkit.ops.window import conv2d as dw
 
     for (c, h, s), want in (((96, 112, 2), 8), ((144, 56, 1), 16), ((384, 14, 1), 16), ((960, 7, 1), 8),

@@ -76,7 +76,7 @@ def _conv2d_into(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Ten
     # or tiles: those would compute and stage rows of padding (3 of a strip's 4 output rows; 9 of 10 staged
     # rows at 1 x 4099, 7 x 7) where the direct kernels read only the taps inside the image (H200, 2 x 40 x 1
     # x 4099 fp32 7 x 7: 11.4 us against 19.3 for the bands and 25.6 for the tiles; torch 9.7;
-    # docs/design/window.md)
+    # docs/design/depthwise.md)
     one_row = OH == 1
     if not cl and ks is not None:
         columns = ks in REGS_KS and (variant == "registers" or best and many_planes)

@@ -23,7 +23,7 @@ from ._depthwise_shapes import (  # noqa: F401  (the configurations and rules, p
     REGS_BLOCKS_PER_SM, REGS_KS, REGS_THREADS, REGS_TILES, REGS_WAVES, TILE_KS, TILE_MIN_CHANNELS, TILE_RX, TILE_RY,
     TILE_SMEM, DwColumns, DwPlanes, DwRegs, DwTile, columns_rule, pix_floats, planes_pitch, planes_rule, regs_rule,
     tile_rule)
-from .filter2d import _registers, _vector, filter_planes
+from .filter2d import _pipelined, _registers, _vector, filter_planes
 
 __all__ = ["conv2d"]
 
@@ -47,10 +47,10 @@ VARIANTS = (
             "planes, or segments of rows too wide for one strip, staged in shared memory by coalesced row loads; "
             "a thread a column strip of 4 or 8 outputs), channels_last on the tiled kernels (16 channels or "
             "more); a single output row on the direct kernels; planar inputs of fewer channels at stride 1 with "
-            "the size-keeping padding on filter2d's tiles (a weight set per channel); the direct kernels "
-            "otherwise", FLOATS,
-            lambda dtype, **_: (*_planar(dtype), *_registers_dw(dtype), *_tiled(dtype), *_registers(dtype),
-                                *_vector(dtype), *_direct(dtype)), default=True),
+            "the size-keeping padding on filter2d's pipelined tiles (a weight set per channel; its register "
+            "and vector tiles where those do not apply); the direct kernels otherwise", FLOATS,
+            lambda dtype, **_: (*_planar(dtype), *_registers_dw(dtype), *_tiled(dtype), *_pipelined(dtype),
+                                *_registers(dtype), *_vector(dtype), *_direct(dtype)), default=True),
 )
 
 def _conv2d_into(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], out: torch.Tensor,

@@ -185,7 +185,7 @@ struct ClusterShare {
 // Why: a cluster's CTAs wait for one another at every row, and the SMs hosting them carry 1-4 CTAs, so
 // with rows dealt in a fixed stride the kernel runs at the pace of the most crowded clusters (1984 x
 // 65536 fp16 rms_norm: 93.4% of a same-bytes copy in a fixed stride, 98.1% handed out;
-// docs/design/row-reductions.md).
+// docs/design/row-reductions-long.md).
 // counters[0] counts rows handed out past the first gridDim / kCluster. Every row a cluster does takes one
 // number, so a launch takes exactly `rows` numbers, 0 .. rows - 1, and the cluster that takes rows - 1
 // (the last atomic on the counter) sets it to 0 again: a buffer serves one launch at a time (the host

@@ -101,7 +101,7 @@ __device__ __forceinline__ float slice_count(int len, int r, int slice, int a = 
 // reads slot lane % kCluster once and reduces by shuffles, as block_allreduce does for warps. kLanes
 // saves the register-tile cluster rows most of their shared loads (about 2 points of a same-bytes copy
 // for fp16 64K-element layer_norm rows); norm_bulk's 1024-thread CTAs measured slower with it and keep
-// the other form (docs/design/row-reductions.md).
+// the other form (docs/design/row-reductions.md, "Statistics").
 
 // A row's sum of squares from its slices' (each CTA's ss; kCluster == 1: ss itself).
 template <bool kLanes = false, int kCluster>

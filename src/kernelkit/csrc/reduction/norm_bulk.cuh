@@ -37,7 +37,7 @@ __host__ __device__ constexpr int bulk_min_blocks() {
 // number a launch's last take gets resets the counter, and the row of each ring row slot reaches the other
 // threads through shared memory, written before the arrival that completes the slot's first stage.
 // Why: SMs differ in speed, and in a fixed stride the one-CTA rings of a long launch end tens of
-// microseconds apart, the fast ones idle (docs/design/row-reductions.md).
+// microseconds apart, the fast ones idle (docs/design/row-reductions-long.md).
 template <typename T, int kBlock, int kVecs, int kCluster, int kStages, bool kStageWB, int kChunks, bool kDynamic>
 __device__ __forceinline__ void norm_bulk_body(const T* __restrict__ in, T* __restrict__ out,
                                                const T* __restrict__ weight, const T* __restrict__ bias, i64 rows,

@@ -116,7 +116,7 @@ class RowTile:
 # (64 bytes in flight a thread), from a power-of-two slice of a warp (short rows, several to a warp) to a
 # CTA of up to 1024 threads; then more vectors a thread, up to 32 values (the 64-register cap at 1024
 # threads); then (sm_90) a cluster of CTAs of at most CLUSTER_CTA threads (clusters of CTAs that fill an
-# SM are placed fewer: docs/design/row-reductions.md), up to MAX_CLUSTER CTAs of 1024 threads.
+# SM are placed fewer: docs/design/row-reductions-long.md), up to MAX_CLUSTER CTAs of 1024 threads.
 VECS_A_THREAD = 4
 MIN_CTA = 64  # a CTA row has at least two warps (a row of fewer threads is a warp slice)
 CLUSTER_CTA = 512
@@ -175,7 +175,7 @@ def wide_cluster_tile(vectors: int, most_vecs: int, longest_vecs: int, sm: int):
     portable size. Past 8 CTAs of CLUSTER_CTA threads, 16 such CTAs (several to an SM) measured faster than 8
     of up to 1024 (one to an SM) on every row tried: layer_norm / rms_norm bf16 883 x 151936 61% / 67% of the
     copy with 8 x 800 threads, 82% / 93% with 16 x 320; fp32 640 x 200003 70% / 95% against 76% / 98%
-    (docs/design/row-reductions.md)."""
+    (docs/design/row-reductions-long.md)."""
     return cluster_tile(vectors, most_vecs, longest_vecs, WIDE_CLUSTER if sm in WIDE_CLUSTER_SMS else MAX_CLUSTER)
 
 

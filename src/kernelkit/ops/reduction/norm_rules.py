@@ -108,7 +108,7 @@ def staged(dtype: torch.dtype, len_: int, form: int, sm: int, smem: int) -> Opti
     return tile if _fits(tile, smem) else None
 
 
-BULK_THREADS, BULK_STAGES = 1024, 3  # docs/design/row-reductions.md: 3 stages (90.9 / 92.6 / 91.6 / 90.6 for 2-5)
+BULK_THREADS, BULK_STAGES = 1024, 3  # docs/design/row-reductions-long.md: 3 stages (90.9 / 92.6 / 91.6 / 90.6 for 2-5)
 
 
 def bulk_ring(dtype: torch.dtype, len_: int, form: int, sm: int, smem: int) -> Optional[BulkRing]:

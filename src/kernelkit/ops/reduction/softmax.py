@@ -160,7 +160,7 @@ def warp_rows(dtype: torch.dtype, len_: int, form: int, sm: int) -> Optional[Sof
     return None if got is None else SoftmaxTile(*got)
 
 
-# 16-bit rows on sm_90 (docs/design/row-reductions.md, "Long 16-bit softmax rows"): a 16-bit thread holds
+# 16-bit rows on sm_90 (docs/design/row-reductions-long.md, "Long 16-bit softmax rows"): a 16-bit thread holds
 # its 32 values in half the bytes of an fp32 one, so a CTA moves half the bytes a row between its fixed
 # costs (start, reductions, the cluster's exchange); CTAs that fill an SM then leave it idle between
 # rows. Measured (H100, bf16, % of a same-bytes copy): one CTA of 800 x 4 84.6, four of 224 x 4 99.8;

@@ -138,6 +138,29 @@ def test_pipelined_many_tiles_per_block(dtype, offset):
                reference.filter2d(xc.double(), kernel, "reflect", channels_last=True) if dtype == torch.uint8 else None)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_unaligned_rows_give_the_aligned_bits(dtype):
+    """The pipelined kernels on a view whose rows start at every misalignment (odd width, one element in)
+    give the same bits as on the same values held in rows that all start on 16 bytes (a padded row pitch):
+    the unaligned kernels copy such rows in 8- or 4-byte pieces (floats) or shift them within a word
+    (16-bit, uint8) and compute in the same order as the aligned ones."""
+    from kernelkit.ops.window._common import rows_aligned
+
+    torch.manual_seed(11)
+    odd = _input((3, 67, 1031), dtype, offset=1)
+    pitch = 1040  # 1040 elements: a multiple of 16 bytes in every dtype
+    padded = torch.zeros((3, 67, pitch), dtype=dtype, device="cuda")[..., :1031]
+    padded.copy_(odd)
+    assert not rows_aligned(planes_of(odd, False, "t")) and rows_aligned(planes_of(padded, False, "t"))
+    kernel = torch.randn(5, 5, device="cuda") / 5
+    for name, fn in (("filter2d 5x5", lambda x: kernelkit.filter2d(x, kernel, border="reflect", variant="pipelined")),
+                     ("gaussian 7", lambda x: kernelkit.gaussian_blur(x, 7, variant="pipelined")),
+                     ("gaussian 3x9", lambda x: kernelkit.gaussian_blur(x, [3, 9], variant="pipelined")),
+                     ("sobel", lambda x: kernelkit.sobel(x, variant="pipelined"))):
+        bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[odd.element_size()]
+        assert torch.equal(fn(odd).view(bits), fn(padded).view(bits)), f"{name} {dtype}"
+
+
 @pytest.mark.parametrize("offset", [0, 1])
 def test_wide_tiles(monkeypatch, offset):
     """filter2d's wide tiles (64 x 4 threads, 8 rows a thread, one block an SM), forced onto small and odd

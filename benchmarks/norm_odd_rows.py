@@ -54,9 +54,15 @@ def run(dtype: torch.dtype, n: int, fill: bool = False) -> dict:
     src = torch.empty(nb // 2, dtype=torch.uint8, device="cuda")
     want = F.layer_norm(x.float(), (n,), w.float(), b.float())
     err = max((kernelkit.layer_norm(x, (n,), w, b, config=c).float() - want).abs().max().item() for c in (cfg, alt))
-    extra = fill_tiles(dtype, n, cfg) if fill else []
-    for tile in extra:
-        err = max(err, (kernelkit.layer_norm(x, (n,), w, b, config=tile).float() - want).abs().max().item())
+    extra = []
+    for tile in fill_tiles(dtype, n, cfg) if fill else []:
+        try:
+            got = kernelkit.layer_norm(x, (n,), w, b, config=tile)
+        except (ValueError, RuntimeError) as exc:  # a tile the op refuses for this row (its message says why)
+            print(f"{str(dtype)[6:]:9s} {n:6d}  {tile} not run: {exc}", flush=True)
+            continue
+        err = max(err, (got.float() - want).abs().max().item())
+        extra.append(tile)
     fns = [lambda: kernelkit.layer_norm(x, (n,), w, b, config=cfg),
            lambda: kernelkit.layer_norm(x, (n,), w, b, config=alt),
            lambda: kernelkit.rms_norm(x, (n,), w), lambda: src.clone()]

@@ -306,14 +306,6 @@ __device__ __forceinline__ void store_bits(T* row, int x, int WC, const unsigned
   }
 }
 
-template <typename T, int V, bool kLow = true, bool kHigh = true>
-__device__ __forceinline__ void store_outputs(T* row, int x, int WC, const float (&acc)[V]) {
-  static_assert(V == vec16<T>(), "one 16-byte vector of outputs");
-  unsigned o[4];
-  pack_bits<T, V, 0, kLow, kHigh>(acc, o);
-  store_bits<T>(row, x, WC, o);
-}
-
 // A thread's RY packed output rows, from row y of plane p at element column x (rows past H skipped): the
 // first row's address is found once and stepped by WC, not multiplied out a row.
 template <typename T, int RY>

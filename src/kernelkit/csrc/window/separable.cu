@@ -225,20 +225,7 @@ sep_pipelined(const T* __restrict__ in, T* __restrict__ out, const float* __rest
   SepWeights<KMAX, (KMAX <= 7)> wts;
   wts.fill(wsmem, w, lo, KW, KH);
   const TileWalk<T, kAligned, TW, TH, LD, HP> walk(in, in_plane, in_row, planes, H, WC, C, mode, rows, KH / 2);
-  // TileWalk::each's loop written out: through each() the sm_80 uint8 31-tap kernel spilled (2 STL, 2 LDL)
-  int t = blockIdx.x;
-  TilePos tp = walk.at(t);
-  if (t < walk.total) walk.issue(tp, buf, shift);
-  tile_commit();
-  for (int s = 0; t < walk.total; s ^= 1) {
-    const int tn = t + (int)gridDim.x;
-    const TilePos next = walk.at(tn);
-    if (tn < walk.total) walk.issue(next, buf + (s ^ 1) * rows * LD, shift + (s ^ 1) * rows);
-    tile_commit();
-    tile_wait_previous();
-    __syncthreads();
-    const R* tile = buf + s * rows * LD;
-    const int* sh = shift + s * rows;
+  walk.each(buf, shift, [&](const TilePos& tp, const R* tile, const int* sh) {
     for (int r = threadIdx.y; r < rows; r += 8) {
       const int m = kAligned ? 0 : sh[r];
       float h[V];
@@ -260,10 +247,7 @@ sep_pipelined(const T* __restrict__ in, T* __restrict__ out, const float* __rest
       if constexpr (V > VH) v_half<T, KMAX, RY, V, VH, 1, false>(col, wts, KH, bounded, o);
     }
     store_rows<T, RY>(out, tp.p, tp.y0 + threadIdx.y * RY, H, tp.x0 + threadIdx.x * V, WC, o);
-    __syncthreads();  // hbuf and this buffer are rewritten in the next iteration
-    tp = next;
-    t = tn;
-  }
+  });  // each() ends a tile with the barrier after which hbuf and this buffer are rewritten
 }
 
 }  // namespace kk

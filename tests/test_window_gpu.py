@@ -153,11 +153,11 @@ def test_unaligned_rows_give_the_aligned_bits(dtype):
     padded.copy_(odd)
     assert not rows_aligned(planes_of(odd, False, "t")) and rows_aligned(planes_of(padded, False, "t"))
     kernel = torch.randn(5, 5, device="cuda") / 5
+    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[odd.element_size()]
     for name, fn in (("filter2d 5x5", lambda x: kernelkit.filter2d(x, kernel, border="reflect", variant="pipelined")),
                      ("gaussian 7", lambda x: kernelkit.gaussian_blur(x, 7, variant="pipelined")),
                      ("gaussian 3x9", lambda x: kernelkit.gaussian_blur(x, [3, 9], variant="pipelined")),
                      ("sobel", lambda x: kernelkit.sobel(x, variant="pipelined"))):
-        bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[odd.element_size()]
         assert torch.equal(fn(odd).view(bits), fn(padded).view(bits)), f"{name} {dtype}"
 
 
